@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from './auth/auth.module';
+import { AppConfigModule } from './config/config.module';
+import { CustomersModule } from './customers/customers.module';
+import { DatabaseModule } from './database/database.module';
+import { GoodsModule } from './goods/goods.module';
+import { HealthModule } from './health/health.module';
+import { SyncModule } from './sync/sync.module';
+
+@Module({
+  imports: [AppConfigModule, DatabaseModule, CustomersModule, AuthModule, GoodsModule, SyncModule, HealthModule],
+})
+export class AppModule {}

@@ -1,0 +1,49 @@
+import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiExceptionFilter } from './common/errors/api-exception.filter';
+import { validationException } from './common/errors/validation';
+import { requestIdMiddleware } from './common/http/request-id.middleware';
+import { AppConfig } from './config/app-config';
+
+/**
+ * Everything the HTTP app needs besides its modules; shared by main.ts and the e2e tests so that
+ * tests run exactly the app that ships.
+ */
+export function configureApp(app: NestExpressApplication): void {
+  const config = app.get(AppConfig);
+  app.use(requestIdMiddleware);
+  app.disable('x-powered-by');
+  if (config.server.trustProxy) app.set('trust proxy', true);
+  app.useBodyParser('json', { limit: config.server.bodyLimit });
+  app.useBodyParser('urlencoded', { limit: config.server.bodyLimit, extended: true });
+  app.useGlobalFilters(new ApiExceptionFilter());
+  app.useGlobalPipes(
+    new ValidationPipe({
+      transform: true,
+      whitelist: true,
+      forbidUnknownValues: false,
+      stopAtFirstError: true,
+      exceptionFactory: validationException,
+    }),
+  );
+  app.enableShutdownHooks();
+  setupSwagger(app);
+}
+
+function setupSwagger(app: INestApplication): void {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('livegoods API')
+      .setDescription(
+        'Goods catalog, campaigns and live sales status. Authenticated routes take `Authorization: Bearer <JWT>` ' +
+          'signed HS256 by the customer with its secretKey, carrying `accessKey` (equal to the path segment) and `exp`. ' +
+          'Errors are `{"_s": <code>, "_e": "<message>"}` (plus `errors[]` for validation failures).',
+      )
+      .setVersion('1')
+      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', customSiteTitle: 'livegoods API' });
+}

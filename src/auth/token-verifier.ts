@@ -1,0 +1,48 @@
+import { JsonWebTokenError, JwtPayload, TokenExpiredError, verify } from 'jsonwebtoken';
+
+export const CLOCK_SKEW_SECONDS = 60;
+
+export interface VerifiedClaims {
+  accessKey: string;
+  exp: number;
+  iat?: number;
+  name?: string;
+  sub?: string;
+}
+
+export class TokenRejected extends Error {}
+
+/**
+ * Verifies a customer-signed JWT: HS256 only, `exp` required, 60 s of clock skew. The HMAC key is the
+ * base64-decoded secretKey; the raw secretKey string is accepted as key too (CONTRACT §1).
+ */
+export function verifyCustomerToken(token: string, secretKey: string, accessKey: string): VerifiedClaims {
+  const keys = [Buffer.from(secretKey, 'base64'), Buffer.from(secretKey, 'utf8')];
+  let payload: JwtPayload | undefined;
+  let lastError: unknown;
+  for (const key of keys) {
+    try {
+      const decoded = verify(token, key, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SECONDS });
+      if (typeof decoded === 'string') throw new TokenRejected('Token payload must be a JSON object');
+      payload = decoded;
+      break;
+    } catch (err) {
+      lastError = err;
+      if (err instanceof TokenExpiredError) throw new TokenRejected('Token expired');
+      if (err instanceof JsonWebTokenError && err.message !== 'invalid signature') break;
+    }
+  }
+  if (!payload) {
+    if (lastError instanceof TokenRejected) throw lastError;
+    throw new TokenRejected('Invalid token');
+  }
+  if (typeof payload.exp !== 'number') throw new TokenRejected('Token must carry an exp claim');
+  if (payload.accessKey !== accessKey) throw new TokenRejected('Invalid token');
+  return {
+    accessKey: payload.accessKey,
+    exp: payload.exp,
+    iat: typeof payload.iat === 'number' ? payload.iat : undefined,
+    name: typeof payload.name === 'string' && payload.name.trim() ? payload.name.trim().slice(0, 255) : undefined,
+    sub: typeof payload.sub === 'string' && payload.sub ? payload.sub.slice(0, 255) : undefined,
+  };
+}

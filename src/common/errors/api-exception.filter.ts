@@ -1,0 +1,98 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ApiException, FieldError } from './api.exception';
+import { codeOfHttpStatus, ErrorCode, httpStatusOf } from './error-codes';
+
+export interface ErrorBody {
+  _s: number;
+  _e: string;
+  errors?: FieldError[];
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  expose?: boolean;
+  message?: string;
+}
+
+/**
+ * The one exception filter: every error leaves as `{_s, _e[, errors]}` with the HTTP status of its code.
+ * Unexpected errors are logged with the request id and answered without internals.
+ */
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const res = ctx.getResponse<Response>();
+    const req = ctx.getRequest<Request & { id?: string }>();
+    const { status, body, headers } = this.toResponse(exception, req);
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.status(status).json(body);
+  }
+
+  private toResponse(
+    exception: unknown,
+    req: Request & { id?: string },
+  ): { status: number; body: ErrorBody; headers: Record<string, string> } {
+    if (exception instanceof ApiException) {
+      const body: ErrorBody = { _s: exception.code, _e: exception.message };
+      if (exception.errors?.length) body.errors = exception.errors;
+      return { status: httpStatusOf(exception.code), body, headers: exception.headers ?? {} };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const code = codeOfHttpStatus(status);
+      if (code === ErrorCode.Internal) return this.internal(exception, req);
+      return { status: httpStatusOf(code), body: { _s: code, _e: this.messageOf(exception, status) }, headers: {} };
+    }
+    const parserError = exception as BodyParserError;
+    if (parserError && typeof parserError.type === 'string' && typeof parserError.status === 'number') {
+      return this.fromBodyParser(parserError, req, exception);
+    }
+    return this.internal(exception, req);
+  }
+
+  private fromBodyParser(err: BodyParserError, req: Request & { id?: string }, raw: unknown) {
+    switch (err.type) {
+      case 'entity.parse.failed':
+        return this.simple(ErrorCode.InvalidArgument, 'Malformed JSON body');
+      case 'entity.too.large':
+        return this.simple(ErrorCode.TooLarge, 'Request body is over the size limit');
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return this.simple(ErrorCode.UnsupportedMediaType, err.message ?? 'Unsupported body encoding');
+      default: {
+        const code = codeOfHttpStatus(err.status ?? 500);
+        return code === ErrorCode.Internal ? this.internal(raw, req) : this.simple(code, err.message ?? 'Bad request');
+      }
+    }
+  }
+
+  private simple(code: ErrorCode, message: string) {
+    return { status: httpStatusOf(code), body: { _s: code, _e: message }, headers: {} };
+  }
+
+  private internal(exception: unknown, req: Request & { id?: string }) {
+    const detail = exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
+    this.logger.error(`request ${req.id ?? '-'} ${req.method} ${req.originalUrl}: ${detail}`);
+    return this.simple(ErrorCode.Internal, `Internal error (request id ${req.id ?? 'unknown'})`);
+  }
+
+  private messageOf(exception: HttpException, status: number): string {
+    if (status === 404 && /^Cannot (GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/.test(exception.message)) {
+      return `No route for ${exception.message.replace(/^Cannot /, '')}`;
+    }
+    const response = exception.getResponse();
+    if (typeof response === 'string') return response;
+    const message = (response as { message?: unknown }).message;
+    if (Array.isArray(message)) return message.join('; ');
+    return typeof message === 'string' ? message : exception.message;
+  }
+}

@@ -1,0 +1,84 @@
+import { isAbsolute, resolve } from 'node:path';
+import { config as loadDotenv } from 'dotenv';
+import { EnvironmentVariables, validateEnv } from './env.validation';
+
+export interface ServerConfig {
+  port: number;
+  publicBaseUrl?: string;
+  bodyLimit: string;
+  trustProxy: boolean;
+  logLevel: EnvironmentVariables['LOG_LEVEL'];
+}
+
+export interface DatabaseConfig {
+  type: 'sqlite' | 'mysql';
+  /** SQLite file (under DATA_DIR). */
+  sqlitePath: string;
+  host: string;
+  port: number;
+  username: string;
+  password: string;
+  database: string;
+  poolSize: number;
+  logging: boolean;
+}
+
+export interface MediaConfig {
+  dir: string;
+  allowPrivateHosts: boolean;
+}
+
+export interface LimitsConfig {
+  syncMaxItems: number;
+  listMaxCount: number;
+}
+
+/**
+ * The validated, typed settings of the service, one section per area.
+ * Built once at boot (and by the admin CLI) from the environment and `.env`.
+ */
+export class AppConfig {
+  constructor(
+    readonly dataDir: string,
+    readonly server: ServerConfig,
+    readonly database: DatabaseConfig,
+    readonly media: MediaConfig,
+    readonly limits: LimitsConfig,
+    readonly redisUrl?: string,
+  ) {}
+
+  static fromEnv(raw: Record<string, unknown>): AppConfig {
+    const env = validateEnv(raw);
+    const dataDir = isAbsolute(env.DATA_DIR) ? env.DATA_DIR : resolve(process.cwd(), env.DATA_DIR);
+    return new AppConfig(
+      dataDir,
+      {
+        port: env.PORT,
+        publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
+        bodyLimit: env.BODY_LIMIT,
+        trustProxy: env.TRUST_PROXY,
+        logLevel: env.LOG_LEVEL,
+      },
+      {
+        type: env.DB_TYPE,
+        sqlitePath: resolve(dataDir, 'livegoods.sqlite'),
+        host: env.DB_HOST,
+        port: env.DB_PORT,
+        username: env.DB_USER,
+        password: env.DB_PASSWORD,
+        database: env.DB_NAME,
+        poolSize: env.DB_POOL_SIZE,
+        logging: env.DB_LOGGING,
+      },
+      { dir: resolve(dataDir, 'media'), allowPrivateHosts: env.MEDIA_ALLOW_PRIVATE_HOSTS },
+      { syncMaxItems: env.SYNC_MAX_ITEMS, listMaxCount: 100 },
+      env.REDIS_URL,
+    );
+  }
+
+  /** Reads `.env` (without overriding real environment variables), then validates. */
+  static load(): AppConfig {
+    loadDotenv({ quiet: true } as Parameters<typeof loadDotenv>[0]);
+    return AppConfig.fromEnv(process.env);
+  }
+}

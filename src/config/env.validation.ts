@@ -1,0 +1,108 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+
+const toBool = ({ value }: { value: unknown }): unknown => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(v)) return false;
+  return value;
+};
+
+const toInt = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+
+const emptyToUndefined = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && value.trim() === '' ? undefined : value;
+
+/**
+ * Every setting the service reads from the environment (or `.env`), with its default.
+ * `.env.example` lists the same settings; keep the two in step.
+ */
+export class EnvironmentVariables {
+  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  PORT = 3000;
+
+  @IsString() @MinLength(1)
+  DATA_DIR = './data';
+
+  @IsIn(['sqlite', 'mysql'], { message: 'DB_TYPE must be "sqlite" or "mysql"' })
+  DB_TYPE: 'sqlite' | 'mysql' = 'sqlite';
+
+  @IsString()
+  DB_HOST = '127.0.0.1';
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(65535)
+  DB_PORT = 3306;
+
+  @IsString()
+  DB_USER = 'root';
+
+  @IsString()
+  DB_PASSWORD = '';
+
+  @IsString() @Matches(/^[A-Za-z0-9_$]{1,64}$/, { message: 'DB_NAME must be 1-64 letters, digits, _ or $' })
+  DB_NAME = 'livegoods';
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  DB_POOL_SIZE = 10;
+
+  @Transform(toBool) @IsBoolean()
+  DB_LOGGING = false;
+
+  @Transform(emptyToUndefined) @IsOptional()
+  @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
+  REDIS_URL?: string;
+
+  @Transform(emptyToUndefined) @IsOptional()
+  @IsUrl({ protocols: ['http', 'https'], require_tld: false, require_protocol: true })
+  PUBLIC_BASE_URL?: string;
+
+  @Transform(toBool) @IsBoolean()
+  MEDIA_ALLOW_PRIVATE_HOSTS = false;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(100000)
+  SYNC_MAX_ITEMS = 10000;
+
+  @Matches(/^\d+(b|kb|mb)$/i, { message: 'BODY_LIMIT must look like 512kb or 32mb' })
+  BODY_LIMIT = '32mb';
+
+  @Transform(toBool) @IsBoolean()
+  TRUST_PROXY = false;
+
+  @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
+  LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
+}
+
+export class ConfigValidationError extends Error {}
+
+/** Validates raw environment values; throws one error listing every bad setting. */
+export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
+  const known = Object.keys(new EnvironmentVariables());
+  const picked: Record<string, unknown> = {};
+  for (const key of [...known, 'REDIS_URL', 'PUBLIC_BASE_URL']) {
+    if (raw[key] !== undefined) picked[key] = raw[key];
+  }
+  const env = plainToInstance(EnvironmentVariables, picked, { exposeDefaultValues: true });
+  const errors = validateSync(env, { skipMissingProperties: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => {
+      const value = e.property === 'DB_PASSWORD' ? '***' : JSON.stringify(e.value);
+      return `  - ${e.property}=${value}: ${Object.values(e.constraints ?? {}).join('; ')}`;
+    });
+    throw new ConfigValidationError(`Invalid configuration (environment or .env):\n${lines.join('\n')}`);
+  }
+  return env;
+}

@@ -1,0 +1,29 @@
+import { Column, Entity, Index } from 'typeorm';
+import { bigintTransformer } from '../../database/column-transformers';
+
+@Entity({ name: 'customers' })
+@Index('UQ_customers_access_key', ['accessKey'], { unique: true })
+export class Customer {
+  @Column({ type: 'bigint', primary: true, generated: 'increment', transformer: bigintTransformer })
+  id: number;
+
+  @Column({ type: 'varchar', length: 32 })
+  accessKey: string;
+
+  /** base64 of 32 random bytes; the HMAC key of the customer's JWTs. */
+  @Column({ type: 'varchar', length: 64 })
+  secretKey: string;
+
+  @Column({ type: 'varchar', length: 255 })
+  name: string;
+
+  /** ISO 4217 code echoed on every goods response. */
+  @Column({ type: 'varchar', length: 3, default: 'KRW' })
+  currency: string;
+
+  @Column({ type: 'datetime', precision: 3 })
+  createdAt: Date;
+
+  @Column({ type: 'datetime', precision: 3 })
+  updatedAt: Date;
+}

@@ -1,0 +1,62 @@
+import { ValueTransformer } from 'typeorm';
+
+/**
+ * int64 ids: mysql2 returns BIGINT as string, SQLite as number. The API speaks JSON numbers
+ * (ids stay far below 2^53), so both become numbers.
+ */
+export const bigintTransformer: ValueTransformer = {
+  to: (value: unknown) => value,
+  from: (value: unknown) => (value === null || value === undefined ? value : Number(value)),
+};
+
+/**
+ * Rounds a decimal given as number or numeric text to `scale` fractional digits, half away from zero,
+ * working on its decimal digits (never on binary floating point). Returns canonical text.
+ */
+export function toDecimalString(value: number | string, scale: number): string {
+  let text = typeof value === 'number' ? String(value) : value.trim();
+  if (/e/i.test(text)) text = Number(text).toFixed(Math.min(scale + 6, 100));
+  const match = /^(-?)(\d*)(?:\.(\d*))?$/.exec(text);
+  if (!match) throw new Error(`not a decimal: ${text}`);
+  const [, sign, intPartRaw, fracRaw = ''] = match;
+  let intPart = intPartRaw || '0';
+  let frac = fracRaw;
+  if (frac.length > scale) {
+    const roundUp = frac.charCodeAt(scale) >= 53; /* '5' */
+    frac = frac.slice(0, scale);
+    if (roundUp) {
+      const digits = (intPart + frac).split('').map(Number);
+      let i = digits.length - 1;
+      while (i >= 0) {
+        if (digits[i] === 9) {
+          digits[i] = 0;
+          i -= 1;
+        } else {
+          digits[i] += 1;
+          break;
+        }
+      }
+      let all = digits.join('');
+      if (i < 0) all = `1${all}`;
+      intPart = all.slice(0, all.length - frac.length);
+      frac = all.slice(all.length - frac.length);
+    }
+  }
+  intPart = intPart.replace(/^0+(?=\d)/, '');
+  frac = frac.replace(/0+$/, '');
+  const out = frac ? `${intPart}.${frac}` : intPart;
+  return sign && /[1-9]/.test(out) ? `-${out}` : out;
+}
+
+/**
+ * DECIMAL columns: written as exact decimal text rounded to the column's scale (MySQL keeps it exactly;
+ * SQLite keeps it to 15 significant digits, more than a JSON number carries), read back as a number
+ * (mysql2 returns DECIMAL as a string).
+ */
+export function decimalTransformer(scale: number): ValueTransformer {
+  return {
+    to: (value: unknown) =>
+      value === null || value === undefined ? value : toDecimalString(value as number | string, scale),
+    from: (value: unknown) => (value === null || value === undefined ? null : Number(value)),
+  };
+}

@@ -1,0 +1,80 @@
+import { QueryFailedError } from 'typeorm';
+import type { GoodsWrite } from './dto/goods-body.dto';
+import { Goods } from './entities/goods.entity';
+import { buildSearchText, keyHash } from './goods-keys';
+
+const WRITABLE = [
+  'name',
+  'brand',
+  'description',
+  'url',
+  'sku',
+  'mediaUrl',
+  'originalPrice',
+  'discountedPrice',
+  'discountPercentage',
+] as const;
+
+export type WritableField = (typeof WRITABLE)[number];
+
+/**
+ * Applies a validated write to an item: present fields replace, absent ones keep, null clears
+ * (validation has already refused null for the non-nullable ones). Keeps the derived columns
+ * (key hashes, search text) in step. Returns the names of the fields that changed.
+ */
+export function applyGoodsWrite(goods: Goods, write: GoodsWrite): WritableField[] {
+  const changed: WritableField[] = [];
+  const target = goods as unknown as Record<WritableField, unknown>;
+  for (const field of WRITABLE) {
+    const value = (write as Record<string, unknown>)[field];
+    if (value === undefined) continue;
+    const normalized = value === null ? null : value;
+    if (!sameValue(target[field], normalized)) {
+      target[field] = normalized;
+      changed.push(field);
+    }
+  }
+  if (changed.includes('sku') || !goods.skuHash) goods.skuHash = keyHash(goods.sku);
+  if (changed.includes('url') || !goods.urlHash) goods.urlHash = keyHash(goods.url);
+  goods.searchText = buildSearchText(goods.name, goods.brand, goods.sku);
+  return changed;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || a === undefined || b === undefined) return false;
+  return typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) < 1e-9;
+}
+
+/** A fresh item from a register or sync "create" write (name, sku and url already checked present). */
+export function newGoods(customerId: number, write: GoodsWrite, now: Date): Goods {
+  const goods = new Goods();
+  goods.customerId = customerId;
+  goods.brand = null;
+  goods.description = null;
+  goods.mediaUrl = null;
+  goods.originalPrice = null;
+  goods.discountedPrice = null;
+  goods.discountPercentage = null;
+  applyGoodsWrite(goods, write);
+  goods.createdAt = now;
+  goods.updatedAt = now;
+  return goods;
+}
+
+/** True when the database refused a write for a duplicate unique key. */
+export function isUniqueViolation(err: unknown): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const driverError = err.driverError as { code?: string; errno?: number } | undefined;
+  return (
+    driverError?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    driverError?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    driverError?.code === 'ER_DUP_ENTRY' ||
+    driverError?.errno === 1062
+  );
+}
+
+/** The 409 message naming the key and the item that holds it. */
+export function keyTakenMessage(key: 'sku' | 'url', value: string, holder: number | string): string {
+  return `${key} '${value}' is already used by ${typeof holder === 'number' ? `goods ${holder}` : holder}`;
+}

@@ -1,0 +1,10 @@
+/** Field limits of CONTRACT §3. */
+export const GoodsLimits = {
+  name: 255,
+  brand: 255,
+  sku: 128,
+  url: 2048,
+  description: 10_000,
+  maxPrice: 1e12,
+  keyword: 255,
+} as const;

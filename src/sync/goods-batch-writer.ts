@@ -1,0 +1,318 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { DataSource, EntityManager, In } from 'typeorm';
+import { flattenValidationErrors } from '../common/errors/validation';
+import type { Customer } from '../customers/entities/customer.entity';
+import { Transactions } from '../database/transactions';
+import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
+import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
+import { Goods } from '../goods/entities/goods.entity';
+import { keyHash } from '../goods/goods-keys';
+import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
+import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
+
+/** One element to apply: its row number in the caller's numbering and the raw submitted value. */
+export interface BatchElement {
+  row: number;
+  data: unknown;
+}
+
+/** Rows per multi-row statement: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
+const CHUNK = 400;
+const UPDATE_CHUNK = 200;
+const ATTEMPTS = 3;
+const UPDATED_COLUMNS = [
+  'name',
+  'brand',
+  'description',
+  'url',
+  'urlHash',
+  'sku',
+  'skuHash',
+  'mediaUrl',
+  'originalPrice',
+  'discountedPrice',
+  'discountPercentage',
+  'searchText',
+  'updatedAt',
+] as const;
+const ECHOED = [
+  'id',
+  'name',
+  'brand',
+  'description',
+  'url',
+  'sku',
+  'mediaUrl',
+  'originalPrice',
+  'discountedPrice',
+  'discountPercentage',
+] as const;
+
+interface Item {
+  goods: Goods;
+  /** Row of the element that created it in this batch (it has no id before the write). */
+  createdAtRow?: number;
+  isNew: boolean;
+  dirty: boolean;
+  keysChanged: boolean;
+}
+
+interface Outcome {
+  row: number;
+  status: RowStatus;
+  message: string | null;
+  item?: Item;
+  snapshot?: GoodsResponse;
+  echo?: Record<string, unknown>;
+}
+
+class Conflict extends Error {}
+
+/**
+ * Applies a batch of goods writes (the JSON sync, and later the spreadsheet import) with the rules of
+ * CONTRACT §4: elements apply in order, each on its own, later ones see earlier ones. Matching and key
+ * checks happen in memory against the rows the batch touches, loaded with a few IN queries; the result
+ * is written with multi-row statements, so a batch of N costs O(N / chunk) queries in one transaction.
+ */
+@Injectable()
+export class GoodsBatchWriter {
+  private readonly logger = new Logger(GoodsBatchWriter.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
+  ) {}
+
+  async apply(customer: Customer, elements: BatchElement[]): Promise<SyncResponse> {
+    const parsed = elements.map((element) => this.parse(element));
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.transactions.run((em) => this.applyParsed(em, customer, parsed));
+      } catch (err) {
+        // A concurrent writer took a key between our read and our write: read again and re-decide.
+        if (!isUniqueViolation(err) || attempt >= ATTEMPTS) throw err;
+        this.logger.warn(`sync for customer ${customer.id} raced another writer; retrying (${attempt})`);
+      }
+    }
+  }
+
+  private parse(element: BatchElement): { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string } {
+    const data = element.data;
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+      return { row: element.row, echo: {}, error: 'element must be a JSON object' };
+    }
+    const echo: Record<string, unknown> = {};
+    for (const key of ECHOED) if ((data as Record<string, unknown>)[key] !== undefined) echo[key] = (data as Record<string, unknown>)[key];
+    const dto = plainToInstance(SyncGoodsElementDto, data);
+    const errors = validateSync(dto, { whitelist: true, forbidUnknownValues: false, stopAtFirstError: true });
+    if (errors.length) {
+      return { row: element.row, echo, error: flattenValidationErrors(errors).map((e) => e.message).join('; ') };
+    }
+    if (dto.id === undefined && dto.sku === undefined && dto.url === undefined) {
+      return { row: element.row, echo, error: 'one of id, sku or url is required to match or create an item' };
+    }
+    return { row: element.row, write: dto, echo };
+  }
+
+  private async applyParsed(
+    em: EntityManager,
+    customer: Customer,
+    parsed: Array<{ row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string }>,
+  ): Promise<SyncResponse> {
+    const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
+    const existing = await this.loadTouched(em, customer, writes);
+    const byId = new Map<number, Item>();
+    const bySku = new Map<string, Item>();
+    const byUrl = new Map<string, Item>();
+    for (const goods of existing) {
+      const item: Item = { goods, isNew: false, dirty: false, keysChanged: false };
+      byId.set(goods.id, item);
+      bySku.set(goods.skuHash, item);
+      byUrl.set(goods.urlHash, item);
+    }
+
+    const now = new Date();
+    const outcomes: Outcome[] = parsed.map((p) => {
+      if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
+      try {
+        return { row: p.row, ...this.decide(customer, p.row, p.write, now, byId, bySku, byUrl) };
+      } catch (err) {
+        if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, echo: p.echo };
+        throw err;
+      }
+    });
+
+    const items = new Set<Item>();
+    for (const o of outcomes) if (o.item) items.add(o.item);
+    await this.write(em, customer, [...items]);
+    return this.envelope(customer, outcomes);
+  }
+
+  /** Decides one element against the in-memory state, and updates that state. */
+  private decide(
+    customer: Customer,
+    row: number,
+    write: GoodsWrite,
+    now: Date,
+    byId: Map<number, Item>,
+    bySku: Map<string, Item>,
+    byUrl: Map<string, Item>,
+  ): Pick<Outcome, 'status' | 'message' | 'item' | 'snapshot'> {
+    let target: Item | undefined;
+    if (write.id !== undefined) {
+      target = byId.get(write.id);
+      if (!target) throw new Conflict(`Goods not found: id ${write.id}`);
+    } else {
+      const bySkuItem = write.sku !== undefined ? bySku.get(keyHash(write.sku)) : undefined;
+      const byUrlItem = write.url !== undefined ? byUrl.get(keyHash(write.url)) : undefined;
+      if (bySkuItem && byUrlItem && bySkuItem !== byUrlItem) {
+        throw new Conflict(
+          `sku '${write.sku}' belongs to ${this.idText(bySkuItem)} but url '${write.url}' belongs to ` +
+            `${this.idText(byUrlItem)}; send the id to say which one to update`,
+        );
+      }
+      target = bySkuItem ?? byUrlItem;
+    }
+
+    if (!target) {
+      const missing = (['name', 'sku', 'url'] as const).filter((f) => write[f] === undefined);
+      if (missing.length) throw new Conflict(`${missing.join(', ')} required to create a goods item`);
+      const goods = newGoods(customer.id, write, now);
+      const item: Item = { goods, createdAtRow: row, isNew: true, dirty: true, keysChanged: false };
+      bySku.set(item.goods.skuHash, item);
+      byUrl.set(item.goods.urlHash, item);
+      return { status: 'CREATE', message: null, item, snapshot: toGoodsResponse(item.goods, customer.currency) };
+    }
+
+    const next = Object.assign(new Goods(), target.goods);
+    const changed = applyGoodsWrite(next, { ...write, id: undefined });
+    const skuHolder = bySku.get(next.skuHash);
+    if (skuHolder && skuHolder !== target) throw new Conflict(keyTakenMessage('sku', next.sku, this.idText(skuHolder)));
+    const urlHolder = byUrl.get(next.urlHash);
+    if (urlHolder && urlHolder !== target) throw new Conflict(keyTakenMessage('url', next.url, this.idText(urlHolder)));
+
+    if (changed.length) {
+      if (next.skuHash !== target.goods.skuHash) {
+        bySku.delete(target.goods.skuHash);
+        bySku.set(next.skuHash, target);
+        target.keysChanged = true;
+      }
+      if (next.urlHash !== target.goods.urlHash) {
+        byUrl.delete(target.goods.urlHash);
+        byUrl.set(next.urlHash, target);
+        target.keysChanged = true;
+      }
+      next.updatedAt = now;
+      target.goods = next;
+      target.dirty = true;
+    }
+    return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, customer.currency) };
+  }
+
+  /** Items created earlier in the same batch have no id yet; name them by their row instead. */
+  private idText(item: Item): string {
+    return item.isNew ? `the goods created at row ${item.createdAtRow}` : `goods ${item.goods.id}`;
+  }
+
+  /** Every stored item the batch names by id, sku or url (a few IN queries per 400 keys). */
+  private async loadTouched(em: EntityManager, customer: Customer, writes: GoodsWrite[]): Promise<Goods[]> {
+    const ids = new Set<number>();
+    const skuHashes = new Set<string>();
+    const urlHashes = new Set<string>();
+    for (const w of writes) {
+      if (w.id !== undefined) ids.add(w.id);
+      if (w.sku !== undefined) skuHashes.add(keyHash(w.sku));
+      if (w.url !== undefined) urlHashes.add(keyHash(w.url));
+    }
+    const found = new Map<number, Goods>();
+    const load = async (column: 'id' | 'skuHash' | 'urlHash', values: Array<number | string>) => {
+      for (let i = 0; i < values.length; i += CHUNK) {
+        const rows = await em.find(Goods, { where: { customerId: customer.id, [column]: In(values.slice(i, i + CHUNK)) } });
+        for (const g of rows) found.set(g.id, g);
+      }
+    };
+    await load('id', [...ids]);
+    await load('skuHash', [...skuHashes]);
+    await load('urlHash', [...urlHashes]);
+    return [...found.values()];
+  }
+
+  private async write(em: EntityManager, customer: Customer, items: Item[]): Promise<void> {
+    const updates = items.filter((i) => !i.isNew && i.dirty);
+    const inserts = items.filter((i) => i.isNew).map((i) => i.goods);
+
+    // Keys may move between items inside one batch (even swap); park the moving ones on unique
+    // placeholders first so that no intermediate state breaks the unique indexes.
+    const moving = updates.filter((i) => i.keysChanged);
+    for (let i = 0; i < moving.length; i += UPDATE_CHUNK) {
+      const chunk = moving.slice(i, i + UPDATE_CHUNK).map((item) => {
+        const parked = Object.assign(new Goods(), item.goods);
+        parked.skuHash = `moving:${item.goods.id}`;
+        parked.urlHash = `moving:${item.goods.id}`;
+        return parked;
+      });
+      await this.updateRows(em, customer, chunk, ['skuHash', 'urlHash']);
+    }
+    for (let i = 0; i < updates.length; i += UPDATE_CHUNK) {
+      await this.updateRows(em, customer, updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods), UPDATED_COLUMNS);
+    }
+
+    for (let i = 0; i < inserts.length; i += CHUNK) {
+      const chunk = inserts.slice(i, i + CHUNK);
+      await em.createQueryBuilder().insert().into(Goods).values(chunk).updateEntity(false).execute();
+      const stored = await em.find(Goods, {
+        select: { id: true, skuHash: true },
+        where: { customerId: customer.id, skuHash: In(chunk.map((g) => g.skuHash)) },
+      });
+      const idBySku = new Map(stored.map((g) => [g.skuHash, g.id]));
+      for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
+    }
+  }
+
+  /** `UPDATE goods SET col = CASE id WHEN ? THEN ? ... END, ... WHERE customerId = ? AND id IN (...)`. */
+  private async updateRows(
+    em: EntityManager,
+    customer: Customer,
+    rows: Goods[],
+    columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>,
+  ): Promise<void> {
+    if (!rows.length) return;
+    const driver = em.connection.driver;
+    const metadata = em.connection.getMetadata(Goods);
+    const params: unknown[] = [];
+    const sets = columns.map((property) => {
+      const column = metadata.findColumnWithPropertyName(property);
+      if (!column) throw new Error(`unknown column ${property}`);
+      const cases = rows.map((row) => {
+        params.push(row.id, driver.preparePersistentValue((row as unknown as Record<string, unknown>)[property], column));
+        return 'WHEN ? THEN ?';
+      });
+      return `${driver.escape(column.databaseName)} = CASE ${driver.escape('id')} ${cases.join(' ')} END`;
+    });
+    params.push(customer.id, ...rows.map((r) => r.id));
+    const sql =
+      `UPDATE ${driver.escape(metadata.tableName)} SET ${sets.join(', ')} ` +
+      `WHERE ${driver.escape('customerId')} = ? AND ${driver.escape('id')} IN (${rows.map(() => '?').join(', ')})`;
+    await em.query(sql, params);
+  }
+
+  private envelope(customer: Customer, outcomes: Outcome[]): SyncResponse {
+    let createCount = 0;
+    let updateCount = 0;
+    let failCount = 0;
+    const results = outcomes.map((o): UploadGoodsRowResult => {
+      if (o.status === 'FAIL') {
+        failCount += 1;
+        return { ...(o.echo as unknown as GoodsResponse), row: o.row, status: 'FAIL', message: o.message };
+      }
+      if (o.status === 'CREATE') createCount += 1;
+      else updateCount += 1;
+      const snapshot = o.snapshot as GoodsResponse;
+      return { ...snapshot, id: o.item?.goods.id ?? snapshot.id, row: o.row, status: o.status, message: null };
+    });
+    return { results, totalCount: outcomes.length, createCount, updateCount, failCount, _s: 0 };
+  }
+}

@@ -1,0 +1,31 @@
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CurrentCustomer } from '../auth/decorators';
+import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
+import type { Customer } from '../customers/entities/customer.entity';
+import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
+import { SyncResponse } from './dto/sync-response.dto';
+import { SyncService } from './sync.service';
+
+@ApiTags('Goods')
+@TenantRoute()
+@Controller('v1/goods/:accessKey/sync')
+export class SyncController {
+  constructor(private readonly syncService: SyncService) {}
+
+  @Post()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Create or update many goods in one call',
+    description:
+      'Each element: with `id` that item is updated; else the item whose sku (then url) matches is updated; ' +
+      'else a new item is created (name, sku and url required). Elements apply in order, each on its own: ' +
+      'a failing element is reported with status FAIL and never rolls back the others. At most 10,000 elements.',
+  })
+  @ApiBody({ type: [SyncGoodsElementDto] })
+  @ApiOkResponse({ type: SyncResponse })
+  @ApiErrors(400, 413)
+  sync(@CurrentCustomer() customer: Customer, @Body() body: unknown): Promise<SyncResponse> {
+    return this.syncService.sync(customer, body);
+  }
+}
