@@ -1,0 +1,26 @@
+import { describeEngines } from './support/test-app';
+
+describeEngines('health and API docs', __filename, (ctx) => {
+  it('GET /health answers ok without a token', async () => {
+    const res = await ctx().http.get('/health').expect(200);
+    expect(res.body).toEqual({ status: 'ok' });
+    expect(res.headers['x-request-id']).toBeTruthy();
+  });
+
+  it('GET /health/ready checks the database', async () => {
+    const res = await ctx().http.get('/health/ready').expect(200);
+    expect(res.body).toEqual({ status: 'ok', checks: { database: 'up' } });
+  });
+
+  it('echoes a caller X-Request-Id', async () => {
+    const res = await ctx().http.get('/health').set('X-Request-Id', 'trace-abc.123').expect(200);
+    expect(res.headers['x-request-id']).toBe('trace-abc.123');
+  });
+
+  it('serves Swagger UI at /docs and OpenAPI JSON at /docs-json', async () => {
+    await ctx().http.get('/docs').expect(200).expect('content-type', /html/);
+    const res = await ctx().http.get('/docs-json').expect(200);
+    expect(res.body.openapi).toMatch(/^3\./);
+    expect(res.body.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+});
