@@ -1,3 +1,4 @@
+import { createSecretKey, KeyObject } from 'node:crypto';
 import { JsonWebTokenError, JwtPayload, TokenExpiredError, verify } from 'jsonwebtoken';
 
 export const CLOCK_SKEW_SECONDS = 60;
@@ -12,12 +13,28 @@ export interface VerifiedClaims {
 
 export class TokenRejected extends Error {}
 
+const keyCache = new Map<string, KeyObject[]>();
+
+/**
+ * The two accepted HMAC keys of a secretKey, as KeyObjects (given raw bytes, jsonwebtoken would first
+ * try, expensively, to parse them as a public key on every call).
+ */
+function hmacKeys(secretKey: string): KeyObject[] {
+  let keys = keyCache.get(secretKey);
+  if (!keys) {
+    keys = [createSecretKey(Buffer.from(secretKey, 'base64')), createSecretKey(Buffer.from(secretKey, 'utf8'))];
+    if (keyCache.size >= 10_000) keyCache.clear();
+    keyCache.set(secretKey, keys);
+  }
+  return keys;
+}
+
 /**
  * Verifies a customer-signed JWT: HS256 only, `exp` required, 60 s of clock skew. The HMAC key is the
  * base64-decoded secretKey; the raw secretKey string is accepted as key too (CONTRACT §1).
  */
 export function verifyCustomerToken(token: string, secretKey: string, accessKey: string): VerifiedClaims {
-  const keys = [Buffer.from(secretKey, 'base64'), Buffer.from(secretKey, 'utf8')];
+  const keys = hmacKeys(secretKey);
   let payload: JwtPayload | undefined;
   let lastError: unknown;
   for (const key of keys) {

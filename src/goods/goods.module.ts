@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Goods } from './entities/goods.entity';
 import { GoodsController } from './goods.controller';
+import { GoodsListCache } from './goods-list-cache';
 import { GoodsService } from './goods.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Goods])],
   controllers: [GoodsController],
-  providers: [GoodsService],
+  providers: [GoodsService, GoodsListCache],
   exports: [GoodsService, TypeOrmModule],
 })
 export class GoodsModule {}

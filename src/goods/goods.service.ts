@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Brackets, EntityManager, Repository } from 'typeorm';
+import { Brackets, EntityManager, In, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
 import type { Customer } from '../customers/entities/customer.entity';
 import { Transactions } from '../database/transactions';
@@ -15,6 +15,7 @@ import { ListGoodsQuery } from './dto/goods-query.dto';
 import { GoodsListResponse, GoodsResponse, toGoodsResponse } from './dto/goods-response.dto';
 import { Goods } from './entities/goods.entity';
 import { keyHash, normalizeForSearch } from './goods-keys';
+import { bumpCatalogVersion, GoodsListCache, MAX_CACHED_IDS, readCatalogVersion } from './goods-list-cache';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 
 type Locator = { by: 'id'; id: number } | { by: 'sku'; sku: string } | { by: 'url'; url: string };
@@ -25,22 +26,43 @@ export class GoodsService {
   constructor(
     @InjectRepository(Goods) private readonly goods: Repository<Goods>,
     private readonly transactions: Transactions,
+    private readonly listCache: GoodsListCache,
   ) {}
 
+  /**
+   * Newest first. The page comes off the (customerId, id) index; the match count (and, for a selective
+   * keyword, the matching ids) come from GoodsListCache while the catalog version is unchanged.
+   */
   async list(customer: Customer, query: ListGoodsQuery): Promise<GoodsListResponse> {
-    const qb = this.goods.createQueryBuilder('g').where('g.customerId = :customerId', { customerId: customer.id });
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
-    if (keyword) qb.andWhere('INSTR(g.searchText, :keyword) > 0', { keyword });
-    const [rows, totalCount] = await Promise.all([
-      qb
-        .clone()
-        .orderBy('g.id', 'DESC')
-        .offset((query.page - 1) * query.count)
-        .limit(query.count)
-        .getMany(),
-      qb.getCount(),
-    ]);
-    return { results: rows.map((g) => toGoodsResponse(g, customer.currency, false)), totalCount, _s: 0 };
+    const matching = this.goods.createQueryBuilder('g').where('g.customerId = :customerId', { customerId: customer.id });
+    if (keyword) matching.andWhere('INSTR(g.searchText, :keyword) > 0', { keyword });
+
+    const version = await readCatalogVersion(this.goods.manager, customer.id);
+    let entry = this.listCache.get(customer.id, keyword, version);
+    if (!entry) {
+      const count = await matching.getCount();
+      let ids: number[] | undefined;
+      if (keyword && count <= MAX_CACHED_IDS) {
+        const raw = await matching.clone().select('g.id', 'id').orderBy('g.id', 'DESC').getRawMany<{ id: number | string }>();
+        ids = raw.map((r) => Number(r.id));
+      }
+      entry = { version, count, ids };
+      this.listCache.set(customer.id, keyword, entry);
+    }
+
+    const offset = (query.page - 1) * query.count;
+    let rows: Goods[];
+    if (offset >= entry.count) {
+      rows = [];
+    } else if (entry.ids) {
+      const pageIds = entry.ids.slice(offset, offset + query.count);
+      const found = await this.goods.find({ where: { customerId: customer.id, id: In(pageIds) } });
+      rows = found.sort((a, b) => b.id - a.id);
+    } else {
+      rows = await matching.orderBy('g.id', 'DESC').offset(offset).limit(query.count).getMany();
+    }
+    return { results: rows.map((g) => toGoodsResponse(g, customer.currency, false)), totalCount: entry.count, _s: 0 };
   }
 
   async findBySku(customer: Customer, sku: string): Promise<GoodsResponse> {
@@ -57,6 +79,7 @@ export class GoodsService {
       await this.assertKeysFree(em, customer, goods);
       const result = await em.insert(Goods, goods);
       goods.id = Number(result.identifiers[0]?.id ?? goods.id);
+      await bumpCatalogVersion(em, customer.id);
       return goods;
     });
     return toGoodsResponse(saved, customer.currency);
@@ -101,6 +124,7 @@ export class GoodsService {
       goods.updatedAt = new Date();
       const { customer: _omit, ...columns } = goods;
       await em.update(Goods, { id: goods.id, customerId: customer.id }, columns);
+      await bumpCatalogVersion(em, customer.id);
       return goods;
     });
     return toGoodsResponse(saved, customer.currency);
@@ -113,6 +137,7 @@ export class GoodsService {
         throw ApiException.notFound(`Goods ${expectedId} not found with that ${locator.by}`);
       }
       await em.delete(Goods, { id: goods.id, customerId: customer.id });
+      await bumpCatalogVersion(em, customer.id);
     });
   }
 

@@ -10,6 +10,7 @@ import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
 import { Goods } from '../goods/entities/goods.entity';
 import { keyHash } from '../goods/goods-keys';
+import { bumpCatalogVersion } from '../goods/goods-list-cache';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
 
@@ -270,6 +271,7 @@ export class GoodsBatchWriter {
       const idBySku = new Map(stored.map((g) => [g.skuHash, g.id]));
       for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
     }
+    if (updates.length || inserts.length) await bumpCatalogVersion(em, customer.id);
   }
 
   /** `UPDATE goods SET col = CASE id WHEN ? THEN ? ... END, ... WHERE customerId = ? AND id IN (...)`. */

@@ -21,6 +21,13 @@ export class Customer {
   @Column({ type: 'varchar', length: 3, default: 'KRW' })
   currency: string;
 
+  /**
+   * Bumped by every transaction that changes this customer's goods; list and search results
+   * cached under an older version are stale (see GoodsSearchCache).
+   */
+  @Column({ type: 'bigint', default: 0, transformer: bigintTransformer })
+  catalogVersion: number;
+
   @Column({ type: 'datetime', precision: 3 })
   createdAt: Date;
 

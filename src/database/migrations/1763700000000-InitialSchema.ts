@@ -25,6 +25,7 @@ export class InitialSchema1763700000000 implements MigrationInterface {
           { name: 'secretKey', type: 'varchar', length: '64' },
           { name: 'name', type: 'varchar', length: '255' },
           { name: 'currency', type: 'varchar', length: '3', default: "'KRW'" },
+          { name: 'catalogVersion', type: 'bigint', default: 0 },
           timestamp('createdAt'),
           timestamp('updatedAt'),
         ],
@@ -55,6 +56,7 @@ export class InitialSchema1763700000000 implements MigrationInterface {
         indices: [
           new TableIndex({ name: 'UQ_goods_customer_sku', columnNames: ['customerId', 'skuHash'], isUnique: true }),
           new TableIndex({ name: 'UQ_goods_customer_url', columnNames: ['customerId', 'urlHash'], isUnique: true }),
+          new TableIndex({ name: 'IDX_goods_customer_id', columnNames: ['customerId', 'id'] }),
           new TableIndex({ name: 'IDX_goods_customer_search', columnNames: ['customerId', 'searchText'] }),
         ],
         foreignKeys: [

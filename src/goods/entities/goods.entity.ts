@@ -7,6 +7,7 @@ export const PRICE_SCALE = 4;
 @Entity({ name: 'goods' })
 @Index('UQ_goods_customer_sku', ['customerId', 'skuHash'], { unique: true })
 @Index('UQ_goods_customer_url', ['customerId', 'urlHash'], { unique: true })
+@Index('IDX_goods_customer_id', ['customerId', 'id'])
 @Index('IDX_goods_customer_search', ['customerId', 'searchText'])
 export class Goods {
   @Column({ type: 'bigint', primary: true, generated: 'increment', transformer: bigintTransformer })

@@ -1,0 +1,111 @@
+/**
+ * npm run bench:http — with 100,000 goods stored, measures with autocannon (10 connections) the list
+ * page without a keyword, with a keyword, and register; prints req/s and p99 latency for each.
+ * Options: --engines=sqlite,mysql (default sqlite)  --goods=100000  --duration=10
+ */
+import autocannon from 'autocannon';
+import { Engine, goodsElement, peakRssMb, startServer } from './support';
+
+const arg = (name: string, fallback: string) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
+const GOODS = Number(arg('goods', '100000'));
+const DURATION = Number(arg('duration', '10'));
+const ENGINES = arg('engines', 'sqlite').split(',') as Engine[];
+const BATCH = 10_000;
+const KEYWORDS = ['워치', 'watch', 'linen', '이어폰', 'grinder', 'nordic', 'sku-00012', 'kimchi'];
+
+async function seed(baseUrl: string, accessKey: string, auth: string): Promise<void> {
+  for (let start = 0; start < GOODS; start += BATCH) {
+    const body = Array.from({ length: Math.min(BATCH, GOODS - start) }, (_, i) => goodsElement(start + i));
+    const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/sync`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (res.status !== 200) throw new Error(`seeding failed: HTTP ${res.status}`);
+  }
+}
+
+async function run(title: string, options: autocannon.Options): Promise<string> {
+  const result = await autocannon({ connections: 10, duration: DURATION, ...options });
+  const non2xx = result.non2xx + result.errors;
+  return `${title.padEnd(34)} ${result.requests.average.toFixed(0).padStart(7)} req/s   p50 ${String(result.latency.p50).padStart(4)} ms   p99 ${String(result.latency.p99).padStart(4)} ms${non2xx ? `   (${non2xx} errors/non-2xx!)` : ''}`;
+}
+
+async function main(): Promise<void> {
+  const lines: string[] = [];
+  let port = 3820;
+  for (const engine of ENGINES) {
+    const server = await startServer(engine, port++, 'http');
+    try {
+      const started = Date.now();
+      await seed(server.baseUrl, server.accessKey, server.auth);
+      console.log(`${engine}: seeded ${GOODS} goods in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      const headers = { authorization: server.auth, 'content-type': 'application/json' };
+      const listUrl = `${server.baseUrl}/v1/goods/${server.accessKey}`;
+      // Warm-up so that the first figures do not include JIT and cache warm-up.
+      await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 2 });
+
+      lines.push(`${engine}: ` + (await run('list, no keyword (count=30)', { url: `${listUrl}?page=1&count=30`, headers })));
+      console.log(lines[lines.length - 1]);
+      let k = 0;
+      lines.push(
+        `${engine}: ` +
+          (await run('list, keyword (8 keywords rotating)', {
+            url: listUrl,
+            headers,
+            requests: [
+              {
+                method: 'GET',
+                setupRequest: (req) => ({
+                  ...req,
+                  path: `/v1/goods/${server.accessKey}?searchKeyword=${encodeURIComponent(KEYWORDS[k++ % KEYWORDS.length])}&page=1&count=30`,
+                }),
+              },
+            ],
+          })),
+      );
+      console.log(lines[lines.length - 1]);
+      let n = 0;
+      const tag = Date.now().toString(36);
+      lines.push(
+        `${engine}: ` +
+          (await run('register (POST one item)', {
+            url: listUrl,
+            headers,
+            requests: [
+              {
+                method: 'POST',
+                setupRequest: (req) => {
+                  n += 1;
+                  return {
+                    ...req,
+                    body: JSON.stringify({
+                      name: `Bench item ${n}`,
+                      brand: 'Bench',
+                      sku: `B-${tag}-${n}`,
+                      url: `https://shop.example.com/bench/${tag}/${n}`,
+                      originalPrice: 19.99,
+                      discountedPrice: 17.99,
+                      discountPercentage: 10,
+                    }),
+                  };
+                },
+              },
+            ],
+          })),
+      );
+      console.log(lines[lines.length - 1]);
+      lines.push(`${engine}: server peak RSS ${peakRssMb(server.pid)} MB`);
+    } finally {
+      await server.stop();
+    }
+  }
+  console.log(`\nbench:http results (${GOODS} goods stored, 10 connections, ${DURATION} s each; targets: unfiltered list p99 < 10 ms, keyword list p99 < 50 ms)`);
+  for (const line of lines) console.log(line);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,124 @@
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sign } from 'jsonwebtoken';
+
+export type Engine = 'sqlite' | 'mysql';
+
+const root = join(__dirname, '..');
+
+export interface BenchServer {
+  engine: Engine;
+  baseUrl: string;
+  accessKey: string;
+  auth: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+function mysqlEnv(database: string): Record<string, string> {
+  return {
+    DB_TYPE: 'mysql',
+    DB_HOST: process.env.BENCH_DB_HOST || '127.0.0.1',
+    DB_PORT: process.env.BENCH_DB_PORT || '3306',
+    DB_USER: process.env.BENCH_DB_USER || 'root',
+    DB_PASSWORD: process.env.BENCH_DB_PASSWORD || '',
+    DB_NAME: database,
+  };
+}
+
+async function recreateMysqlDatabase(env: Record<string, string>, drop = false): Promise<void> {
+  const { createConnection } = await import('mysql2/promise');
+  const conn = await createConnection({
+    host: env.DB_HOST,
+    port: Number(env.DB_PORT),
+    user: env.DB_USER,
+    password: env.DB_PASSWORD,
+  });
+  await conn.query(`DROP DATABASE IF EXISTS \`${env.DB_NAME}\``);
+  if (!drop) await conn.query(`CREATE DATABASE \`${env.DB_NAME}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  await conn.end();
+}
+
+async function waitForHealth(baseUrl: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with code ${child.exitCode}`);
+    try {
+      const res = await fetch(`${baseUrl}/health/ready`);
+      if (res.ok) return;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('server did not become ready within 60 s');
+}
+
+/** Builds if needed, then runs the real server (`node dist/main.js`) in its own process on a fresh database. */
+export async function startServer(engine: Engine, port: number, name: string): Promise<BenchServer> {
+  execFileSync(process.execPath, [join(root, 'scripts/ensure-built.js')], { stdio: 'inherit' });
+  const dataDir = mkdtempSync(join(tmpdir(), `livegoods-bench-${name}-`));
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    DB_TYPE: 'sqlite',
+    ...(engine === 'mysql' ? mysqlEnv(`lgbench_${name}`) : {}),
+  };
+  if (engine === 'mysql') await recreateMysqlDatabase(env);
+  const created = execFileSync(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], {
+    env,
+    encoding: 'utf8',
+  });
+  const customer = JSON.parse(created.trim().split('\n').pop() as string) as { accessKey: string; secretKey: string };
+  const child = spawn(process.execPath, [join(root, 'dist/main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitForHealth(baseUrl, child);
+  const token = sign({ accessKey: customer.accessKey }, Buffer.from(customer.secretKey, 'base64'), {
+    algorithm: 'HS256',
+    expiresIn: 6 * 3600,
+  });
+  return {
+    engine,
+    baseUrl,
+    accessKey: customer.accessKey,
+    auth: `Bearer ${token}`,
+    pid: child.pid as number,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dataDir, { recursive: true, force: true });
+      if (engine === 'mysql') await recreateMysqlDatabase(env, true);
+    },
+  };
+}
+
+/** Peak resident memory of a process so far (Linux VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string;
+  const match = /VmHWM:\s+(\d+) kB/.exec(status);
+  return match ? Math.round(Number(match[1]) / 1024) : NaN;
+}
+
+export function enginesFromArgs(): Engine[] {
+  const arg = process.argv.find((a) => a.startsWith('--engines='));
+  return arg ? (arg.slice('--engines='.length).split(',') as Engine[]) : ['sqlite', 'mysql'];
+}
+
+export function goodsElement(i: number, variant = 0): Record<string, unknown> {
+  const brands = ['Sampletech', '한빛전자', 'Nordic Home', 'Kimchi Lab', 'Atelier Mode'];
+  const kinds = ['Smart watch', '무선 이어폰', 'Linen shirt', '스마트 워치', 'Coffee grinder', 'Rice cooker'];
+  return {
+    name: `${kinds[i % kinds.length]} ${i}${variant ? ` v${variant}` : ''}`,
+    brand: brands[i % brands.length],
+    description: `Item ${i}, variant ${variant}. Free shipping.`,
+    sku: `SKU-${String(i).padStart(7, '0')}`,
+    url: `https://shop.example.com/goods/${i}`,
+    originalPrice: 10000 + (i % 1000) * 10 + variant,
+    discountedPrice: 9000 + (i % 1000) * 9 + variant,
+    discountPercentage: 10,
+  };
+}

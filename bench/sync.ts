@@ -1,0 +1,52 @@
+/**
+ * npm run bench:sync — syncs 10,000 new goods, then the same 10,000 with changes, over HTTP against
+ * the real server, on SQLite and on MariaDB; prints goods per second for each of the four runs.
+ * Options: --engines=sqlite,mysql  --count=10000
+ */
+import { enginesFromArgs, goodsElement, peakRssMb, startServer } from './support';
+
+const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 10_000);
+
+async function syncOnce(baseUrl: string, accessKey: string, auth: string, body: unknown[]): Promise<{ ms: number; counts: string }> {
+  const started = process.hrtime.bigint();
+  const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/sync`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as { createCount: number; updateCount: number; failCount: number };
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (res.status !== 200 || json.failCount) throw new Error(`sync failed: HTTP ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  return { ms, counts: `create ${json.createCount}, update ${json.updateCount}, fail ${json.failCount}` };
+}
+
+async function main(): Promise<void> {
+  const rows: string[] = [];
+  let port = 3810;
+  for (const engine of enginesFromArgs()) {
+    const server = await startServer(engine, port++, 'sync');
+    try {
+      const created = Array.from({ length: COUNT }, (_, i) => goodsElement(i));
+      const changed = Array.from({ length: COUNT }, (_, i) => goodsElement(i, 1));
+      for (const [label, body] of [
+        ['create', created],
+        ['update', changed],
+      ] as const) {
+        const { ms, counts } = await syncOnce(server.baseUrl, server.accessKey, server.auth, body);
+        const rate = Math.round((COUNT / ms) * 1000);
+        rows.push(`${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} goods  ${ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} goods/s  (${counts})`);
+        console.log(rows[rows.length - 1]);
+      }
+      console.log(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);
+    } finally {
+      await server.stop();
+    }
+  }
+  console.log('\nbench:sync results (target: >= 5,000 goods/s in every run)');
+  for (const row of rows) console.log(row);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+import { ConfigValidationError, validateEnv } from './env.validation';
+
+function refusal(raw: Record<string, unknown>): ConfigValidationError {
+  try {
+    validateEnv(raw);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigValidationError);
+    return err as ConfigValidationError;
+  }
+  throw new Error(`expected ${JSON.stringify(raw)} to be refused`);
+}
+
+describe('validateEnv', () => {
+  it('applies the documented defaults when nothing is set', () => {
+    const env = validateEnv({});
+    expect(env).toMatchObject({
+      PORT: 3000,
+      DATA_DIR: './data',
+      DB_TYPE: 'sqlite',
+      DB_HOST: '127.0.0.1',
+      DB_PORT: 3306,
+      DB_USER: 'root',
+      DB_PASSWORD: '',
+      DB_NAME: 'livegoods',
+      MEDIA_ALLOW_PRIVATE_HOSTS: false,
+      SYNC_MAX_ITEMS: 10000,
+      LOG_LEVEL: 'log',
+    });
+    expect(env.REDIS_URL).toBeUndefined();
+    expect(env.PUBLIC_BASE_URL).toBeUndefined();
+  });
+
+  it('reads numbers and strings from their text', () => {
+    const env = validateEnv({
+      PORT: '8080',
+      DB_TYPE: 'mysql',
+      DB_PORT: ' 3307 ',
+      DB_NAME: 'shop_1',
+      SYNC_MAX_ITEMS: '500',
+      REDIS_URL: 'redis://cache:6379',
+      PUBLIC_BASE_URL: 'https://live.example.com',
+    });
+    expect(env).toMatchObject({
+      PORT: 8080,
+      DB_TYPE: 'mysql',
+      DB_PORT: 3307,
+      DB_NAME: 'shop_1',
+      SYNC_MAX_ITEMS: 500,
+      REDIS_URL: 'redis://cache:6379',
+      PUBLIC_BASE_URL: 'https://live.example.com',
+    });
+  });
+
+  it('ignores variables it does not know', () => {
+    const env = validateEnv({ HOME: '/root', SOMETHING_ELSE: 'x' }) as unknown as Record<string, unknown>;
+    expect(env.HOME).toBeUndefined();
+    expect(env.SOMETHING_ELSE).toBeUndefined();
+  });
+
+  it('treats empty REDIS_URL / PUBLIC_BASE_URL as unset', () => {
+    const env = validateEnv({ REDIS_URL: '', PUBLIC_BASE_URL: '  ' });
+    expect(env.REDIS_URL).toBeUndefined();
+    expect(env.PUBLIC_BASE_URL).toBeUndefined();
+  });
+
+  it("refuses PORT=abc with a message naming PORT", () => {
+    const err = refusal({ PORT: 'abc' });
+    expect(err.message).toContain('PORT');
+    expect(err.message).toContain('abc');
+  });
+
+  it('refuses out-of-range ports', () => {
+    expect(refusal({ PORT: '70000' }).message).toContain('PORT');
+    expect(refusal({ DB_PORT: '0' }).message).toContain('DB_PORT');
+  });
+
+  it('refuses DB_TYPE=postgres', () => {
+    const err = refusal({ DB_TYPE: 'postgres' });
+    expect(err.message).toContain('DB_TYPE');
+    expect(err.message).toContain('postgres');
+  });
+
+  it.each([
+    ['true', true],
+    ['false', false],
+    ['1', true],
+    ['0', false],
+    ['TRUE', true],
+    [' yes ', true],
+    ['no', false],
+  ])('reads the boolean %p as %p', (text, value) => {
+    expect(validateEnv({ MEDIA_ALLOW_PRIVATE_HOSTS: text }).MEDIA_ALLOW_PRIVATE_HOSTS).toBe(value);
+    expect(validateEnv({ TRUST_PROXY: text }).TRUST_PROXY).toBe(value);
+  });
+
+  it('refuses a boolean it cannot read', () => {
+    expect(refusal({ MEDIA_ALLOW_PRIVATE_HOSTS: 'maybe' }).message).toContain('MEDIA_ALLOW_PRIVATE_HOSTS');
+  });
+
+  it('reports several errors together', () => {
+    const err = refusal({ PORT: 'abc', DB_TYPE: 'postgres', DB_NAME: 'bad-name!', LOG_LEVEL: 'loud', REDIS_URL: 'http://x' });
+    for (const name of ['PORT', 'DB_TYPE', 'DB_NAME', 'LOG_LEVEL', 'REDIS_URL']) expect(err.message).toContain(name);
+    expect(err.message.split('\n').filter((l) => l.startsWith('  - '))).toHaveLength(5);
+  });
+
+  it('never prints the DB_PASSWORD value', () => {
+    const withOtherError = refusal({ DB_PASSWORD: 's3cr3t-Pa55', PORT: 'abc' });
+    expect(withOtherError.message).not.toContain('s3cr3t-Pa55');
+
+    const invalidPassword = refusal({ DB_PASSWORD: 987654321 });
+    expect(invalidPassword.message).toContain('DB_PASSWORD');
+    expect(invalidPassword.message).not.toContain('987654321');
+  });
+});

@@ -1,0 +1,65 @@
+import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { Customer } from '../customers/entities/customer.entity';
+
+export interface ListCacheEntry {
+  version: number;
+  /** Number of matching goods. */
+  count: number;
+  /** Matching ids, newest first; kept only for selective keywords (dense ones page fast off the index). */
+  ids?: number[];
+}
+
+const MAX_ENTRIES = 2000;
+export const MAX_CACHED_IDS = 5000;
+
+/**
+ * Counting (and, for a keyword, finding) the matches of a list query means scanning the customer's
+ * whole catalog; this remembers the outcome per (customer, keyword) under the customer's catalog
+ * version. Every goods write transaction bumps that version in the database as its last statement,
+ * so an entry is used only while nothing has changed, on any node; a stale entry is never served.
+ */
+@Injectable()
+export class GoodsListCache {
+  private readonly entries = new Map<string, ListCacheEntry>();
+
+  get(customerId: number, keyword: string, version: number): ListCacheEntry | undefined {
+    const key = `${customerId}\u0000${keyword}`;
+    const entry = this.entries.get(key);
+    if (!entry || entry.version !== version) return undefined;
+    // Refresh its place in the insertion order: the map doubles as an LRU list.
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  set(customerId: number, keyword: string, entry: ListCacheEntry): void {
+    const key = `${customerId}\u0000${keyword}`;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    while (this.entries.size > MAX_ENTRIES) {
+      const oldest = this.entries.keys().next().value as string;
+      this.entries.delete(oldest);
+    }
+  }
+}
+
+/** Marks the customer's catalog as changed; call it as the last statement of a goods write transaction. */
+export async function bumpCatalogVersion(em: EntityManager, customerId: number): Promise<void> {
+  await em
+    .createQueryBuilder()
+    .update(Customer)
+    .set({ catalogVersion: () => 'catalogVersion + 1' })
+    .where('id = :id', { id: customerId })
+    .updateEntity(false)
+    .execute();
+}
+
+export async function readCatalogVersion(em: EntityManager, customerId: number): Promise<number> {
+  const row = await em
+    .createQueryBuilder(Customer, 'c')
+    .select('c.catalogVersion', 'version')
+    .where('c.id = :id', { id: customerId })
+    .getRawOne<{ version: number | string }>();
+  return Number(row?.version ?? 0);
+}
