@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentCustomer } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
 import { PositiveIntPipe } from '../common/http/positive-int.pipe';

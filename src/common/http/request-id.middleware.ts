@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 
-const ACCEPTABLE = /^[A-Za-z0-9._:@\-]{1,128}$/;
+const ACCEPTABLE = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /**
  * Gives every request an id: the caller's `X-Request-Id` when it is a sane token, else a new UUID.
