@@ -88,6 +88,11 @@ export class EnvironmentVariables {
 
 export class ConfigValidationError extends Error {}
 
+/** Hides a password in URL-like values (redis://user:secret@host) before they are printed. */
+function maskCredentials(value: unknown): unknown {
+  return typeof value === 'string' ? value.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : value;
+}
+
 /** Validates raw environment values; throws one error listing every bad setting. */
 export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
@@ -99,7 +104,7 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
   const errors = validateSync(env, { skipMissingProperties: false });
   if (errors.length > 0) {
     const lines = errors.map((e) => {
-      const value = e.property === 'DB_PASSWORD' ? '***' : JSON.stringify(e.value);
+      const value = e.property === 'DB_PASSWORD' ? '***' : JSON.stringify(maskCredentials(e.value));
       return `  - ${e.property}=${value}: ${Object.values(e.constraints ?? {}).join('; ')}`;
     });
     throw new ConfigValidationError(`Invalid configuration (environment or .env):\n${lines.join('\n')}`);

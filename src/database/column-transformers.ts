@@ -9,13 +9,23 @@ export const bigintTransformer: ValueTransformer = {
   from: (value: unknown) => (value === null || value === undefined ? value : Number(value)),
 };
 
+/** Writes sign, digits and a power of ten ("1.5e-7") as plain decimal text, digit by digit. */
+function shiftPoint(sign: string, intPart: string, frac: string, exp: number): string {
+  const digits = `${intPart}${frac}` || '0';
+  const point = intPart.length + exp;
+  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
+  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}
+
 /**
  * Rounds a decimal given as number or numeric text to `scale` fractional digits, half away from zero,
  * working on its decimal digits (never on binary floating point). Returns canonical text.
  */
 export function toDecimalString(value: number | string, scale: number): string {
   let text = typeof value === 'number' ? String(value) : value.trim();
-  if (/e/i.test(text)) text = Number(text).toFixed(Math.min(scale + 6, 100));
+  const exponent = /^(-?)(\d*)(?:\.(\d*))?e([+-]?\d+)$/i.exec(text);
+  if (exponent) text = shiftPoint(exponent[1], exponent[2], exponent[3] ?? '', Number(exponent[4]));
   const match = /^(-?)(\d*)(?:\.(\d*))?$/.exec(text);
   if (!match) throw new Error(`not a decimal: ${text}`);
   const [, sign, intPartRaw, fracRaw = ''] = match;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { GoodsLimits } from './goods.limits';
 
 /** sha256 hex of a key (sku or url): what the unique indexes hold. */
 export function keyHash(value: string): string {
@@ -10,7 +11,19 @@ export function normalizeForSearch(value: string): string {
   return value.normalize('NFKC').toLowerCase();
 }
 
-/** What searchKeyword is matched against: name, brand and sku, one per line. */
+/** First `max` code points of a string (the unit MySQL's VARCHAR length counts). */
+function codePoints(value: string, max: number): string {
+  return value.length <= max ? value : Array.from(value).slice(0, max).join('');
+}
+
+/**
+ * What searchKeyword is matched against: name, brand and sku, one per line. Normalising can lengthen
+ * text (㎒ → mhz), so each part is cut back to its field's limit: the whole fits the 640-character column.
+ */
 export function buildSearchText(name: string, brand: string | null | undefined, sku: string): string {
-  return [name, brand ?? '', sku].map(normalizeForSearch).join('\n');
+  return [
+    codePoints(normalizeForSearch(name), GoodsLimits.name),
+    codePoints(normalizeForSearch(brand ?? ''), GoodsLimits.brand),
+    codePoints(normalizeForSearch(sku), GoodsLimits.sku),
+  ].join('\n');
 }

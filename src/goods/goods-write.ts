@@ -1,7 +1,10 @@
 import { QueryFailedError } from 'typeorm';
 import type { GoodsWrite } from './dto/goods-body.dto';
-import { Goods } from './entities/goods.entity';
+import { toDecimalString } from '../database/column-transformers';
+import { Goods, PRICE_SCALE } from './entities/goods.entity';
 import { buildSearchText, keyHash } from './goods-keys';
+
+const DECIMALS = new Set(['originalPrice', 'discountedPrice', 'discountPercentage']);
 
 const WRITABLE = [
   'name',
@@ -28,7 +31,9 @@ export function applyGoodsWrite(goods: Goods, write: GoodsWrite): WritableField[
   for (const field of WRITABLE) {
     const value = (write as Record<string, unknown>)[field];
     if (value === undefined) continue;
-    const normalized = value === null ? null : value;
+    // Decimals take the value the column will hold, so responses show what was stored.
+    const normalized =
+      value === null ? null : DECIMALS.has(field) ? Number(toDecimalString(value as number, PRICE_SCALE)) : value;
     if (!sameValue(target[field], normalized)) {
       target[field] = normalized;
       changed.push(field);
