@@ -1,7 +1,9 @@
 /**
  * npm run bench:http — with 100,000 goods stored, measures with autocannon (10 connections) the list
  * page without a keyword, with a keyword, and register; prints req/s and p99 latency for each.
- * Options: --engines=sqlite,mysql (default sqlite)  --goods=100000  --duration=10
+ * The keyword run rotates 8 keywords, so after the first requests it measures the steady state with
+ * the match counts cached; a last run sends a new keyword on every request (every count computed).
+ * Options: --engines=sqlite,mysql (default both)  --goods=100000  --duration=10
  */
 import autocannon from 'autocannon';
 import { Engine, goodsElement, peakRssMb, startServer } from './support';
@@ -10,7 +12,7 @@ const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const GOODS = Number(arg('goods', '100000'));
 const DURATION = Number(arg('duration', '10'));
-const ENGINES = arg('engines', 'sqlite').split(',') as Engine[];
+const ENGINES = arg('engines', 'sqlite,mysql').split(',') as Engine[];
 const BATCH = 10_000;
 const KEYWORDS = ['워치', 'watch', 'linen', '이어폰', 'grinder', 'nordic', 'sku-00012', 'kimchi'];
 
@@ -44,7 +46,7 @@ async function main(): Promise<void> {
       const headers = { authorization: server.auth, 'content-type': 'application/json' };
       const listUrl = `${server.baseUrl}/v1/goods/${server.accessKey}`;
       // Warm-up so that the first figures do not include JIT and cache warm-up.
-      await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 2 });
+      await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 5 });
 
       lines.push(`${engine}: ` + (await run('list, no keyword (count=30)', { url: `${listUrl}?page=1&count=30`, headers })));
       console.log(lines[lines.length - 1]);
@@ -60,6 +62,24 @@ async function main(): Promise<void> {
                 setupRequest: (req) => ({
                   ...req,
                   path: `/v1/goods/${server.accessKey}?searchKeyword=${encodeURIComponent(KEYWORDS[k++ % KEYWORDS.length])}&page=1&count=30`,
+                }),
+              },
+            ],
+          })),
+      );
+      console.log(lines[lines.length - 1]);
+      let cold = 0;
+      lines.push(
+        `${engine}: ` +
+          (await run('list, a new keyword every request', {
+            url: listUrl,
+            headers,
+            requests: [
+              {
+                method: 'GET',
+                setupRequest: (req) => ({
+                  ...req,
+                  path: `/v1/goods/${server.accessKey}?searchKeyword=${encodeURIComponent(`sku-${String(cold++ * 37 % 99991).padStart(5, '0')}`)}`,
                 }),
               },
             ],

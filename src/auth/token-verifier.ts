@@ -14,6 +14,7 @@ export interface VerifiedClaims {
 export class TokenRejected extends Error {}
 
 const keyCache = new Map<string, KeyObject[]>();
+const verifiedTokens = new Map<string, VerifiedClaims>();
 
 /**
  * The two accepted HMAC keys of a secretKey, as KeyObjects (given raw bytes, jsonwebtoken would first
@@ -34,6 +35,20 @@ function hmacKeys(secretKey: string): KeyObject[] {
  * base64-decoded secretKey; the raw secretKey string is accepted as key too (CONTRACT §1).
  */
 export function verifyCustomerToken(token: string, secretKey: string, accessKey: string): VerifiedClaims {
+  // Clients send the same token many times; one that verified before needs only its expiry checked.
+  const cacheKey = `${secretKey}\n${accessKey}\n${token}`;
+  const known = verifiedTokens.get(cacheKey);
+  if (known) {
+    if (known.exp + CLOCK_SKEW_SECONDS > Date.now() / 1000) return known;
+    verifiedTokens.delete(cacheKey);
+  }
+  const claims = verifyUncached(token, secretKey, accessKey);
+  if (verifiedTokens.size >= 10_000) verifiedTokens.clear();
+  verifiedTokens.set(cacheKey, claims);
+  return claims;
+}
+
+function verifyUncached(token: string, secretKey: string, accessKey: string): VerifiedClaims {
   const keys = hmacKeys(secretKey);
   let payload: JwtPayload | undefined;
   let lastError: unknown;

@@ -44,6 +44,18 @@ export class GoodsListCache {
   }
 }
 
+/**
+ * Starts a goods write transaction of one customer: on MySQL it locks the customer row, so that writes
+ * to one catalog run one at a time (and inserting goods, whose foreign key takes a shared lock on that
+ * row, cannot deadlock with the version bump). SQLite runs one write transaction at a time anyway.
+ */
+export async function lockCatalog(em: EntityManager, customerId: number): Promise<void> {
+  const type = em.connection.options.type;
+  if (type === 'mysql' || type === 'mariadb') {
+    await em.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
+  }
+}
+
 /** Marks the customer's catalog as changed; call it as the last statement of a goods write transaction. */
 export async function bumpCatalogVersion(em: EntityManager, customerId: number): Promise<void> {
   await em
@@ -53,13 +65,4 @@ export async function bumpCatalogVersion(em: EntityManager, customerId: number):
     .where('id = :id', { id: customerId })
     .updateEntity(false)
     .execute();
-}
-
-export async function readCatalogVersion(em: EntityManager, customerId: number): Promise<number> {
-  const row = await em
-    .createQueryBuilder(Customer, 'c')
-    .select('c.catalogVersion', 'version')
-    .where('c.id = :id', { id: customerId })
-    .getRawOne<{ version: number | string }>();
-  return Number(row?.version ?? 0);
 }

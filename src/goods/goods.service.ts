@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Brackets, EntityManager, In, Repository } from 'typeorm';
+import { Brackets, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
 import type { Customer } from '../customers/entities/customer.entity';
 import { Transactions } from '../database/transactions';
@@ -15,7 +15,8 @@ import { ListGoodsQuery } from './dto/goods-query.dto';
 import { GoodsListResponse, GoodsResponse, toGoodsResponse } from './dto/goods-response.dto';
 import { Goods } from './entities/goods.entity';
 import { keyHash, normalizeForSearch } from './goods-keys';
-import { bumpCatalogVersion, GoodsListCache, MAX_CACHED_IDS, readCatalogVersion } from './goods-list-cache';
+import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
+import { countMatches, goodsByIds, matchingIds, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 
 type Locator = { by: 'id'; id: number } | { by: 'sku'; sku: string } | { by: 'url'; url: string };
@@ -34,33 +35,25 @@ export class GoodsService {
    * keyword, the matching ids) come from GoodsListCache while the catalog version is unchanged.
    */
   async list(customer: Customer, query: ListGoodsQuery): Promise<GoodsListResponse> {
+    const em = this.goods.manager;
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
-    const matching = this.goods.createQueryBuilder('g').where('g.customerId = :customerId', { customerId: customer.id });
-    if (keyword) matching.andWhere('INSTR(g.searchText, :keyword) > 0', { keyword });
-
-    const version = await readCatalogVersion(this.goods.manager, customer.id);
+    const version = await readCatalogVersion(em, customer.id);
     let entry = this.listCache.get(customer.id, keyword, version);
     if (!entry) {
-      const count = await matching.getCount();
-      let ids: number[] | undefined;
-      if (keyword && count <= MAX_CACHED_IDS) {
-        const raw = await matching.clone().select('g.id', 'id').orderBy('g.id', 'DESC').getRawMany<{ id: number | string }>();
-        ids = raw.map((r) => Number(r.id));
-      }
-      entry = { version, count, ids };
+      // A keyword costs one scan that yields both the count and the ids; the ids are kept only when few
+      // (a dense keyword pages quickly off the (customerId, id) index anyway).
+      const ids = keyword ? await matchingIds(em, customer.id, keyword) : undefined;
+      const count = ids ? ids.length : await countMatches(em, customer.id, keyword);
+      entry = { version, count, ids: ids && ids.length <= MAX_CACHED_IDS ? ids : undefined };
       this.listCache.set(customer.id, keyword, entry);
     }
 
     const offset = (query.page - 1) * query.count;
-    let rows: Goods[];
-    if (offset >= entry.count) {
-      rows = [];
-    } else if (entry.ids) {
-      const pageIds = entry.ids.slice(offset, offset + query.count);
-      const found = await this.goods.find({ where: { customerId: customer.id, id: In(pageIds) } });
-      rows = found.sort((a, b) => b.id - a.id);
-    } else {
-      rows = await matching.orderBy('g.id', 'DESC').offset(offset).limit(query.count).getMany();
+    let rows: Goods[] = [];
+    if (offset < entry.count) {
+      rows = entry.ids
+        ? await goodsByIds(em, customer.id, entry.ids.slice(offset, offset + query.count))
+        : await pageOfMatches(em, customer.id, keyword, offset, query.count);
     }
     return { results: rows.map((g) => toGoodsResponse(g, customer.currency, false)), totalCount: entry.count, _s: 0 };
   }
@@ -76,6 +69,7 @@ export class GoodsService {
   async register(customer: Customer, body: RegisterGoodsDto): Promise<GoodsResponse> {
     const goods = newGoods(customer.id, body, new Date());
     const saved = await this.writeGuarded(customer, goods, async (em) => {
+      await lockCatalog(em, customer.id);
       await this.assertKeysFree(em, customer, goods);
       const result = await em.insert(Goods, goods);
       goods.id = Number(result.identifiers[0]?.id ?? goods.id);
@@ -117,6 +111,7 @@ export class GoodsService {
     if (locator.by === 'sku') delete write.sku;
     if (locator.by === 'url') delete write.url;
     const saved = await this.writeGuarded(customer, null, async (em) => {
+      await lockCatalog(em, customer.id);
       const goods = await this.locate(customer, locator, em);
       const changed = applyGoodsWrite(goods, write);
       if (changed.length === 0) return goods;
@@ -132,6 +127,7 @@ export class GoodsService {
 
   private async remove(customer: Customer, locator: Locator, expectedId?: number): Promise<void> {
     await this.transactions.run(async (em) => {
+      await lockCatalog(em, customer.id);
       const goods = await this.locate(customer, locator, em);
       if (expectedId !== undefined && goods.id !== expectedId) {
         throw ApiException.notFound(`Goods ${expectedId} not found with that ${locator.by}`);

@@ -10,7 +10,7 @@ import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
 import { Goods } from '../goods/entities/goods.entity';
 import { keyHash } from '../goods/goods-keys';
-import { bumpCatalogVersion } from '../goods/goods-list-cache';
+import { bumpCatalogVersion, lockCatalog } from '../goods/goods-list-cache';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
 
@@ -123,6 +123,7 @@ export class GoodsBatchWriter {
     customer: Customer,
     parsed: Array<{ row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string }>,
   ): Promise<SyncResponse> {
+    await lockCatalog(em, customer.id);
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
     const existing = await this.loadTouched(em, customer, writes);
     const byId = new Map<number, Item>();

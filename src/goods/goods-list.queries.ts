@@ -1,0 +1,91 @@
+import { EntityManager } from 'typeorm';
+import { Goods } from './entities/goods.entity';
+
+/**
+ * The list endpoint's queries, in plain SQL that both engines read alike (`?` placeholders, unquoted
+ * identifiers). It is the hottest read path, so rows skip entity hydration and carry only the columns a
+ * list item shows.
+ */
+const LIST_COLUMNS = 'id, name, brand, description, url, sku, originalPrice, discountedPrice, discountPercentage';
+
+interface ListRow {
+  id: number | string;
+  name: string;
+  brand: string | null;
+  description: string | null;
+  url: string;
+  sku: string;
+  originalPrice: number | string | null;
+  discountedPrice: number | string | null;
+  discountPercentage: number | string | null;
+}
+
+const decimal = (v: number | string | null): number | null => (v === null ? null : Number(v));
+
+function toGoods(row: ListRow, customerId: number): Goods {
+  return Object.assign(new Goods(), {
+    id: Number(row.id),
+    customerId,
+    name: row.name,
+    brand: row.brand,
+    description: row.description,
+    url: row.url,
+    sku: row.sku,
+    originalPrice: decimal(row.originalPrice),
+    discountedPrice: decimal(row.discountedPrice),
+    discountPercentage: decimal(row.discountPercentage),
+  });
+}
+
+function filter(customerId: number, keyword: string): { where: string; params: unknown[] } {
+  return keyword
+    ? { where: 'customerId = ? AND INSTR(searchText, ?) > 0', params: [customerId, keyword] }
+    : { where: 'customerId = ?', params: [customerId] };
+}
+
+export async function countMatches(em: EntityManager, customerId: number, keyword: string): Promise<number> {
+  const { where, params } = filter(customerId, keyword);
+  const rows: Array<{ n: number | string }> = await em.query(`SELECT COUNT(*) AS n FROM goods WHERE ${where}`, params);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * All matching ids, newest first, in one scan of the (customerId, searchText) covering index. (Asking
+ * the database to sort would make it walk the (customerId, id) index and read every table row.)
+ */
+export async function matchingIds(em: EntityManager, customerId: number, keyword: string): Promise<number[]> {
+  const { where, params } = filter(customerId, keyword);
+  const rows: Array<{ id: number | string }> = await em.query(`SELECT id FROM goods WHERE ${where}`, params);
+  return rows.map((r) => Number(r.id)).sort((a, b) => b - a);
+}
+
+/** One page, newest first, walking the (customerId, id) index. */
+export async function pageOfMatches(
+  em: EntityManager,
+  customerId: number,
+  keyword: string,
+  offset: number,
+  limit: number,
+): Promise<Goods[]> {
+  const { where, params } = filter(customerId, keyword);
+  const rows: ListRow[] = await em.query(
+    `SELECT ${LIST_COLUMNS} FROM goods WHERE ${where} ORDER BY id DESC LIMIT ? OFFSET ?`,
+    [...params, limit, offset],
+  );
+  return rows.map((r) => toGoods(r, customerId));
+}
+
+/** The given ids, newest first. */
+export async function goodsByIds(em: EntityManager, customerId: number, ids: number[]): Promise<Goods[]> {
+  if (!ids.length) return [];
+  const rows: ListRow[] = await em.query(
+    `SELECT ${LIST_COLUMNS} FROM goods WHERE customerId = ? AND id IN (${ids.map(() => '?').join(', ')}) ORDER BY id DESC`,
+    [customerId, ...ids],
+  );
+  return rows.map((r) => toGoods(r, customerId));
+}
+
+export async function readCatalogVersion(em: EntityManager, customerId: number): Promise<number> {
+  const rows: Array<{ v: number | string }> = await em.query('SELECT catalogVersion AS v FROM customers WHERE id = ?', [customerId]);
+  return Number(rows[0]?.v ?? 0);
+}
