@@ -3,7 +3,9 @@ import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { ApiException } from '../common/errors/api.exception';
 import { CustomersService } from '../customers/customers.service';
-import { AuthenticatedRequest, IS_PUBLIC } from './decorators';
+import { baseUrlOf } from '../common/http/base-url';
+import { AppConfig } from '../config/app-config';
+import { AuthenticatedRequest, IS_PUBLIC, tenantOf } from './decorators';
 import { TokenRejected, verifyCustomerToken } from './token-verifier';
 
 /**
@@ -16,6 +18,7 @@ export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly customers: CustomersService,
+    private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -34,8 +37,7 @@ export class AuthGuard implements CanActivate {
     if (!customer) throw ApiException.unauthorized('Invalid token');
     try {
       const claims = verifyCustomerToken(match[1], customer.secretKey, accessKey);
-      req.customer = customer;
-      req.operator = { name: claims.name, sub: claims.sub };
+      req.tenant = tenantOf(customer, baseUrlOf(req, this.config), { name: claims.name, sub: claims.sub });
       return true;
     } catch (err) {
       if (err instanceof TokenRejected) throw ApiException.unauthorized(err.message);

@@ -12,19 +12,33 @@ export interface Operator {
   sub?: string;
 }
 
+/**
+ * The authenticated customer of a request, as services see it: the first argument of every tenant
+ * service method.
+ */
+export interface Tenant {
+  /** customers.id */
+  id: number;
+  accessKey: string;
+  /** ISO 4217 code echoed on goods responses. */
+  currency: string;
+  /** Absolute base for links in responses (media files). */
+  baseUrl: string;
+  /** The operator named by the token's `name` / `sub` claims, if any. */
+  operator: Operator;
+}
+
+export function tenantOf(customer: Customer, baseUrl: string, operator: Operator = {}): Tenant {
+  return { id: customer.id, accessKey: customer.accessKey, currency: customer.currency, baseUrl, operator };
+}
+
 export interface AuthenticatedRequest {
-  customer?: Customer;
-  operator?: Operator;
+  tenant?: Tenant;
 }
 
 /** The authenticated tenant of this request (set by AuthGuard). */
-export const CurrentCustomer = createParamDecorator((_: unknown, ctx: ExecutionContext): Customer => {
-  const customer = ctx.switchToHttp().getRequest<AuthenticatedRequest>().customer;
-  if (!customer) throw new Error('CurrentCustomer used on a route without authentication');
-  return customer;
+export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): Tenant => {
+  const tenant = ctx.switchToHttp().getRequest<AuthenticatedRequest>().tenant;
+  if (!tenant) throw new Error('CurrentTenant used on a route without authentication');
+  return tenant;
 });
-
-/** The operator named in the token's claims, if any. */
-export const CurrentOperator = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): Operator => ctx.switchToHttp().getRequest<AuthenticatedRequest>().operator ?? {},
-);

@@ -1,9 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { CurrentCustomer } from '../auth/decorators';
+import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
 import { PositiveIntPipe } from '../common/http/positive-int.pipe';
-import type { Customer } from '../customers/entities/customer.entity';
 import { RegisterGoodsDto, UpdateGoodsByIdDto, UpdateGoodsBySkuDto, UpdateGoodsByUrlDto } from './dto/goods-body.dto';
 import { KeyValueQuery, ListGoodsQuery } from './dto/goods-query.dto';
 import { DeleteResponse, GoodsListResponse, GoodsResponse } from './dto/goods-response.dto';
@@ -21,24 +20,24 @@ export class GoodsController {
   @ApiOperation({ summary: 'List goods (newest first), optionally filtered by a keyword in name, brand or sku' })
   @ApiOkResponse({ type: GoodsListResponse })
   @ApiErrors(400)
-  list(@CurrentCustomer() customer: Customer, @Query() query: ListGoodsQuery): Promise<GoodsListResponse> {
-    return this.goods.list(customer, query);
+  list(@CurrentTenant() tenant: Tenant, @Query() query: ListGoodsQuery): Promise<GoodsListResponse> {
+    return this.goods.list(tenant, query);
   }
 
   @Get('sku')
   @ApiOperation({ summary: 'Look up one item by its goods code' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404)
-  findBySku(@CurrentCustomer() customer: Customer, @Query() query: KeyValueQuery): Promise<GoodsResponse> {
-    return this.goods.findBySku(customer, query.value);
+  findBySku(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<GoodsResponse> {
+    return this.goods.findBySku(tenant, query.value);
   }
 
   @Get('url')
   @ApiOperation({ summary: 'Look up one item by its goods URL' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404)
-  findByUrl(@CurrentCustomer() customer: Customer, @Query() query: KeyValueQuery): Promise<GoodsResponse> {
-    return this.goods.findByUrl(customer, query.value);
+  findByUrl(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<GoodsResponse> {
+    return this.goods.findByUrl(tenant, query.value);
   }
 
   @Post()
@@ -46,40 +45,40 @@ export class GoodsController {
   @ApiOperation({ summary: 'Register one item; refused (409) when its sku or url is already registered' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 409)
-  register(@CurrentCustomer() customer: Customer, @Body() body: RegisterGoodsDto): Promise<GoodsResponse> {
-    return this.goods.register(customer, body);
+  register(@CurrentTenant() tenant: Tenant, @Body() body: RegisterGoodsDto): Promise<GoodsResponse> {
+    return this.goods.register(tenant, body);
   }
 
   @Put()
   @ApiOperation({ summary: 'Update one item found by id (partial: absent fields keep their value; sku and url may change)' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409)
-  updateById(@CurrentCustomer() customer: Customer, @Body() body: UpdateGoodsByIdDto): Promise<GoodsResponse> {
-    return this.goods.updateById(customer, body);
+  updateById(@CurrentTenant() tenant: Tenant, @Body() body: UpdateGoodsByIdDto): Promise<GoodsResponse> {
+    return this.goods.updateById(tenant, body);
   }
 
   @Put('sku')
   @ApiOperation({ summary: 'Update one item found by sku (partial; url may change)' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409)
-  updateBySku(@CurrentCustomer() customer: Customer, @Body() body: UpdateGoodsBySkuDto): Promise<GoodsResponse> {
-    return this.goods.updateBySku(customer, body);
+  updateBySku(@CurrentTenant() tenant: Tenant, @Body() body: UpdateGoodsBySkuDto): Promise<GoodsResponse> {
+    return this.goods.updateBySku(tenant, body);
   }
 
   @Put('url')
   @ApiOperation({ summary: 'Update one item found by url (partial; sku may change)' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409)
-  updateByUrl(@CurrentCustomer() customer: Customer, @Body() body: UpdateGoodsByUrlDto): Promise<GoodsResponse> {
-    return this.goods.updateByUrl(customer, body);
+  updateByUrl(@CurrentTenant() tenant: Tenant, @Body() body: UpdateGoodsByUrlDto): Promise<GoodsResponse> {
+    return this.goods.updateByUrl(tenant, body);
   }
 
   @Delete('sku')
   @ApiOperation({ summary: 'Delete one item by its goods code' })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
-  async deleteBySku(@CurrentCustomer() customer: Customer, @Query() query: KeyValueQuery): Promise<DeleteResponse> {
-    await this.goods.deleteBySku(customer, query.value);
+  async deleteBySku(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<DeleteResponse> {
+    await this.goods.deleteBySku(tenant, query.value);
     return DELETED;
   }
 
@@ -87,8 +86,8 @@ export class GoodsController {
   @ApiOperation({ summary: 'Delete one item by its goods URL' })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
-  async deleteByUrl(@CurrentCustomer() customer: Customer, @Query() query: KeyValueQuery): Promise<DeleteResponse> {
-    await this.goods.deleteByUrl(customer, query.value);
+  async deleteByUrl(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<DeleteResponse> {
+    await this.goods.deleteByUrl(tenant, query.value);
     return DELETED;
   }
 
@@ -98,11 +97,11 @@ export class GoodsController {
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteBySkuWithId(
-    @CurrentCustomer() customer: Customer,
+    @CurrentTenant() tenant: Tenant,
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @Query() query: KeyValueQuery,
   ): Promise<DeleteResponse> {
-    await this.goods.deleteBySku(customer, query.value, goodsId);
+    await this.goods.deleteBySku(tenant, query.value, goodsId);
     return DELETED;
   }
 
@@ -112,11 +111,11 @@ export class GoodsController {
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteByUrlWithId(
-    @CurrentCustomer() customer: Customer,
+    @CurrentTenant() tenant: Tenant,
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @Query() query: KeyValueQuery,
   ): Promise<DeleteResponse> {
-    await this.goods.deleteByUrl(customer, query.value, goodsId);
+    await this.goods.deleteByUrl(tenant, query.value, goodsId);
     return DELETED;
   }
 
@@ -126,10 +125,10 @@ export class GoodsController {
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteById(
-    @CurrentCustomer() customer: Customer,
+    @CurrentTenant() tenant: Tenant,
     @Param('goodsId', PositiveIntPipe) goodsId: number,
   ): Promise<DeleteResponse> {
-    await this.goods.deleteById(customer, goodsId);
+    await this.goods.deleteById(tenant, goodsId);
     return DELETED;
   }
 }

@@ -4,7 +4,7 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { DataSource, EntityManager, In } from 'typeorm';
 import { flattenValidationErrors } from '../common/errors/validation';
-import type { Customer } from '../customers/entities/customer.entity';
+import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
 import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
@@ -18,6 +18,11 @@ import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-respon
 export interface BatchElement {
   row: number;
   data: unknown;
+}
+
+export interface BatchOptions {
+  /** Fetch every mediaUrl again even when it equals the stored one. */
+  refreshMedia?: boolean;
 }
 
 /** Rows per multi-row statement: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
@@ -87,15 +92,15 @@ export class GoodsBatchWriter {
     private readonly transactions: Transactions,
   ) {}
 
-  async apply(customer: Customer, elements: BatchElement[]): Promise<SyncResponse> {
+  async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
     const parsed = elements.map((element) => this.parse(element));
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.transactions.run((em) => this.applyParsed(em, customer, parsed));
+        return await this.transactions.run((em) => this.applyParsed(em, tenant, parsed));
       } catch (err) {
         // A concurrent writer took a key between our read and our write: read again and re-decide.
         if (!isUniqueViolation(err) || attempt >= ATTEMPTS) throw err;
-        this.logger.warn(`sync for customer ${customer.id} raced another writer; retrying (${attempt})`);
+        this.logger.warn(`sync for customer ${tenant.id} raced another writer; retrying (${attempt})`);
       }
     }
   }
@@ -120,12 +125,12 @@ export class GoodsBatchWriter {
 
   private async applyParsed(
     em: EntityManager,
-    customer: Customer,
+    tenant: Tenant,
     parsed: Array<{ row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string }>,
   ): Promise<SyncResponse> {
-    await lockCatalog(em, customer.id);
+    await lockCatalog(em, tenant.id);
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
-    const existing = await this.loadTouched(em, customer, writes);
+    const existing = await this.loadTouched(em, tenant, writes);
     const byId = new Map<number, Item>();
     const bySku = new Map<string, Item>();
     const byUrl = new Map<string, Item>();
@@ -140,7 +145,7 @@ export class GoodsBatchWriter {
     const outcomes: Outcome[] = parsed.map((p) => {
       if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
       try {
-        return { row: p.row, ...this.decide(customer, p.row, p.write, now, byId, bySku, byUrl) };
+        return { row: p.row, ...this.decide(tenant, p.row, p.write, now, byId, bySku, byUrl) };
       } catch (err) {
         if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, echo: p.echo };
         throw err;
@@ -149,13 +154,13 @@ export class GoodsBatchWriter {
 
     const items = new Set<Item>();
     for (const o of outcomes) if (o.item) items.add(o.item);
-    await this.write(em, customer, [...items]);
-    return this.envelope(customer, outcomes);
+    await this.write(em, tenant, [...items]);
+    return this.envelope(tenant, outcomes);
   }
 
   /** Decides one element against the in-memory state, and updates that state. */
   private decide(
-    customer: Customer,
+    tenant: Tenant,
     row: number,
     write: GoodsWrite,
     now: Date,
@@ -182,11 +187,11 @@ export class GoodsBatchWriter {
     if (!target) {
       const missing = (['name', 'sku', 'url'] as const).filter((f) => write[f] === undefined);
       if (missing.length) throw new Conflict(`${missing.join(', ')} required to create a goods item`);
-      const goods = newGoods(customer.id, write, now);
+      const goods = newGoods(tenant.id, write, now);
       const item: Item = { goods, createdAtRow: row, isNew: true, dirty: true, keysChanged: false };
       bySku.set(item.goods.skuHash, item);
       byUrl.set(item.goods.urlHash, item);
-      return { status: 'CREATE', message: null, item, snapshot: toGoodsResponse(item.goods, customer.currency) };
+      return { status: 'CREATE', message: null, item, snapshot: toGoodsResponse(item.goods, tenant.currency) };
     }
 
     const next = Object.assign(new Goods(), target.goods);
@@ -211,7 +216,7 @@ export class GoodsBatchWriter {
       target.goods = next;
       target.dirty = true;
     }
-    return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, customer.currency) };
+    return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, tenant.currency) };
   }
 
   /** Items created earlier in the same batch have no id yet; name them by their row instead. */
@@ -220,7 +225,7 @@ export class GoodsBatchWriter {
   }
 
   /** Every stored item the batch names by id, sku or url (a few IN queries per 400 keys). */
-  private async loadTouched(em: EntityManager, customer: Customer, writes: GoodsWrite[]): Promise<Goods[]> {
+  private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[]): Promise<Goods[]> {
     const ids = new Set<number>();
     const skuHashes = new Set<string>();
     const urlHashes = new Set<string>();
@@ -232,7 +237,7 @@ export class GoodsBatchWriter {
     const found = new Map<number, Goods>();
     const load = async (column: 'id' | 'skuHash' | 'urlHash', values: Array<number | string>) => {
       for (let i = 0; i < values.length; i += CHUNK) {
-        const rows = await em.find(Goods, { where: { customerId: customer.id, [column]: In(values.slice(i, i + CHUNK)) } });
+        const rows = await em.find(Goods, { where: { customerId: tenant.id, [column]: In(values.slice(i, i + CHUNK)) } });
         for (const g of rows) found.set(g.id, g);
       }
     };
@@ -242,7 +247,7 @@ export class GoodsBatchWriter {
     return [...found.values()];
   }
 
-  private async write(em: EntityManager, customer: Customer, items: Item[]): Promise<void> {
+  private async write(em: EntityManager, tenant: Tenant, items: Item[]): Promise<void> {
     const updates = items.filter((i) => !i.isNew && i.dirty);
     const inserts = items.filter((i) => i.isNew).map((i) => i.goods);
 
@@ -256,10 +261,10 @@ export class GoodsBatchWriter {
         parked.urlHash = `moving:${item.goods.id}`;
         return parked;
       });
-      await this.updateRows(em, customer, chunk, ['skuHash', 'urlHash']);
+      await this.updateRows(em, tenant, chunk, ['skuHash', 'urlHash']);
     }
     for (let i = 0; i < updates.length; i += UPDATE_CHUNK) {
-      await this.updateRows(em, customer, updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods), UPDATED_COLUMNS);
+      await this.updateRows(em, tenant, updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods), UPDATED_COLUMNS);
     }
 
     for (let i = 0; i < inserts.length; i += CHUNK) {
@@ -267,18 +272,18 @@ export class GoodsBatchWriter {
       await em.createQueryBuilder().insert().into(Goods).values(chunk).updateEntity(false).execute();
       const stored = await em.find(Goods, {
         select: { id: true, skuHash: true },
-        where: { customerId: customer.id, skuHash: In(chunk.map((g) => g.skuHash)) },
+        where: { customerId: tenant.id, skuHash: In(chunk.map((g) => g.skuHash)) },
       });
       const idBySku = new Map(stored.map((g) => [g.skuHash, g.id]));
       for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
     }
-    if (updates.length || inserts.length) await bumpCatalogVersion(em, customer.id);
+    if (updates.length || inserts.length) await bumpCatalogVersion(em, tenant.id);
   }
 
   /** `UPDATE goods SET col = CASE id WHEN ? THEN ? ... END, ... WHERE customerId = ? AND id IN (...)`. */
   private async updateRows(
     em: EntityManager,
-    customer: Customer,
+    tenant: Tenant,
     rows: Goods[],
     columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>,
   ): Promise<void> {
@@ -295,14 +300,14 @@ export class GoodsBatchWriter {
       });
       return `${driver.escape(column.databaseName)} = CASE ${driver.escape('id')} ${cases.join(' ')} END`;
     });
-    params.push(customer.id, ...rows.map((r) => r.id));
+    params.push(tenant.id, ...rows.map((r) => r.id));
     const sql =
       `UPDATE ${driver.escape(metadata.tableName)} SET ${sets.join(', ')} ` +
       `WHERE ${driver.escape('customerId')} = ? AND ${driver.escape('id')} IN (${rows.map(() => '?').join(', ')})`;
     await em.query(sql, params);
   }
 
-  private envelope(customer: Customer, outcomes: Outcome[]): SyncResponse {
+  private envelope(tenant: Tenant, outcomes: Outcome[]): SyncResponse {
     let createCount = 0;
     let updateCount = 0;
     let failCount = 0;

@@ -1,8 +1,7 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentCustomer } from '../auth/decorators';
+import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
-import type { Customer } from '../customers/entities/customer.entity';
 import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { SyncResponse } from './dto/sync-response.dto';
 import { SyncService } from './sync.service';
@@ -25,7 +24,7 @@ export class SyncController {
   @ApiBody({ type: [SyncGoodsElementDto] })
   @ApiOkResponse({ type: SyncResponse })
   @ApiErrors(400, 413)
-  sync(@CurrentCustomer() customer: Customer, @Body() body: unknown): Promise<SyncResponse> {
-    return this.syncService.sync(customer, body);
+  sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown): Promise<SyncResponse> {
+    return this.syncService.sync(tenant, body);
   }
 }

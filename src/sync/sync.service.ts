@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
-import type { Customer } from '../customers/entities/customer.entity';
+import type { Tenant } from '../auth/decorators';
 import { SyncResponse } from './dto/sync-response.dto';
 import { GoodsBatchWriter } from './goods-batch-writer';
 
@@ -13,7 +13,7 @@ export class SyncService {
     private readonly config: AppConfig,
   ) {}
 
-  async sync(customer: Customer, body: unknown): Promise<SyncResponse> {
+  async sync(tenant: Tenant, body: unknown): Promise<SyncResponse> {
     if (!Array.isArray(body)) {
       throw ApiException.invalid('The sync body must be a JSON array of goods', [
         { field: 'body', message: 'must be an array' },
@@ -22,7 +22,7 @@ export class SyncService {
     const max = this.config.limits.syncMaxItems;
     if (body.length > max) throw ApiException.tooLarge(`A sync call takes at most ${max} elements (got ${body.length})`);
     return this.writer.apply(
-      customer,
+      tenant,
       body.map((data, index) => ({ row: index + 1, data })),
     );
   }
