@@ -5,9 +5,10 @@ import { CustomersModule } from './customers/customers.module';
 import { DatabaseModule } from './database/database.module';
 import { GoodsModule } from './goods/goods.module';
 import { HealthModule } from './health/health.module';
+import { MediaModule } from './media/media.module';
 import { SyncModule } from './sync/sync.module';
 
 @Module({
-  imports: [AppConfigModule, DatabaseModule, CustomersModule, AuthModule, GoodsModule, SyncModule, HealthModule],
+  imports: [AppConfigModule, DatabaseModule, CustomersModule, AuthModule, GoodsModule, MediaModule, SyncModule, HealthModule],
 })
 export class AppModule {}

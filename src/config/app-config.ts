@@ -26,6 +26,12 @@ export interface DatabaseConfig {
 export interface MediaConfig {
   dir: string;
   allowPrivateHosts: boolean;
+  /** Host names and CIDR ranges reachable even when private. */
+  allowedHosts: string[];
+  maxBytes: number;
+  maxPixels: number;
+  fetchTimeoutMs: number;
+  fetchConcurrency: number;
 }
 
 export interface LimitsConfig {
@@ -70,7 +76,15 @@ export class AppConfig {
         poolSize: env.DB_POOL_SIZE,
         logging: env.DB_LOGGING,
       },
-      { dir: resolve(dataDir, 'media'), allowPrivateHosts: env.MEDIA_ALLOW_PRIVATE_HOSTS },
+      {
+        dir: resolve(dataDir, 'media'),
+        allowPrivateHosts: env.MEDIA_ALLOW_PRIVATE_HOSTS,
+        allowedHosts: env.MEDIA_ALLOWED_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+        maxBytes: env.MEDIA_MAX_BYTES,
+        maxPixels: env.MEDIA_MAX_PIXELS,
+        fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,
+        fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
+      },
       { syncMaxItems: env.SYNC_MAX_ITEMS, listMaxCount: 100 },
       env.REDIS_URL,
     );

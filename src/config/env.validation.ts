@@ -73,6 +73,22 @@ export class EnvironmentVariables {
   @Transform(toBool) @IsBoolean()
   MEDIA_ALLOW_PRIVATE_HOSTS = false;
 
+  /** Comma-separated host names and CIDR ranges the media fetcher may reach even though they are private. */
+  @IsString()
+  MEDIA_ALLOWED_HOSTS = '';
+
+  @Transform(toInt) @IsInt() @Min(1024) @Max(1024 * 1024 * 1024)
+  MEDIA_MAX_BYTES = 20 * 1024 * 1024;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000_000)
+  MEDIA_MAX_PIXELS = 40_000_000;
+
+  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  MEDIA_FETCH_TIMEOUT_MS = 15_000;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(64)
+  MEDIA_FETCH_CONCURRENCY = 4;
+
   @Transform(toInt) @IsInt() @Min(1) @Max(100000)
   SYNC_MAX_ITEMS = 10000;
 

@@ -4,10 +4,12 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { Customer } from '../customers/entities/customer.entity';
 import { Goods } from '../goods/entities/goods.entity';
+import { Media } from '../media/entities/media.entity';
 import { InitialSchema1763700000000 } from './migrations/1763700000000-InitialSchema';
+import { AddMedia1763800000000 } from './migrations/1763800000000-AddMedia';
 
-export const ENTITIES = [Customer, Goods];
-export const MIGRATIONS = [InitialSchema1763700000000];
+export const ENTITIES = [Customer, Goods, Media];
+export const MIGRATIONS = [InitialSchema1763700000000, AddMedia1763800000000];
 
 export type MysqlFlavor = 'mysql' | 'mariadb';
 

@@ -6,6 +6,7 @@ import { PositiveIntPipe } from '../common/http/positive-int.pipe';
 import { RegisterGoodsDto, UpdateGoodsByIdDto, UpdateGoodsBySkuDto, UpdateGoodsByUrlDto } from './dto/goods-body.dto';
 import { KeyValueQuery, ListGoodsQuery } from './dto/goods-query.dto';
 import { DeleteResponse, GoodsListResponse, GoodsResponse } from './dto/goods-response.dto';
+import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { GoodsService } from './goods.service';
 
 const DELETED: DeleteResponse = { _s: 0 };
@@ -53,24 +54,36 @@ export class GoodsController {
   @ApiOperation({ summary: 'Update one item found by id (partial: absent fields keep their value; sku and url may change)' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409)
-  updateById(@CurrentTenant() tenant: Tenant, @Body() body: UpdateGoodsByIdDto): Promise<GoodsResponse> {
-    return this.goods.updateById(tenant, body);
+  updateById(
+    @CurrentTenant() tenant: Tenant,
+    @Body() body: UpdateGoodsByIdDto,
+    @Query() query: RefreshMediaQuery,
+  ): Promise<GoodsResponse> {
+    return this.goods.updateById(tenant, body, query);
   }
 
   @Put('sku')
   @ApiOperation({ summary: 'Update one item found by sku (partial; url may change)' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409)
-  updateBySku(@CurrentTenant() tenant: Tenant, @Body() body: UpdateGoodsBySkuDto): Promise<GoodsResponse> {
-    return this.goods.updateBySku(tenant, body);
+  updateBySku(
+    @CurrentTenant() tenant: Tenant,
+    @Body() body: UpdateGoodsBySkuDto,
+    @Query() query: RefreshMediaQuery,
+  ): Promise<GoodsResponse> {
+    return this.goods.updateBySku(tenant, body, query);
   }
 
   @Put('url')
   @ApiOperation({ summary: 'Update one item found by url (partial; sku may change)' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409)
-  updateByUrl(@CurrentTenant() tenant: Tenant, @Body() body: UpdateGoodsByUrlDto): Promise<GoodsResponse> {
-    return this.goods.updateByUrl(tenant, body);
+  updateByUrl(
+    @CurrentTenant() tenant: Tenant,
+    @Body() body: UpdateGoodsByUrlDto,
+    @Query() query: RefreshMediaQuery,
+  ): Promise<GoodsResponse> {
+    return this.goods.updateByUrl(tenant, body, query);
   }
 
   @Delete('sku')

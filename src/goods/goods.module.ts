@@ -1,14 +1,15 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { MediaModule } from '../media/media.module';
 import { Goods } from './entities/goods.entity';
 import { GoodsController } from './goods.controller';
 import { GoodsListCache } from './goods-list-cache';
 import { GoodsService } from './goods.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Goods])],
+  imports: [TypeOrmModule.forFeature([Goods]), MediaModule],
   controllers: [GoodsController],
   providers: [GoodsService, GoodsListCache],
-  exports: [GoodsService, TypeOrmModule],
+  exports: [GoodsService, TypeOrmModule, MediaModule],
 })
 export class GoodsModule {}

@@ -4,6 +4,10 @@ import { Brackets, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
+import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
+import { Media } from '../media/entities/media.entity';
+import { planMedia } from '../media/media-plan';
+import { MediaOutcome, MediaService } from '../media/media.service';
 import {
   GoodsWrite,
   RegisterGoodsDto,
@@ -19,6 +23,13 @@ import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from 
 import { countMatches, goodsByIds, matchingIds, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 
+interface SavedGoods {
+  goods: Goods;
+  media: Media | null;
+  /** Media rows the write removed: their files go once the transaction has committed. */
+  released: Media[];
+}
+
 type Locator = { by: 'id'; id: number } | { by: 'sku'; sku: string } | { by: 'url'; url: string };
 
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
@@ -28,6 +39,7 @@ export class GoodsService {
     @InjectRepository(Goods) private readonly goods: Repository<Goods>,
     private readonly transactions: Transactions,
     private readonly listCache: GoodsListCache,
+    private readonly media: MediaService,
   ) {}
 
   /**
@@ -55,40 +67,50 @@ export class GoodsService {
         ? await goodsByIds(em, tenant.id, entry.ids.slice(offset, offset + query.count))
         : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
     }
-    return { results: rows.map((g) => toGoodsResponse(g, tenant.currency, false)), totalCount: entry.count, _s: 0 };
+    const media = await this.media.forGoods(em, rows.map((g) => g.id));
+    return {
+      results: rows.map((g) => toGoodsResponse(g, tenant, { media: media.get(g.id), withMediaUrl: false })),
+      totalCount: entry.count,
+      _s: 0,
+    };
   }
 
   async findBySku(tenant: Tenant, sku: string): Promise<GoodsResponse> {
-    return toGoodsResponse(await this.locate(tenant, { by: 'sku', sku }), tenant.currency);
+    return this.withMedia(tenant, await this.locate(tenant, { by: 'sku', sku }));
   }
 
   async findByUrl(tenant: Tenant, url: string): Promise<GoodsResponse> {
-    return toGoodsResponse(await this.locate(tenant, { by: 'url', url }), tenant.currency);
+    return this.withMedia(tenant, await this.locate(tenant, { by: 'url', url }));
   }
 
   async register(tenant: Tenant, body: RegisterGoodsDto): Promise<GoodsResponse> {
     const goods = newGoods(tenant.id, body, new Date());
-    const saved = await this.writeGuarded(tenant, goods, async (em) => {
+    // Refuse a taken key before spending a fetch on the image; the transaction checks again.
+    await this.assertKeysFree(this.goods.manager, tenant, goods);
+    const fetched = goods.mediaUrl ? await this.media.tryPrepare(goods.mediaUrl) : null;
+    const saved = await this.writeGuarded(tenant, goods, fetched, async (em) => {
       await lockCatalog(em, tenant.id);
       await this.assertKeysFree(em, tenant, goods);
       const result = await em.insert(Goods, goods);
       goods.id = Number(result.identifiers[0]?.id ?? goods.id);
+      const media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, goods.createdAt) : null;
+      if (media) await this.media.insertRows(em, [media]);
       await bumpCatalogVersion(em, tenant.id);
-      return goods;
+      return { goods, media, released: [] };
     });
-    return toGoodsResponse(saved, tenant.currency);
+    return toGoodsResponse(saved.goods, tenant, { media: saved.media, withFileSize: true });
   }
 
-  updateById(tenant: Tenant, body: UpdateGoodsByIdDto): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'id', id: body.id as number }, body);
+  updateById(tenant: Tenant, body: UpdateGoodsByIdDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
+    return this.update(tenant, { by: 'id', id: body.id as number }, body, options);
   }
 
-  updateBySku(tenant: Tenant, body: UpdateGoodsBySkuDto): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'sku', sku: body.sku as string }, body);
+  updateBySku(tenant: Tenant, body: UpdateGoodsBySkuDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
+    return this.update(tenant, { by: 'sku', sku: body.sku as string }, body, options);
   }
 
-  updateByUrl(tenant: Tenant, body: UpdateGoodsByUrlDto): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'url', url: body.url as string }, body);
+  updateByUrl(tenant: Tenant, body: UpdateGoodsByUrlDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
+    return this.update(tenant, { by: 'url', url: body.url as string }, body, options);
   }
 
   async deleteById(tenant: Tenant, id: number): Promise<void> {
@@ -104,52 +126,87 @@ export class GoodsService {
     await this.remove(tenant, { by: 'url', url }, expectedId);
   }
 
-  private async update(tenant: Tenant, locator: Locator, body: GoodsWrite): Promise<GoodsResponse> {
+  private async update(tenant: Tenant, locator: Locator, body: GoodsWrite, options: RefreshMediaQuery): Promise<GoodsResponse> {
     // The locating key stays as it is; the other keys may change (CONTRACT §3).
     const write: GoodsWrite = { ...body };
     delete write.id;
     if (locator.by === 'sku') delete write.sku;
     if (locator.by === 'url') delete write.url;
-    const saved = await this.writeGuarded(tenant, null, async (em) => {
+
+    // Decide about the image before the transaction: fetching may take seconds.
+    const before = await this.locate(tenant, locator);
+    const stored = (await this.media.forGoods(this.goods.manager, [before.id])).get(before.id) ?? null;
+    const finalUrl = write.mediaUrl === undefined ? before.mediaUrl : write.mediaUrl;
+    const plan = planMedia(finalUrl, stored?.originalUrl ?? null, !!options.refreshMedia);
+    const fetched = plan.action === 'fetch' ? await this.media.tryPrepare(plan.url) : null;
+
+    const saved = await this.writeGuarded(tenant, null, fetched, async (em) => {
       await lockCatalog(em, tenant.id);
       const goods = await this.locate(tenant, locator, em);
       const changed = applyGoodsWrite(goods, write);
-      if (changed.length === 0) return goods;
       if (changed.includes('sku') || changed.includes('url')) await this.assertKeysFree(em, tenant, goods);
-      goods.updatedAt = new Date();
-      const { customer: _omit, ...columns } = goods;
-      await em.update(Goods, { id: goods.id, customerId: tenant.id }, columns);
-      await bumpCatalogVersion(em, tenant.id);
-      return goods;
+      const now = new Date();
+      if (changed.length) {
+        goods.updatedAt = now;
+        const { customer: _omit, ...columns } = goods;
+        await em.update(Goods, { id: goods.id, customerId: tenant.id }, columns);
+      }
+      let media = (await this.media.forGoods(em, [goods.id])).get(goods.id) ?? null;
+      let released: Media[] = [];
+      if (plan.action !== 'keep') {
+        // A new URL whose image failed leaves the item without media (CONTRACT §5).
+        released = await this.media.deleteRowsOf(em, [goods.id]);
+        media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, now) : null;
+        if (media) await this.media.insertRows(em, [media]);
+      }
+      if (changed.length || plan.action !== 'keep') await bumpCatalogVersion(em, tenant.id);
+      return { goods, media, released };
     });
-    return toGoodsResponse(saved, tenant.currency);
+    return toGoodsResponse(saved.goods, tenant, { media: saved.media });
   }
 
   private async remove(tenant: Tenant, locator: Locator, expectedId?: number): Promise<void> {
-    await this.transactions.run(async (em) => {
+    const released = await this.transactions.run(async (em) => {
       await lockCatalog(em, tenant.id);
       const goods = await this.locate(tenant, locator, em);
       if (expectedId !== undefined && goods.id !== expectedId) {
         throw ApiException.notFound(`Goods ${expectedId} not found with that ${locator.by}`);
       }
+      const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
       await bumpCatalogVersion(em, tenant.id);
+      return media;
     });
+    await this.media.releaseFiles(released);
   }
 
-  /** Runs a write; a unique-key race lost to a concurrent writer becomes the same 409 as a pre-check. */
+  private async withMedia(tenant: Tenant, goods: Goods): Promise<GoodsResponse> {
+    const media = (await this.media.forGoods(this.goods.manager, [goods.id])).get(goods.id) ?? null;
+    return toGoodsResponse(goods, tenant, { media });
+  }
+
+  /**
+   * Runs a write transaction. Afterwards, files of media rows it removed are released; if it fails,
+   * files fetched for it are. A unique-key race lost to a concurrent writer becomes the same 409 as the
+   * pre-check.
+   */
   private async writeGuarded(
     tenant: Tenant,
     goods: Goods | null,
-    work: (em: EntityManager) => Promise<Goods>,
-  ): Promise<Goods> {
+    fetched: MediaOutcome | null,
+    work: (em: EntityManager) => Promise<SavedGoods>,
+  ): Promise<SavedGoods> {
+    let saved: SavedGoods;
     try {
-      return await this.transactions.run(work);
+      saved = await this.transactions.run(work);
     } catch (err) {
+      if (fetched?.ok) await this.media.releaseFiles([fetched.media]);
       if (!isUniqueViolation(err)) throw err;
       if (goods) await this.assertKeysFree(this.goods.manager, tenant, goods);
       throw ApiException.conflict('sku or url is already used by another goods item');
     }
+    await this.media.releaseFiles(saved.released);
+    return saved;
   }
 
   private async assertKeysFree(em: EntityManager, tenant: Tenant, goods: Goods): Promise<void> {

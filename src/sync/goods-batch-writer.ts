@@ -11,6 +11,10 @@ import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto'
 import { Goods } from '../goods/entities/goods.entity';
 import { keyHash } from '../goods/goods-keys';
 import { bumpCatalogVersion, lockCatalog } from '../goods/goods-list-cache';
+import { toMediaResponse } from '../media/dto/media-response.dto';
+import { Media } from '../media/entities/media.entity';
+import { planMedia } from '../media/media-plan';
+import { MediaOutcome, MediaService } from '../media/media.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
 
@@ -59,6 +63,13 @@ const ECHOED = [
 
 interface Item {
   goods: Goods;
+  /** The media row the item had before this call. */
+  storedMedia: Media | null;
+  /** Some element of this call set the item's mediaUrl. */
+  mediaMentioned: boolean;
+  /** After the write: the item's media, or why its image could not be stored. */
+  finalMedia?: Media | null;
+  mediaError?: string;
   /** Row of the element that created it in this batch (it has no id before the write). */
   createdAtRow?: number;
   isNew: boolean;
@@ -68,6 +79,8 @@ interface Item {
 
 interface Outcome {
   row: number;
+  /** The element set a (non-null) mediaUrl: an image failure is reported in its message. */
+  setsMedia?: boolean;
   status: RowStatus;
   message: string | null;
   item?: Item;
@@ -76,6 +89,13 @@ interface Outcome {
 }
 
 class Conflict extends Error {}
+
+type Parsed = { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string };
+
+interface Plan {
+  outcomes: Outcome[];
+  items: Item[];
+}
 
 /**
  * Applies a batch of goods writes (the JSON sync, and later the spreadsheet import) with the rules of
@@ -90,19 +110,51 @@ export class GoodsBatchWriter {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly transactions: Transactions,
+    private readonly media: MediaService,
   ) {}
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
     const parsed = elements.map((element) => this.parse(element));
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.transactions.run((em) => this.applyParsed(em, tenant, parsed));
-      } catch (err) {
-        // A concurrent writer took a key between our read and our write: read again and re-decide.
-        if (!isUniqueViolation(err) || attempt >= ATTEMPTS) throw err;
-        this.logger.warn(`sync for customer ${tenant.id} raced another writer; retrying (${attempt})`);
+    const refresh = !!options.refreshMedia;
+    // Decide once outside any transaction, only to learn which images to fetch: fetching can take
+    // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
+    const preview = await this.plan(this.dataSource.manager, tenant, parsed);
+    const fetched = await this.media.prepareAll(this.urlsToFetch(preview.items, refresh));
+    try {
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          const { plan, released } = await this.transactions.run(async (em) => {
+            await lockCatalog(em, tenant.id);
+            const plan = await this.plan(em, tenant, parsed);
+            // Rare: the catalog changed since the preview and now needs an image not fetched yet.
+            const missing = this.urlsToFetch(plan.items, refresh).filter((url) => !fetched.has(url));
+            for (const [url, outcome] of await this.media.prepareAll(missing)) fetched.set(url, outcome);
+            const released = await this.write(em, tenant, plan.items, fetched, refresh);
+            return { plan, released };
+          });
+          await this.media.releaseFiles(released);
+          return this.envelope(tenant, plan.outcomes);
+        } catch (err) {
+          // A concurrent writer took a key between our read and our write: read again and re-decide.
+          if (!isUniqueViolation(err) || attempt >= ATTEMPTS) throw err;
+          this.logger.warn(`sync for customer ${tenant.id} raced another writer; retrying (${attempt})`);
+        }
       }
+    } finally {
+      // Files fetched for this call that no row ended up using (failed call, item changed meanwhile).
+      const prepared = [...fetched.values()].flatMap((o) => (o.ok ? [o.media] : []));
+      await this.media.releaseFiles(prepared);
     }
+  }
+
+  /** The images this plan needs: items whose final mediaUrl differs from their stored media's. */
+  private urlsToFetch(items: Item[], refresh: boolean): string[] {
+    const urls = new Set<string>();
+    for (const item of items) {
+      const plan = planMedia(item.goods.mediaUrl, item.storedMedia?.originalUrl ?? null, refresh && item.mediaMentioned);
+      if (plan.action === 'fetch') urls.add(plan.url);
+    }
+    return [...urls];
   }
 
   private parse(element: BatchElement): { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string } {
@@ -123,19 +175,23 @@ export class GoodsBatchWriter {
     return { row: element.row, write: dto, echo };
   }
 
-  private async applyParsed(
-    em: EntityManager,
-    tenant: Tenant,
-    parsed: Array<{ row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string }>,
-  ): Promise<SyncResponse> {
-    await lockCatalog(em, tenant.id);
+  /** Loads what the batch touches and decides every element in order, in memory. */
+  private async plan(em: EntityManager, tenant: Tenant, parsed: Parsed[]): Promise<Plan> {
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
     const existing = await this.loadTouched(em, tenant, writes);
+    const stored = await this.media.forGoods(em, existing.map((g) => g.id));
     const byId = new Map<number, Item>();
     const bySku = new Map<string, Item>();
     const byUrl = new Map<string, Item>();
     for (const goods of existing) {
-      const item: Item = { goods, isNew: false, dirty: false, keysChanged: false };
+      const item: Item = {
+        goods,
+        storedMedia: stored.get(goods.id) ?? null,
+        mediaMentioned: false,
+        isNew: false,
+        dirty: false,
+        keysChanged: false,
+      };
       byId.set(goods.id, item);
       bySku.set(goods.skuHash, item);
       byUrl.set(goods.urlHash, item);
@@ -145,7 +201,9 @@ export class GoodsBatchWriter {
     const outcomes: Outcome[] = parsed.map((p) => {
       if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
       try {
-        return { row: p.row, ...this.decide(tenant, p.row, p.write, now, byId, bySku, byUrl) };
+        const decided = this.decide(tenant, p.row, p.write, now, byId, bySku, byUrl);
+        if (p.write.mediaUrl !== undefined && decided.item) decided.item.mediaMentioned = true;
+        return { row: p.row, setsMedia: typeof p.write.mediaUrl === 'string', ...decided };
       } catch (err) {
         if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, echo: p.echo };
         throw err;
@@ -154,8 +212,7 @@ export class GoodsBatchWriter {
 
     const items = new Set<Item>();
     for (const o of outcomes) if (o.item) items.add(o.item);
-    await this.write(em, tenant, [...items]);
-    return this.envelope(tenant, outcomes);
+    return { outcomes, items: [...items] };
   }
 
   /** Decides one element against the in-memory state, and updates that state. */
@@ -188,10 +245,18 @@ export class GoodsBatchWriter {
       const missing = (['name', 'sku', 'url'] as const).filter((f) => write[f] === undefined);
       if (missing.length) throw new Conflict(`${missing.join(', ')} required to create a goods item`);
       const goods = newGoods(tenant.id, write, now);
-      const item: Item = { goods, createdAtRow: row, isNew: true, dirty: true, keysChanged: false };
+      const item: Item = {
+        goods,
+        storedMedia: null,
+        mediaMentioned: false,
+        createdAtRow: row,
+        isNew: true,
+        dirty: true,
+        keysChanged: false,
+      };
       bySku.set(item.goods.skuHash, item);
       byUrl.set(item.goods.urlHash, item);
-      return { status: 'CREATE', message: null, item, snapshot: toGoodsResponse(item.goods, tenant.currency) };
+      return { status: 'CREATE', message: null, item, snapshot: toGoodsResponse(item.goods, tenant) };
     }
 
     const next = Object.assign(new Goods(), target.goods);
@@ -216,7 +281,7 @@ export class GoodsBatchWriter {
       target.goods = next;
       target.dirty = true;
     }
-    return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, tenant.currency) };
+    return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, tenant) };
   }
 
   /** Items created earlier in the same batch have no id yet; name them by their row instead. */
@@ -247,7 +312,14 @@ export class GoodsBatchWriter {
     return [...found.values()];
   }
 
-  private async write(em: EntityManager, tenant: Tenant, items: Item[]): Promise<void> {
+  /** Writes the plan; returns the media rows it removed (their files go after commit). */
+  private async write(
+    em: EntityManager,
+    tenant: Tenant,
+    items: Item[],
+    fetched: Map<string, MediaOutcome>,
+    refresh: boolean,
+  ): Promise<Media[]> {
     const updates = items.filter((i) => !i.isNew && i.dirty);
     const inserts = items.filter((i) => i.isNew).map((i) => i.goods);
 
@@ -277,7 +349,31 @@ export class GoodsBatchWriter {
       const idBySku = new Map(stored.map((g) => [g.skuHash, g.id]));
       for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
     }
-    if (updates.length || inserts.length) await bumpCatalogVersion(em, tenant.id);
+
+    // Media: replace or drop where the final mediaUrl says so (ids of new items are known by now).
+    const now = new Date();
+    const replaced: number[] = [];
+    const attached: Media[] = [];
+    for (const item of items) {
+      const plan = planMedia(item.goods.mediaUrl, item.storedMedia?.originalUrl ?? null, refresh && item.mediaMentioned);
+      item.finalMedia = item.storedMedia;
+      if (plan.action === 'keep') continue;
+      if (item.storedMedia) replaced.push(item.goods.id);
+      item.finalMedia = null;
+      if (plan.action !== 'fetch') continue;
+      const outcome = fetched.get(plan.url);
+      if (outcome?.ok) {
+        item.finalMedia = this.media.newRow(tenant.id, item.goods.id, outcome.media, now);
+        attached.push(item.finalMedia);
+      } else {
+        item.mediaError = outcome ? outcome.error : 'the image was not fetched';
+      }
+    }
+    const released = await this.media.deleteRowsOf(em, replaced);
+    await this.media.insertRows(em, attached);
+
+    if (updates.length || inserts.length || replaced.length || attached.length) await bumpCatalogVersion(em, tenant.id);
+    return released;
   }
 
   /** `UPDATE goods SET col = CASE id WHEN ? THEN ? ... END, ... WHERE customerId = ? AND id IN (...)`. */
@@ -319,7 +415,16 @@ export class GoodsBatchWriter {
       if (o.status === 'CREATE') createCount += 1;
       else updateCount += 1;
       const snapshot = o.snapshot as GoodsResponse;
-      return { ...snapshot, id: o.item?.goods.id ?? snapshot.id, row: o.row, status: o.status, message: null };
+      const item = o.item as Item;
+      const message = o.setsMedia && item.mediaError ? `saved without image: ${item.mediaError}` : null;
+      return {
+        ...snapshot,
+        id: item.goods.id ?? snapshot.id,
+        medias: item.finalMedia ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
+        row: o.row,
+        status: o.status,
+        message,
+      };
     });
     return { results, totalCount: outcomes.length, createCount, updateCount, failCount, _s: 0 };
   }

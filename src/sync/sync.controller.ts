@@ -1,8 +1,9 @@
-import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
 import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
+import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { SyncResponse } from './dto/sync-response.dto';
 import { SyncService } from './sync.service';
 
@@ -19,12 +20,14 @@ export class SyncController {
     description:
       'Each element: with `id` that item is updated; else the item whose sku (then url) matches is updated; ' +
       'else a new item is created (name, sku and url required). Elements apply in order, each on its own: ' +
-      'a failing element is reported with status FAIL and never rolls back the others. At most 10,000 elements.',
+      'a failing element is reported with status FAIL and never rolls back the others. At most 10,000 elements. ' +
+      'Images (mediaUrl) are fetched with bounded concurrency, each distinct URL once; an image that cannot be ' +
+      'stored leaves the row CREATE/UPDATE with the reason in `message`.',
   })
   @ApiBody({ type: [SyncGoodsElementDto] })
   @ApiOkResponse({ type: SyncResponse })
   @ApiErrors(400, 413)
-  sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown): Promise<SyncResponse> {
-    return this.syncService.sync(tenant, body);
+  sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown, @Query() query: RefreshMediaQuery): Promise<SyncResponse> {
+    return this.syncService.sync(tenant, body, query);
   }
 }

@@ -3,7 +3,7 @@ import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
 import type { Tenant } from '../auth/decorators';
 import { SyncResponse } from './dto/sync-response.dto';
-import { GoodsBatchWriter } from './goods-batch-writer';
+import { BatchOptions, GoodsBatchWriter } from './goods-batch-writer';
 
 /** POST /sync: checks the envelope of the body, then hands the elements to the batch writer. */
 @Injectable()
@@ -13,7 +13,7 @@ export class SyncService {
     private readonly config: AppConfig,
   ) {}
 
-  async sync(tenant: Tenant, body: unknown): Promise<SyncResponse> {
+  async sync(tenant: Tenant, body: unknown, options: BatchOptions = {}): Promise<SyncResponse> {
     if (!Array.isArray(body)) {
       throw ApiException.invalid('The sync body must be a JSON array of goods', [
         { field: 'body', message: 'must be an array' },
@@ -24,6 +24,7 @@ export class SyncService {
     return this.writer.apply(
       tenant,
       body.map((data, index) => ({ row: index + 1, data })),
+      options,
     );
   }
 }

@@ -1,24 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { Media } from '../../media/entities/media.entity';
+import { MediaResponse, toMediaResponse } from '../../media/dto/media-response.dto';
 import type { Goods } from '../entities/goods.entity';
-
-export class ThumbnailResponse {
-  @ApiProperty({ example: 'https://live.example.com/media/ab/abcd-120.jpg' }) imageUrl: string;
-  @ApiProperty({ example: false }) original: boolean;
-  @ApiProperty({ example: 120 }) width: number;
-  @ApiProperty({ example: 120 }) height: number;
-  @ApiProperty({ example: 5120, description: 'bytes' }) size: number;
-  @ApiPropertyOptional({ example: 5120, description: 'bytes; on the register response' }) fileSize?: number;
-}
-
-export class MediaResponse {
-  @ApiProperty({ format: 'int64', example: 77 }) id: number;
-  @ApiProperty({ example: 'IMAGE' }) mediaType: string;
-  @ApiProperty({ example: 'https://live.example.com/media/ab/abcd.jpg' }) url: string;
-  @ApiProperty({ example: 183422, description: 'bytes' }) size: number;
-  @ApiProperty({ example: 1200 }) width: number;
-  @ApiProperty({ example: 1200 }) height: number;
-  @ApiProperty({ type: [ThumbnailResponse] }) thumbnails: ThumbnailResponse[];
-}
 
 /** A goods item as the interface returns it. */
 export class GoodsResponse {
@@ -52,8 +35,22 @@ export class DeleteResponse {
   @ApiProperty({ example: 0 }) _s: number;
 }
 
-export function toGoodsResponse(goods: Goods, currency: string, withMediaUrl = true): GoodsResponse {
-  const mediaUrl = withMediaUrl ? { mediaUrl: goods.mediaUrl } : {};
+/** What a response needs besides the item: the customer's currency and the base of absolute URLs. */
+export interface GoodsView {
+  currency: string;
+  baseUrl: string;
+}
+
+export interface GoodsResponseOptions {
+  media?: Media | null;
+  /** false for list items (the interface omits mediaUrl there). */
+  withMediaUrl?: boolean;
+  /** true on the register response (thumbnails carry fileSize). */
+  withFileSize?: boolean;
+}
+
+export function toGoodsResponse(goods: Goods, view: GoodsView, options: GoodsResponseOptions = {}): GoodsResponse {
+  const mediaUrl = options.withMediaUrl === false ? {} : { mediaUrl: goods.mediaUrl };
   return {
     id: goods.id,
     name: goods.name,
@@ -62,10 +59,10 @@ export function toGoodsResponse(goods: Goods, currency: string, withMediaUrl = t
     url: goods.url,
     sku: goods.sku,
     ...mediaUrl,
-    medias: [],
+    medias: options.media ? [toMediaResponse(options.media, view.baseUrl, options.withFileSize)] : [],
     originalPrice: goods.originalPrice,
     discountedPrice: goods.discountedPrice,
-    currency,
+    currency: view.currency,
     discountPercentage: goods.discountPercentage,
   };
 }

@@ -1,0 +1,45 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { Media } from '../entities/media.entity';
+
+export class ThumbnailResponse {
+  @ApiProperty({ example: 'https://live.example.com/media/3f/3fa4…-120.jpg' }) imageUrl: string;
+  @ApiProperty({ example: false }) original: boolean;
+  @ApiProperty({ example: 120 }) width: number;
+  @ApiProperty({ example: 120 }) height: number;
+  @ApiProperty({ example: 5120, description: 'bytes' }) size: number;
+  @ApiPropertyOptional({ example: 5120, description: 'bytes; on the register response' }) fileSize?: number;
+}
+
+export class MediaResponse {
+  @ApiProperty({ format: 'int64', example: 77 }) id: number;
+  @ApiProperty({ example: 'IMAGE' }) mediaType: string;
+  @ApiProperty({ example: 'https://live.example.com/media/3f/3fa4….jpg', description: 'The service-hosted copy' }) url: string;
+  @ApiProperty({ example: 183422, description: 'bytes' }) size: number;
+  @ApiProperty({ example: 1200 }) width: number;
+  @ApiProperty({ example: 1200 }) height: number;
+  @ApiProperty({ type: [ThumbnailResponse], description: '120, 240 and 480 px wide (never enlarged)' })
+  thumbnails: ThumbnailResponse[];
+}
+
+export function mediaFileUrl(baseUrl: string, key: string): string {
+  return `${baseUrl}/media/${key}`;
+}
+
+export function toMediaResponse(media: Media, baseUrl: string, withFileSize = false): MediaResponse {
+  return {
+    id: media.id,
+    mediaType: media.mediaType,
+    url: mediaFileUrl(baseUrl, media.fileKey),
+    size: media.size,
+    width: media.width,
+    height: media.height,
+    thumbnails: media.thumbnails.map((t) => ({
+      imageUrl: mediaFileUrl(baseUrl, t.key),
+      original: false,
+      width: t.width,
+      height: t.height,
+      size: t.size,
+      ...(withFileSize ? { fileSize: t.size } : {}),
+    })),
+  };
+}

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppConfig } from '../config/app-config';
+import { Media } from './entities/media.entity';
+import { ImageFetcher } from './image-fetcher';
+import { ImageProcessor } from './image-processor';
+import { MediaController } from './media.controller';
+import { LocalMediaStorage, MediaStorage } from './media-storage';
+import { MediaService } from './media.service';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Media])],
+  controllers: [MediaController],
+  providers: [
+    MediaService,
+    ImageFetcher,
+    ImageProcessor,
+    { provide: MediaStorage, inject: [AppConfig], useFactory: (config: AppConfig) => new LocalMediaStorage(config.media.dir) },
+  ],
+  exports: [MediaService],
+})
+export class MediaModule {}

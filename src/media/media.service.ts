@@ -1,0 +1,171 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, In, Repository } from 'typeorm';
+import { mapWithConcurrency } from '../common/util/concurrency';
+import { AppConfig } from '../config/app-config';
+import { Media, StoredThumbnail } from './entities/media.entity';
+import { ImageFetcher } from './image-fetcher';
+import { ImageProcessor, THUMBNAIL_WIDTHS } from './image-processor';
+import { MediaStorage } from './media-storage';
+import { MediaError } from './media.errors';
+
+/** Files stored for one image, not yet attached to a goods item. */
+export interface PreparedMedia {
+  originalUrl: string;
+  checksum: string;
+  contentType: string;
+  fileKey: string;
+  size: number;
+  width: number;
+  height: number;
+  thumbnails: StoredThumbnail[];
+}
+
+export type MediaOutcome = { ok: true; media: PreparedMedia } | { ok: false; error: string };
+
+type FileSet = Pick<Media, 'checksum' | 'fileKey' | 'thumbnails'>;
+
+const CHUNK = 400;
+
+/**
+ * The media pipeline: fetch (ImageFetcher), decode and thumbnail (ImageProcessor), store (MediaStorage),
+ * and the media rows that tie files to goods. Files are written before the goods transaction and released
+ * after it when nothing refers to them any more.
+ */
+@Injectable()
+export class MediaService {
+  private readonly logger = new Logger(MediaService.name);
+
+  constructor(
+    @InjectRepository(Media) private readonly media: Repository<Media>,
+    private readonly fetcher: ImageFetcher,
+    private readonly processor: ImageProcessor,
+    private readonly storage: MediaStorage,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Fetches, checks and stores one image. Identical bytes already stored are reused, not processed again. */
+  async prepare(url: string): Promise<PreparedMedia> {
+    const fetched = await this.fetcher.fetch(url);
+    const known = await this.media.findOne({ where: { checksum: fetched.checksum } });
+    if (known && (await this.storage.exists(known.fileKey))) {
+      return { ...this.fileSet(known), originalUrl: url, contentType: known.contentType, size: known.size, width: known.width, height: known.height };
+    }
+    const processed = await this.processor.process(fetched.bytes);
+    const dir = fetched.checksum.slice(0, 2);
+    const fileKey = `${dir}/${fetched.checksum}.${processed.ext}`;
+    await this.storage.put(fileKey, fetched.bytes);
+    const thumbnails = await Promise.all(
+      processed.thumbnails.map(async (t, i) => {
+        const key = `${dir}/${fetched.checksum}-${THUMBNAIL_WIDTHS[i]}.${t.ext}`;
+        await this.storage.put(key, t.data);
+        return { width: t.width, height: t.height, size: t.data.length, key };
+      }),
+    );
+    return {
+      originalUrl: url,
+      checksum: fetched.checksum,
+      contentType: processed.contentType,
+      fileKey,
+      size: fetched.bytes.length,
+      width: processed.width,
+      height: processed.height,
+      thumbnails,
+    };
+  }
+
+  /** prepare() that reports failure instead of throwing (the goods data is saved either way). */
+  async tryPrepare(url: string): Promise<MediaOutcome> {
+    try {
+      return { ok: true, media: await this.prepare(url) };
+    } catch (err) {
+      const error = err instanceof MediaError ? err.message : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
+      if (!(err instanceof MediaError)) this.logger.error(`media ${url}: ${err instanceof Error ? err.stack : String(err)}`);
+      else this.logger.warn(`media ${url}: ${error}`);
+      return { ok: false, error };
+    }
+  }
+
+  /** Each distinct URL once, MEDIA_FETCH_CONCURRENCY at a time. */
+  async prepareAll(urls: Iterable<string>): Promise<Map<string, MediaOutcome>> {
+    const distinct = [...new Set(urls)];
+    const outcomes = await mapWithConcurrency(distinct, this.config.media.fetchConcurrency, (url) => this.tryPrepare(url));
+    return new Map(distinct.map((url, i) => [url, outcomes[i]]));
+  }
+
+  newRow(customerId: number, goodsId: number, prepared: PreparedMedia, now: Date): Media {
+    return Object.assign(new Media(), {
+      customerId,
+      goodsId,
+      mediaType: 'IMAGE',
+      originalUrl: prepared.originalUrl,
+      checksum: prepared.checksum,
+      contentType: prepared.contentType,
+      fileKey: prepared.fileKey,
+      size: prepared.size,
+      width: prepared.width,
+      height: prepared.height,
+      thumbnails: prepared.thumbnails,
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+
+  /** Inserts media rows (multi-row statements) and gives them their ids. */
+  async insertRows(em: EntityManager, rows: Media[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      const chunk = rows.slice(i, i + CHUNK);
+      await em.createQueryBuilder().insert().into(Media).values(chunk).updateEntity(false).execute();
+      const stored = await em.find(Media, { select: { id: true, goodsId: true }, where: { goodsId: In(chunk.map((m) => m.goodsId)) } });
+      const idByGoods = new Map(stored.map((m) => [m.goodsId, m.id]));
+      for (const m of chunk) m.id = idByGoods.get(m.goodsId) as number;
+    }
+  }
+
+  /** Deletes the media rows of these goods; returns them so that their files can be released after commit. */
+  async deleteRowsOf(em: EntityManager, goodsIds: number[]): Promise<Media[]> {
+    const removed: Media[] = [];
+    for (let i = 0; i < goodsIds.length; i += CHUNK) {
+      const chunk = goodsIds.slice(i, i + CHUNK);
+      const rows = await em.find(Media, { where: { goodsId: In(chunk) } });
+      if (rows.length) await em.delete(Media, { goodsId: In(chunk) });
+      removed.push(...rows);
+    }
+    return removed;
+  }
+
+  /** The media row of each goods item that has one. */
+  async forGoods(em: EntityManager, goodsIds: number[]): Promise<Map<number, Media>> {
+    const found = new Map<number, Media>();
+    for (let i = 0; i < goodsIds.length; i += CHUNK) {
+      const rows = await em.find(Media, { where: { goodsId: In(goodsIds.slice(i, i + CHUNK)) } });
+      for (const m of rows) found.set(m.goodsId, m);
+    }
+    return found;
+  }
+
+  /** Deletes the files of these sets when no media row refers to their checksum any more. */
+  async releaseFiles(sets: Array<FileSet | PreparedMedia>): Promise<void> {
+    const byChecksum = new Map(sets.map((s) => [s.checksum, s]));
+    if (!byChecksum.size) return;
+    try {
+      const checksums = [...byChecksum.keys()];
+      const stillUsed = new Set<string>();
+      for (let i = 0; i < checksums.length; i += CHUNK) {
+        const rows = await this.media.find({ select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
+        for (const r of rows) stillUsed.add(r.checksum);
+      }
+      for (const [checksum, set] of byChecksum) {
+        if (stillUsed.has(checksum)) continue;
+        await Promise.all([set.fileKey, ...set.thumbnails.map((t) => t.key)].map((key) => this.storage.delete(key)));
+      }
+    } catch (err) {
+      // Never fail a request over cleanup; an orphaned file is harmless and logged.
+      this.logger.error(`releasing media files failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  private fileSet(media: FileSet): FileSet {
+    return { checksum: media.checksum, fileKey: media.fileKey, thumbnails: media.thumbnails };
+  }
+}
