@@ -5,6 +5,7 @@ import { ApiExceptionFilter } from './common/errors/api-exception.filter';
 import { validationException } from './common/errors/validation';
 import { requestIdMiddleware } from './common/http/request-id.middleware';
 import { AppConfig } from './config/app-config';
+import { LiveIoAdapter } from './live/live-io.adapter';
 
 /**
  * Everything the HTTP app needs besides its modules; shared by main.ts and the e2e tests so that
@@ -24,9 +25,11 @@ export function configureApp(app: NestExpressApplication): void {
       whitelist: true,
       forbidUnknownValues: false,
       stopAtFirstError: true,
+      validateCustomDecorators: true,
       exceptionFactory: validationException,
     }),
   );
+  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redisUrl));
   app.enableShutdownHooks();
   setupSwagger(app);
 }

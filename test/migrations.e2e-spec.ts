@@ -35,7 +35,7 @@ async function tablesPresent(ds: DataSource): Promise<Record<string, boolean>> {
   }
 }
 
-const TABLES_IN_SCHEMA = ['customers', 'goods', 'media'];
+const TABLES_IN_SCHEMA = ['customers', 'goods', 'media', 'campaigns', 'campaign_goods', 'campaign_chat', 'campaign_events'];
 const allTables = (present: boolean) => Object.fromEntries(TABLES_IN_SCHEMA.map((t) => [t, present]));
 
 async function appliedMigrations(ds: DataSource): Promise<string[]> {

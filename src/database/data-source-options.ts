@@ -4,12 +4,17 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { Customer } from '../customers/entities/customer.entity';
 import { Goods } from '../goods/entities/goods.entity';
+import { Campaign } from '../campaigns/entities/campaign.entity';
+import { CampaignChat } from '../campaigns/entities/campaign-chat.entity';
+import { CampaignEvent } from '../campaigns/entities/campaign-event.entity';
+import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Media } from '../media/entities/media.entity';
 import { InitialSchema1763700000000 } from './migrations/1763700000000-InitialSchema';
 import { AddMedia1763800000000 } from './migrations/1763800000000-AddMedia';
+import { AddCampaigns1763900000000 } from './migrations/1763900000000-AddCampaigns';
 
-export const ENTITIES = [Customer, Goods, Media];
-export const MIGRATIONS = [InitialSchema1763700000000, AddMedia1763800000000];
+export const ENTITIES = [Customer, Goods, Media, Campaign, CampaignGoods, CampaignChat, CampaignEvent];
+export const MIGRATIONS = [InitialSchema1763700000000, AddMedia1763800000000, AddCampaigns1763900000000];
 
 export type MysqlFlavor = 'mysql' | 'mariadb';
 

@@ -3,7 +3,12 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Brackets, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
 import type { Tenant } from '../auth/decorators';
+import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Transactions } from '../database/transactions';
+import { CampaignViews } from '../live/campaign-views';
+import { LiveEventLog, lockCampaign } from '../live/live-event-log';
+import { LiveEvent } from '../live/live-events';
+import { LiveNotifier } from '../live/live-notifier';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { Media } from '../media/entities/media.entity';
 import { planMedia } from '../media/media-plan';
@@ -40,6 +45,9 @@ export class GoodsService {
     private readonly transactions: Transactions,
     private readonly listCache: GoodsListCache,
     private readonly media: MediaService,
+    private readonly views: CampaignViews,
+    private readonly eventLog: LiveEventLog,
+    private readonly notifier: LiveNotifier,
   ) {}
 
   /**
@@ -165,18 +173,32 @@ export class GoodsService {
     return toGoodsResponse(saved.goods, tenant, { media: saved.media });
   }
 
+  /**
+   * Deletes the item, its media row (files released after commit) and its places in campaigns; viewers
+   * of those campaigns get the new goods.list.
+   */
   private async remove(tenant: Tenant, locator: Locator, expectedId?: number): Promise<void> {
-    const released = await this.transactions.run(async (em) => {
+    const { released, events } = await this.transactions.run(async (em) => {
       await lockCatalog(em, tenant.id);
       const goods = await this.locate(tenant, locator, em);
       if (expectedId !== undefined && goods.id !== expectedId) {
         throw ApiException.notFound(`Goods ${expectedId} not found with that ${locator.by}`);
       }
+      const campaignIds = (await em.find(CampaignGoods, { select: { campaignId: true }, where: { goodsId: goods.id } }))
+        .map((l) => l.campaignId)
+        .sort((a, b) => a - b);
+      for (const campaignId of campaignIds) await lockCampaign(em, campaignId);
       const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
       await bumpCatalogVersion(em, tenant.id);
-      return media;
+      const recorded: LiveEvent[] = [];
+      for (const campaignId of campaignIds) {
+        const list = await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl);
+        recorded.push(...(await this.eventLog.record(em, campaignId, [{ type: 'goods.list', payload: { goods: list } }])));
+      }
+      return { released: media, events: recorded };
     });
+    this.notifier.publish(events);
     await this.media.releaseFiles(released);
   }
 

@@ -2,6 +2,7 @@ import { monitorEventLoopDelay, IntervalHistogram } from 'node:perf_hooks';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { RedisConnection } from '../redis/redis.module';
 
 export interface ReadinessReport {
   status: 'ok' | 'error';
@@ -34,7 +35,10 @@ const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
 export class HealthService implements OnModuleDestroy {
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly redis: RedisConnection,
+  ) {
     this.loopDelay.enable();
   }
 
@@ -62,6 +66,14 @@ export class HealthService implements OnModuleDestroy {
       checks.database = 'up';
     } catch (err) {
       checks.database = `down: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    if (this.redis.client) {
+      try {
+        await withTimeout(this.redis.client.ping(), 'redis');
+        checks.redis = 'up';
+      } catch (err) {
+        checks.redis = `down: ${err instanceof Error ? err.message : String(err)}`;
+      }
     }
     const ok = Object.values(checks).every((v) => v === 'up');
     return { status: ok ? 'ok' : 'error', checks };

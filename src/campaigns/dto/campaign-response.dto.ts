@@ -1,0 +1,274 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { Goods } from '../../goods/entities/goods.entity';
+import { mediaFileUrl, ThumbnailResponse } from '../../media/dto/media-response.dto';
+import type { Media } from '../../media/entities/media.entity';
+import type { CampaignChat } from '../entities/campaign-chat.entity';
+import type { Campaign, CampaignStatus } from '../entities/campaign.entity';
+import type { CampaignGoods, SalesStatus } from '../entities/campaign-goods.entity';
+
+const ms = (d: Date | null | undefined): number | null => (d ? d.getTime() : null);
+
+// ---------------------------------------------------------------------------------------------
+// CampaignGoods exactly as the interface describes it (response of the sales-status operations).
+
+export class CampaignGoodsMediaResponse {
+  @ApiProperty({ example: '77' }) id: string;
+  @ApiProperty({ example: '3' }) customerId: string;
+  @ApiProperty({ example: 'IMAGE' }) mediaType: string;
+  @ApiProperty({ nullable: true, type: String, example: null }) name: string | null;
+  @ApiProperty({ nullable: true, type: String, example: null }) description: string | null;
+  @ApiProperty({ nullable: true, type: String, example: 'https://cdn.example.com/sw7.jpg' }) originalUrl: string | null;
+  @ApiProperty({ example: 'https://live.example.com/media/3f/3fa4….jpg' }) url: string;
+  @ApiProperty({ nullable: true, type: String, example: '3fa4…' }) checksum: string | null;
+  @ApiProperty({ example: 1200 }) width: number;
+  @ApiProperty({ example: 1200 }) height: number;
+  @ApiProperty({ example: '183422', description: 'bytes, as text' }) size: string;
+  @ApiProperty({ example: '77' }) historyId: string;
+  @ApiProperty({ type: [ThumbnailResponse], nullable: true }) thumbnails: ThumbnailResponse[] | null;
+  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+}
+
+export class CampaignGoodsItemResponse {
+  @ApiProperty({ example: '1024' }) id: string;
+  @ApiProperty({ example: '3' }) customerId: string;
+  @ApiProperty({ example: '스마트 워치 7' }) name: string;
+  @ApiProperty({ nullable: true, type: String, example: 'Sampletech' }) brand: string | null;
+  @ApiProperty({ nullable: true, type: String }) description: string | null;
+  @ApiProperty({ example: 'https://shop.example.com/goods/SW-7' }) url: string;
+  @ApiProperty({ example: 'SW-7' }) sku: string;
+  @ApiProperty({ type: [CampaignGoodsMediaResponse] }) medias: CampaignGoodsMediaResponse[];
+  @ApiProperty({ nullable: true, type: Number, example: 399000 }) originalPrice: number | null;
+  @ApiProperty({ nullable: true, type: Number, example: 359100 }) discountedPrice: number | null;
+  @ApiProperty({ nullable: true, type: Number, example: null }) customOriginalPrice: number | null;
+  @ApiProperty({ nullable: true, type: Number, example: null }) customDiscountedPrice: number | null;
+  @ApiProperty({ example: 'KRW' }) currency: string;
+  @ApiProperty({ nullable: true, type: Number, example: 10 }) discountPercentage: number | null;
+  @ApiProperty({ example: '', description: 'Not tracked for goods: always empty' }) adminId: string;
+  @ApiProperty({ example: '', description: 'Not tracked for goods: always empty' }) adminName: string;
+  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiProperty({ example: false }) checked: boolean;
+  @ApiProperty({ example: false }) locked: boolean;
+}
+
+export class CampaignGoodsResponse {
+  @ApiProperty({ example: '12' }) campaignId: string;
+  @ApiProperty({ example: '1024' }) goodsId: string;
+  @ApiProperty({ example: 1 }) sortOrder: number;
+  @ApiProperty({ example: false }) showingNow: boolean;
+  @ApiProperty({ enum: ['ON_SALE', 'ALMOST_SOLD_OUT', 'SOLD_OUT'], example: 'SOLD_OUT' }) salesStatus: SalesStatus;
+  @ApiProperty({ type: CampaignGoodsItemResponse }) goods: CampaignGoodsItemResponse;
+  @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
+  @ApiProperty({ example: 'op-7' }) adminId: string;
+  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+}
+
+export interface CampaignGoodsRow {
+  link: CampaignGoods;
+  goods: Goods;
+  media: Media | null;
+}
+
+function toCampaignMedia(media: Media, baseUrl: string): CampaignGoodsMediaResponse {
+  return {
+    id: String(media.id),
+    customerId: String(media.customerId),
+    mediaType: media.mediaType,
+    name: null,
+    description: null,
+    originalUrl: media.originalUrl,
+    url: mediaFileUrl(baseUrl, media.fileKey),
+    checksum: media.checksum,
+    width: media.width,
+    height: media.height,
+    size: String(media.size),
+    historyId: String(media.id),
+    thumbnails: media.thumbnails.map((t) => ({
+      imageUrl: mediaFileUrl(baseUrl, t.key),
+      original: false,
+      width: t.width,
+      height: t.height,
+      size: t.size,
+    })),
+    createdAt: media.createdAt.getTime(),
+    updatedAt: media.updatedAt.getTime(),
+  };
+}
+
+export function toCampaignGoodsResponse(row: CampaignGoodsRow, currency: string, baseUrl: string): CampaignGoodsResponse {
+  const { link, goods, media } = row;
+  return {
+    campaignId: String(link.campaignId),
+    goodsId: String(link.goodsId),
+    sortOrder: link.sortOrder,
+    showingNow: link.showingNow,
+    salesStatus: link.salesStatus,
+    goods: {
+      id: String(goods.id),
+      customerId: String(goods.customerId),
+      name: goods.name,
+      brand: goods.brand,
+      description: goods.description,
+      url: goods.url,
+      sku: goods.sku,
+      medias: media ? [toCampaignMedia(media, baseUrl)] : [],
+      originalPrice: goods.originalPrice,
+      discountedPrice: goods.discountedPrice,
+      customOriginalPrice: null,
+      customDiscountedPrice: null,
+      currency,
+      discountPercentage: goods.discountPercentage,
+      adminId: '',
+      adminName: '',
+      createdAt: goods.createdAt.getTime(),
+      updatedAt: goods.updatedAt.getTime(),
+      checked: false,
+      locked: false,
+    },
+    adminName: link.adminName,
+    adminId: link.adminId,
+    createdAt: link.createdAt.getTime(),
+    updatedAt: link.updatedAt.getTime(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compact form viewers get (snapshot, goods.list, public detail).
+
+export class CampaignGoodsSummary {
+  @ApiProperty({ example: '1024' }) goodsId: string;
+  @ApiProperty({ example: 1 }) sortOrder: number;
+  @ApiProperty({ example: true }) showingNow: boolean;
+  @ApiProperty({ enum: ['ON_SALE', 'ALMOST_SOLD_OUT', 'SOLD_OUT'] }) salesStatus: SalesStatus;
+  @ApiProperty({ example: '스마트 워치 7' }) name: string;
+  @ApiProperty({ nullable: true, type: String }) brand: string | null;
+  @ApiProperty() url: string;
+  @ApiProperty() sku: string;
+  @ApiProperty({ nullable: true, type: Number }) originalPrice: number | null;
+  @ApiProperty({ nullable: true, type: Number }) discountedPrice: number | null;
+  @ApiProperty({ nullable: true, type: Number }) discountPercentage: number | null;
+  @ApiProperty({ example: 'KRW' }) currency: string;
+  @ApiProperty({ nullable: true, type: String, description: 'Hosted image' }) imageUrl: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'The 240 px thumbnail' }) thumbnailUrl: string | null;
+  @ApiProperty({ nullable: true, type: String }) adminName: string | null;
+  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+}
+
+export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, baseUrl: string): CampaignGoodsSummary {
+  const { link, goods, media } = row;
+  const thumb = media?.thumbnails[1] ?? media?.thumbnails[0];
+  return {
+    goodsId: String(link.goodsId),
+    sortOrder: link.sortOrder,
+    showingNow: link.showingNow,
+    salesStatus: link.salesStatus,
+    name: goods.name,
+    brand: goods.brand,
+    url: goods.url,
+    sku: goods.sku,
+    originalPrice: goods.originalPrice,
+    discountedPrice: goods.discountedPrice,
+    discountPercentage: goods.discountPercentage,
+    currency,
+    imageUrl: media ? mediaFileUrl(baseUrl, media.fileKey) : null,
+    thumbnailUrl: thumb ? mediaFileUrl(baseUrl, thumb.key) : null,
+    adminName: link.adminName,
+    updatedAt: link.updatedAt.getTime(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The campaign record (console and public answers).
+
+export class NoticeResponse {
+  @ApiProperty({ example: 'Free shipping until 9 pm' }) message: string;
+  @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
+  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+}
+
+export class ChatLineResponse {
+  @ApiProperty({ example: '41' }) id: string;
+  @ApiProperty({ example: 'Welcome!' }) message: string;
+  @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
+  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+}
+
+export class CampaignResponse {
+  @ApiProperty({ example: '12', description: 'int64 as text, as in CampaignGoods' }) campaignId: string;
+  @ApiProperty({ example: 'k7Qw2ZbX9mN4pR8s' }) campaignKey: string;
+  @ApiProperty({ enum: ['READY', 'ONAIR', 'CLOSED'] }) campaignStatus: CampaignStatus;
+  @ApiProperty({ example: 'Friday night deals' }) title: string;
+  @ApiPropertyOptional({ nullable: true, type: String, description: 'Console answers and public detail form' })
+  description?: string | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'epoch ms' }) scheduledAt: number | null;
+  @ApiProperty({ nullable: true, type: Number }) scheduledEndAt: number | null;
+  @ApiProperty({ nullable: true, type: Number }) startedAt: number | null;
+  @ApiProperty({ nullable: true, type: Number }) endedAt: number | null;
+  @ApiProperty({ nullable: true, type: String }) posterUrl: string | null;
+  @ApiProperty({ nullable: true, type: String }) liveUrl: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'Detail setting: default name on operator messages' })
+  operatorName: string | null;
+  @ApiProperty({ description: 'Detail setting: listed publicly (collection-view visibility)' }) collectionVisible: boolean;
+  @ApiProperty({ type: NoticeResponse, nullable: true }) notice: NoticeResponse | null;
+  @ApiProperty({ example: 1532, description: 'Viewers connected right now, across all nodes' }) userCount: number;
+  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiPropertyOptional({ type: [CampaignGoodsSummary], description: 'Detail form: the goods in sortOrder' })
+  goods?: CampaignGoodsSummary[];
+}
+
+export function noticeOf(campaign: Campaign): NoticeResponse | null {
+  return campaign.noticeMessage
+    ? { message: campaign.noticeMessage, adminName: campaign.noticeAdminName, createdAt: ms(campaign.noticeAt) ?? 0 }
+    : null;
+}
+
+export function toChatLine(chat: CampaignChat): ChatLineResponse {
+  return { id: String(chat.id), message: chat.message, adminName: chat.adminName, createdAt: chat.createdAt.getTime() };
+}
+
+export function toCampaignResponse(
+  campaign: Campaign,
+  userCount: number,
+  extra: { description?: boolean; goods?: CampaignGoodsSummary[] } = {},
+): CampaignResponse {
+  return {
+    campaignId: String(campaign.id),
+    campaignKey: campaign.campaignKey,
+    campaignStatus: campaign.campaignStatus,
+    title: campaign.title,
+    ...(extra.description ? { description: campaign.description } : {}),
+    scheduledAt: ms(campaign.scheduledAt),
+    scheduledEndAt: ms(campaign.scheduledEndAt),
+    startedAt: ms(campaign.startedAt),
+    endedAt: ms(campaign.endedAt),
+    posterUrl: campaign.posterUrl,
+    liveUrl: campaign.liveUrl,
+    operatorName: campaign.operatorName,
+    collectionVisible: campaign.collectionVisible,
+    notice: noticeOf(campaign),
+    userCount,
+    createdAt: campaign.createdAt.getTime(),
+    updatedAt: campaign.updatedAt.getTime(),
+    ...(extra.goods ? { goods: extra.goods } : {}),
+  };
+}
+
+export class CampaignListResponse {
+  @ApiProperty({ type: [CampaignResponse] }) results: CampaignResponse[];
+  @ApiProperty({ example: 1 }) totalCount: number;
+  @ApiProperty({ example: 0 }) _s: number;
+}
+
+export class CampaignGoodsListResponse {
+  @ApiProperty({ type: [CampaignGoodsResponse] }) results: CampaignGoodsResponse[];
+  @ApiProperty({ example: 1 }) totalCount: number;
+  @ApiProperty({ example: 0 }) _s: number;
+}
+
+export class NotExistResponse {
+  @ApiPropertyOptional({ example: 'k7Qw2ZbX9mN4pR8s' }) campaignKey?: string;
+  @ApiProperty({ example: 'NOT_EXIST' }) campaignStatus: 'NOT_EXIST';
+}

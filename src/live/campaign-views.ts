@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { EntityManager, In } from 'typeorm';
+import {
+  CampaignGoodsRow,
+  CampaignGoodsSummary,
+  toCampaignGoodsSummary,
+  toCampaignResponse,
+  toChatLine,
+  noticeOf,
+} from '../campaigns/dto/campaign-response.dto';
+import { CampaignChat } from '../campaigns/entities/campaign-chat.entity';
+import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
+import { Campaign } from '../campaigns/entities/campaign.entity';
+import { Goods } from '../goods/entities/goods.entity';
+import { Media } from '../media/entities/media.entity';
+import { LiveEventMap } from './live-events';
+
+export const SNAPSHOT_CHAT_LINES = 50;
+
+/** Read side of campaigns shared by the console, the public endpoints and the viewer channel. */
+@Injectable()
+export class CampaignViews {
+  /** The campaign's goods in sortOrder, each with its goods item and media. */
+  async goodsRows(em: EntityManager, campaignId: number, goodsIds?: number[]): Promise<CampaignGoodsRow[]> {
+    const links = await em.find(CampaignGoods, {
+      where: goodsIds ? { campaignId, goodsId: In(goodsIds) } : { campaignId },
+      order: { sortOrder: 'ASC', goodsId: 'ASC' },
+    });
+    if (!links.length) return [];
+    const ids = links.map((l) => l.goodsId);
+    const [goods, media] = await Promise.all([
+      em.find(Goods, { where: { id: In(ids) } }),
+      em.find(Media, { where: { goodsId: In(ids) } }),
+    ]);
+    const goodsById = new Map(goods.map((g) => [g.id, g]));
+    const mediaByGoods = new Map(media.map((m) => [m.goodsId, m]));
+    return links
+      .filter((l) => goodsById.has(l.goodsId))
+      .map((link) => ({ link, goods: goodsById.get(link.goodsId) as Goods, media: mediaByGoods.get(link.goodsId) ?? null }));
+  }
+
+  async summaries(em: EntityManager, campaignId: number, currency: string, baseUrl: string): Promise<CampaignGoodsSummary[]> {
+    return (await this.goodsRows(em, campaignId)).map((row) => toCampaignGoodsSummary(row, currency, baseUrl));
+  }
+
+  /** What a viewer gets on join and on a resync from too far back. `seq` is read first, so every later event has a higher one. */
+  async snapshot(
+    em: EntityManager,
+    campaignId: number,
+    currency: string,
+    baseUrl: string,
+    userCount: number,
+  ): Promise<LiveEventMap['campaign.snapshot'] | null> {
+    const campaign = await em.findOne(Campaign, { where: { id: campaignId } });
+    if (!campaign) return null;
+    const [goods, chat] = await Promise.all([
+      this.summaries(em, campaignId, currency, baseUrl),
+      em.find(CampaignChat, { where: { campaignId }, order: { id: 'DESC' }, take: SNAPSHOT_CHAT_LINES }),
+    ]);
+    return {
+      seq: campaign.lastSeq,
+      campaign: toCampaignResponse(campaign, userCount, { description: true }),
+      goods,
+      notice: noticeOf(campaign),
+      chat: chat.reverse().map(toChatLine),
+    };
+  }
+}

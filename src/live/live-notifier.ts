@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import type { Namespace } from 'socket.io';
+import { LiveEvent, roomOf } from './live-events';
+
+/**
+ * The one way services reach viewers: call publish() with the events a transaction recorded, after it
+ * committed. With the Redis adapter, every node delivers them to its own viewers.
+ */
+@Injectable()
+export class LiveNotifier {
+  private namespace: Namespace | null = null;
+
+  attach(namespace: Namespace): void {
+    this.namespace = namespace;
+  }
+
+  publish(events: LiveEvent[]): void {
+    if (!this.namespace) return;
+    for (const event of events) this.namespace.to(roomOf(event.campaignId)).emit(event.type, event.payload);
+  }
+
+  /** Disconnects every viewer of a campaign (it was deleted), on all nodes. */
+  disconnectCampaign(campaignId: number): void {
+    this.namespace?.in(roomOf(campaignId)).disconnectSockets(true);
+  }
+}

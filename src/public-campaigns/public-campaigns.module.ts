@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { CustomersModule } from '../customers/customers.module';
+import { LiveModule } from '../live/live.module';
+import { PublicCampaignsController } from './public-campaigns.controller';
+import { PublicCampaignsService } from './public-campaigns.service';
+
+@Module({
+  imports: [CustomersModule, LiveModule],
+  controllers: [PublicCampaignsController],
+  providers: [PublicCampaignsService],
+})
+export class PublicCampaignsModule {}

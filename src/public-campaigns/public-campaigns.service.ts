@@ -1,0 +1,80 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Between, DataSource, FindOptionsWhere, In, LessThanOrEqual, MoreThan, MoreThanOrEqual } from 'typeorm';
+import { CampaignListResponse, CampaignResponse, NotExistResponse, toCampaignResponse } from '../campaigns/dto/campaign-response.dto';
+import { Campaign, CampaignStatus } from '../campaigns/entities/campaign.entity';
+import { CustomersService } from '../customers/customers.service';
+import { CampaignViews } from '../live/campaign-views';
+import { ViewerCounter } from '../live/viewer-counter';
+import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
+
+/**
+ * Public broadcast information (no token). Only collection-visible campaigns are listed; a known key
+ * answers even when private; an unknown one (or an unknown access key) is `NOT_EXIST`, with HTTP 200.
+ */
+@Injectable()
+export class PublicCampaignsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly customers: CustomersService,
+    private readonly views: CampaignViews,
+    private readonly counter: ViewerCounter,
+  ) {}
+
+  async list(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CampaignListResponse> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    if (!customer) return { results: [], totalCount: 0, _s: 0 };
+    const where: FindOptionsWhere<Campaign> = { customerId: customer.id, collectionVisible: true };
+    if (query.status?.length) where.campaignStatus = In(query.status as CampaignStatus[]);
+    if (query.from && query.to) where.scheduledAt = Between(query.from, query.to);
+    else if (query.from) where.scheduledAt = MoreThanOrEqual(query.from);
+    else if (query.to) where.scheduledAt = LessThanOrEqual(query.to);
+    const [rows, totalCount] = await this.dataSource.manager.findAndCount(Campaign, {
+      where,
+      order: { scheduledAt: 'ASC', id: 'ASC' },
+      skip: (query.page - 1) * query.count,
+      take: query.count,
+    });
+    const counts = await this.counter.counts(rows.map((c) => c.id));
+    const results = await Promise.all(
+      rows.map(async (c) => {
+        const goods = query.detail ? await this.views.summaries(this.dataSource.manager, c.id, customer.currency, baseUrl) : undefined;
+        return toCampaignResponse(c, counts.get(c.id) ?? 0, { description: !!query.detail, goods });
+      }),
+    );
+    return { results, totalCount, _s: 0 };
+  }
+
+  async one(accessKey: string, campaignKey: string, baseUrl: string): Promise<CampaignResponse | NotExistResponse> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    const campaign = customer ? await this.dataSource.manager.findOne(Campaign, { where: { customerId: customer.id, campaignKey } }) : null;
+    if (!customer || !campaign) return { campaignKey, campaignStatus: 'NOT_EXIST' };
+    return this.detail(campaign, customer.currency, baseUrl);
+  }
+
+  /** The running campaign (includeOnAir) or else the soonest READY one scheduled after now. */
+  async upcoming(accessKey: string, baseUrl: string, query: UpcomingQuery): Promise<CampaignResponse | NotExistResponse> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    if (!customer) return { campaignStatus: 'NOT_EXIST' };
+    const visibility = query.includePrivate ? {} : { collectionVisible: true };
+    const em = this.dataSource.manager;
+    let campaign: Campaign | null = null;
+    if (query.includeOnAir !== false) {
+      campaign = await em.findOne(Campaign, {
+        where: { customerId: customer.id, campaignStatus: 'ONAIR', ...visibility },
+        order: { startedAt: 'DESC', id: 'DESC' },
+      });
+    }
+    campaign ??= await em.findOne(Campaign, {
+      where: { customerId: customer.id, campaignStatus: 'READY', scheduledAt: MoreThan(new Date()), ...visibility },
+      order: { scheduledAt: 'ASC', id: 'ASC' },
+    });
+    if (!campaign) return { campaignStatus: 'NOT_EXIST' };
+    return this.detail(campaign, customer.currency, baseUrl);
+  }
+
+  private async detail(campaign: Campaign, currency: string, baseUrl: string): Promise<CampaignResponse> {
+    const goods = await this.views.summaries(this.dataSource.manager, campaign.id, currency, baseUrl);
+    return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
+  }
+}
