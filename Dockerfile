@@ -21,6 +21,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The operator and viewer pages (/console, /watch/...): static files served by src/pages.
+COPY public ./public
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

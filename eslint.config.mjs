@@ -21,4 +21,16 @@ export default tseslint.config(
     files: ['**/*.js'],
     languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' } },
   },
+  {
+    // The operator and viewer pages: browser ES modules, served as they are (no build, no type information).
+    files: ['public/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      sourceType: 'module',
+      parserOptions: { projectService: false, project: null },
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'navigator', 'sessionStorage', 'fetch', 'setTimeout', 'clearTimeout', 'Intl', 'CSS', 'Node', 'TextDecoder', 'atob', 'URLSearchParams', 'URL', 'console'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
 );

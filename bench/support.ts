@@ -14,7 +14,19 @@ export interface BenchServer {
   accessKey: string;
   auth: string;
   pid: number;
+  /** The environment the server process runs with (database, DATA_DIR, extra settings). */
+  env: Record<string, string>;
   stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Extra environment for the server process, e.g. `{ REDIS_URL: 'redis://127.0.0.1:6379' }`. */
+  env?: Record<string, string>;
+  /**
+   * Another node of `join`: same database, DATA_DIR and customer (nothing is created or dropped; the
+   * first server owns them). Only meaningful on MySQL/MariaDB: one SQLite file must not be shared.
+   */
+  join?: BenchServer;
 }
 
 function mysqlEnv(database: string): Record<string, string> {
@@ -56,40 +68,59 @@ async function waitForHealth(baseUrl: string, child: ChildProcess): Promise<void
   throw new Error('server did not become ready within 60 s');
 }
 
-/** Builds if needed, then runs the real server (`node dist/main.js`) in its own process on a fresh database. */
-export async function startServer(engine: Engine, port: number, name: string): Promise<BenchServer> {
+/**
+ * Builds if needed, then runs the real server (`node dist/main.js`) in its own process on a fresh
+ * database, or (options.join) as one more node on the database of a running one.
+ */
+export async function startServer(engine: Engine, port: number, name: string, options: StartOptions = {}): Promise<BenchServer> {
   execFileSync(process.execPath, [join(root, 'scripts/ensure-built.js')], { stdio: 'inherit' });
-  const dataDir = mkdtempSync(join(tmpdir(), `livegoods-bench-${name}-`));
+  const owner = !options.join;
+  if (options.join && (options.join.engine !== 'mysql' || engine !== 'mysql')) {
+    throw new Error('only a MySQL/MariaDB server can be joined by another node (SQLite is one process)');
+  }
+  const dataDir = options.join ? options.join.env.DATA_DIR : mkdtempSync(join(tmpdir(), `livegoods-bench-${name}-`));
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    DATA_DIR: dataDir,
+    ...(options.join
+      ? options.join.env
+      : { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DB_TYPE: 'sqlite', ...(engine === 'mysql' ? mysqlEnv(`lgbench_${name}`) : {}) }),
+    ...options.env,
     PORT: String(port),
-    LOG_LEVEL: 'warn',
-    DB_TYPE: 'sqlite',
-    ...(engine === 'mysql' ? mysqlEnv(`lgbench_${name}`) : {}),
   };
-  if (engine === 'mysql') await recreateMysqlDatabase(env);
-  const created = execFileSync(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], {
-    env,
-    encoding: 'utf8',
-  });
-  const customer = JSON.parse(created.trim().split('\n').pop() as string) as { accessKey: string; secretKey: string };
+  let accessKey: string;
+  let auth: string;
+  if (options.join) {
+    ({ accessKey, auth } = options.join);
+  } else {
+    if (engine === 'mysql') await recreateMysqlDatabase(env);
+    const created = execFileSync(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], {
+      env,
+      encoding: 'utf8',
+    });
+    const customer = JSON.parse(created.trim().split('\n').pop() as string) as { accessKey: string; secretKey: string };
+    const token = sign({ accessKey: customer.accessKey }, Buffer.from(customer.secretKey, 'base64'), {
+      algorithm: 'HS256',
+      expiresIn: 6 * 3600,
+    });
+    accessKey = customer.accessKey;
+    auth = `Bearer ${token}`;
+  }
   const child = spawn(process.execPath, [join(root, 'dist/main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHealth(baseUrl, child);
-  const token = sign({ accessKey: customer.accessKey }, Buffer.from(customer.secretKey, 'base64'), {
-    algorithm: 'HS256',
-    expiresIn: 6 * 3600,
-  });
   return {
     engine,
     baseUrl,
-    accessKey: customer.accessKey,
-    auth: `Bearer ${token}`,
+    accessKey,
+    auth,
     pid: child.pid as number,
+    env,
     async stop() {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+      if (!owner) return;
       rmSync(dataDir, { recursive: true, force: true });
       if (engine === 'mysql') await recreateMysqlDatabase(env, true);
     },

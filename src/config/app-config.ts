@@ -37,6 +37,10 @@ export interface MediaConfig {
 export interface LimitsConfig {
   syncMaxItems: number;
   listMaxCount: number;
+  uploadMaxBytes: number;
+  excelMaxRows: number;
+  excelMaxUncompressedBytes: number;
+  excelParseTimeoutMs: number;
 }
 
 /**
@@ -85,7 +89,14 @@ export class AppConfig {
         fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,
         fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
       },
-      { syncMaxItems: env.SYNC_MAX_ITEMS, listMaxCount: 100 },
+      {
+        syncMaxItems: env.SYNC_MAX_ITEMS,
+        listMaxCount: 100,
+        uploadMaxBytes: env.UPLOAD_MAX_BYTES,
+        excelMaxRows: env.EXCEL_MAX_ROWS,
+        excelMaxUncompressedBytes: env.EXCEL_MAX_UNCOMPRESSED_BYTES,
+        excelParseTimeoutMs: env.EXCEL_PARSE_TIMEOUT_MS,
+      },
       env.REDIS_URL,
     );
   }

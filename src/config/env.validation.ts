@@ -92,6 +92,20 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(1) @Max(100000)
   SYNC_MAX_ITEMS = 10000;
 
+  /** Largest file one multipart upload (spreadsheet import) may carry, in bytes. */
+  @Transform(toInt) @IsInt() @Min(1024) @Max(1024 * 1024 * 1024)
+  UPLOAD_MAX_BYTES = 20 * 1024 * 1024;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(100000)
+  EXCEL_MAX_ROWS = 10000;
+
+  /** Most bytes an uploaded .xlsx may decompress to (zip-bomb guard). */
+  @Transform(toInt) @IsInt() @Min(1024 * 1024) @Max(2 * 1024 * 1024 * 1024)
+  EXCEL_MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024;
+
+  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  EXCEL_PARSE_TIMEOUT_MS = 30_000;
+
   @Matches(/^\d+(b|kb|mb)$/i, { message: 'BODY_LIMIT must look like 512kb or 32mb' })
   BODY_LIMIT = '32mb';
 

@@ -1,0 +1,67 @@
+/**
+ * npm run bench:excel — uploads a 10,000-row .xlsx (no images) to POST /v1/goods/{accessKey}/excel,
+ * first as new goods, then the same sheet with every row changed, over HTTP against the real server,
+ * on SQLite and on MariaDB; prints rows per second for each run and the server's peak RSS.
+ * Options: --engines=sqlite,mysql  --count=10000
+ */
+import * as ExcelJS from 'exceljs';
+import { enginesFromArgs, goodsElement, peakRssMb, startServer } from './support';
+
+const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 10_000);
+const COLUMNS = ['sku', 'url', 'name', 'brand', 'description', 'originalPrice', 'discountedPrice', 'discountPercentage'];
+
+/** A workbook as a merchant's spreadsheet program writes it: shared strings, styles, number formats. */
+async function workbook(variant: number): Promise<Buffer> {
+  const book = new ExcelJS.Workbook();
+  const sheet = book.addWorksheet('Goods');
+  sheet.columns = COLUMNS.map((key) => ({ header: key, key, width: 20 }));
+  for (let i = 0; i < COUNT; i++) sheet.addRow(goodsElement(i, variant));
+  sheet.getColumn('originalPrice').numFmt = '#,##0';
+  sheet.getColumn('discountedPrice').numFmt = '#,##0';
+  return Buffer.from(await book.xlsx.writeBuffer());
+}
+
+async function uploadOnce(baseUrl: string, accessKey: string, auth: string, file: Buffer): Promise<{ ms: number; counts: string }> {
+  const form = new FormData();
+  form.append('file', new Blob([file], { type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' }), 'goods.xlsx');
+  const started = process.hrtime.bigint();
+  const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/excel`, { method: 'POST', headers: { authorization: auth }, body: form });
+  const json = (await res.json()) as { totalCount: number; createCount: number; updateCount: number; failCount: number };
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (res.status !== 200 || json.failCount || json.totalCount !== COUNT) {
+    throw new Error(`upload failed: HTTP ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  }
+  return { ms, counts: `create ${json.createCount}, update ${json.updateCount}, fail ${json.failCount}` };
+}
+
+async function main(): Promise<void> {
+  const files = [
+    ['create', await workbook(0)],
+    ['update', await workbook(1)],
+  ] as const;
+  console.log(`${COUNT.toLocaleString('en-US')}-row workbooks: ${files.map(([label, f]) => `${label} ${(f.length / 1024).toFixed(0)} kB`).join(', ')}`);
+  const rows: string[] = [];
+  let port = 3830;
+  for (const engine of enginesFromArgs()) {
+    const server = await startServer(engine, port++, 'excel');
+    try {
+      for (const [label, file] of files) {
+        const { ms, counts } = await uploadOnce(server.baseUrl, server.accessKey, server.auth, file);
+        const rate = Math.round((COUNT / ms) * 1000);
+        rows.push(`${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} rows  ${ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} rows/s  (${counts})`);
+        console.log(rows[rows.length - 1]);
+      }
+      rows.push(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);
+      console.log(rows[rows.length - 1]);
+    } finally {
+      await server.stop();
+    }
+  }
+  console.log('\nbench:excel results (targets: >= 4,000 rows/s in every run, server peak RSS < 300 MB)');
+  for (const row of rows) console.log(row);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

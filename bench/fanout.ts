@@ -1,0 +1,272 @@
+/**
+ * npm run bench:fanout — live push fan-out. Connects N socket.io-client viewers (websocket transport)
+ * to one ONAIR campaign, then sends sales-status changes one after the other through the HTTP API and
+ * measures, for every viewer and every change, the time from the HTTP request being sent to the
+ * goods.salesStatus event arriving at that viewer. Prints delivered/expected, p50, p99, max and the
+ * peak RSS of each server process.
+ *
+ *   single:  one server process on SQLite (the embedded default), no Redis.
+ *   cluster: two server processes sharing one MariaDB database and Redis (REDIS_URL), viewers split
+ *            half and half, every change sent through node A. (SQLite cannot be shared between
+ *            processes, hence MariaDB here.)
+ *
+ * Options: --viewers=10000 --changes=20 --mode=single|cluster|both (default both) --gap=250 (ms between
+ *          changes) --batch=500 (viewers connecting at a time) --redis=redis://127.0.0.1:6379
+ *          --profile=DIR (V8 tick profile of each server into DIR/<mode>-<node>.log; read it with
+ *          `node --prof-process DIR/single-A.log`)
+ * The load generator (this process) runs on the same machine as the server(s).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { io, Socket } from 'socket.io-client';
+import { BenchServer, peakRssMb, startServer } from './support';
+
+const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
+const VIEWERS = Number(arg('viewers', '10000'));
+const CHANGES = Number(arg('changes', '20'));
+const MODE = arg('mode', 'both');
+const GAP_MS = Number(arg('gap', '250'));
+const BATCH = Number(arg('batch', '500'));
+const REDIS_URL = arg('redis', process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+const PROFILE_DIR = arg('profile', '');
+const profiled = (name: string): Record<string, string> =>
+  PROFILE_DIR ? { NODE_OPTIONS: `--prof --no-logfile-per-isolate --logfile=${PROFILE_DIR}/${name}.log` } : {};
+const GOODS = 5;
+const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
+
+const TARGET = { viewers: 10_000, p99Ms: 200, rssMb: 600 };
+
+interface Result {
+  mode: string;
+  db: string;
+  nodes: BenchServer[];
+  viewers: number;
+  connectMs: number;
+  delivered: number;
+  expected: number;
+  p50: number;
+  p99: number;
+  max: number;
+  perNode: string[];
+  httpP50: number;
+  httpMax: number;
+  serverCpuMs: number[];
+  rss: number[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** utime + stime of a process so far, in ms (Linux /proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function summarize(values: Float64Array): { p50: number; p99: number; max: number } {
+  const sorted = values.slice().sort();
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN };
+}
+
+async function call(server: BenchServer, method: string, path: string, body?: unknown, form = false): Promise<Record<string, unknown>> {
+  const res = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: { authorization: server.auth, 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json' },
+    body: body === undefined ? undefined : form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+/** Goods, an ONAIR campaign with them; returns the campaign key and the goods ids. */
+async function setUpCampaign(server: BenchServer): Promise<{ key: string; goodsIds: number[] }> {
+  const goodsIds: number[] = [];
+  for (let i = 0; i < GOODS; i += 1) {
+    const g = await call(server, 'POST', `/v1/goods/${server.accessKey}`, {
+      name: `Fanout item ${i}`,
+      sku: `FAN-${i}`,
+      url: `https://shop.example.com/fanout/${i}`,
+      originalPrice: 10000,
+      discountedPrice: 9000,
+    });
+    goodsIds.push(g.id as number);
+  }
+  const campaign = await call(server, 'POST', `/v1/console/${server.accessKey}/campaigns`, { title: 'Fan-out bench', operatorName: 'Bench' });
+  const key = campaign.campaignKey as string;
+  await call(server, 'POST', `/v1/console/${server.accessKey}/campaigns/${key}/goods`, { goodsIds });
+  await call(server, 'PUT', `/v1/console/${server.accessKey}/campaigns/${key}/status`, { campaignStatus: 'ONAIR' });
+  return { key, goodsIds };
+}
+
+async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<Result> {
+  const origin = nodes[0];
+  const { key, goodsIds } = await setUpCampaign(origin);
+
+  // Arrival times: one slot per viewer and change (NaN = not arrived).
+  const arrival = new Float64Array(VIEWERS * CHANGES).fill(NaN);
+  const sentAt = new Float64Array(CHANGES).fill(NaN);
+  const nodeOf = new Uint8Array(VIEWERS);
+  const snapshotSeq = new Float64Array(VIEWERS).fill(NaN);
+  let baseSeq = -1;
+  let unexpected = 0;
+  const sockets: Socket[] = [];
+
+  const connectStarted = performance.now();
+  for (let start = 0; start < VIEWERS; start += BATCH) {
+    const batch: Promise<void>[] = [];
+    for (let v = start; v < Math.min(VIEWERS, start + BATCH); v += 1) {
+      const node = v % nodes.length;
+      nodeOf[v] = node;
+      const socket = io(`${nodes[node].baseUrl}/live`, {
+        transports: ['websocket'],
+        auth: { accessKey: origin.accessKey, campaignKey: key },
+        reconnection: false,
+        forceNew: true,
+        timeout: 60_000,
+      });
+      sockets.push(socket);
+      socket.on('goods.salesStatus', (p: { seq: number }) => {
+        const now = performance.now();
+        const change = p.seq - baseSeq - 1;
+        if (baseSeq < 0 || change < 0 || change >= CHANGES) {
+          unexpected += 1;
+          return;
+        }
+        arrival[v * CHANGES + change] = now - sentAt[change];
+      });
+      batch.push(
+        new Promise<void>((resolve, reject) => {
+          socket.once('campaign.snapshot', (s: { seq: number }) => {
+            snapshotSeq[v] = s.seq;
+            resolve();
+          });
+          socket.once('connect_error', (err) => reject(new Error(`viewer ${v}: connect_error ${err.message}`)));
+          socket.once('disconnect', (reason) => reject(new Error(`viewer ${v}: disconnected (${reason}) before its snapshot`)));
+        }),
+      );
+    }
+    await Promise.all(batch);
+    if ((start / BATCH) % 4 === 3 || start + BATCH >= VIEWERS) process.stdout.write(`  ${mode}: ${Math.min(VIEWERS, start + BATCH)} viewers connected\n`);
+  }
+  const connectMs = performance.now() - connectStarted;
+  baseSeq = Math.max(...snapshotSeq);
+  if (Math.min(...snapshotSeq) !== baseSeq) throw new Error('viewers got snapshots with different seqs before any change');
+  await sleep(1000); // let the server settle after the connection storm
+
+  const cpuBefore = nodes.map((n) => cpuMs(n.pid));
+  const httpMs: number[] = [];
+  for (let c = 0; c < CHANGES; c += 1) {
+    const goodsId = goodsIds[c % goodsIds.length];
+    const salesStatus = STATUSES[c % STATUSES.length];
+    sentAt[c] = performance.now();
+    await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, { goodsId: String(goodsId), salesStatus }, true);
+    httpMs.push(performance.now() - sentAt[c]);
+    await sleep(GAP_MS);
+  }
+  // Wait for stragglers (up to 10 s after the last change).
+  const expected = VIEWERS * CHANGES;
+  const deadline = performance.now() + 10_000;
+  const deliveredCount = () => arrival.reduce((n, x) => (Number.isNaN(x) ? n : n + 1), 0);
+  while (deliveredCount() < expected && performance.now() < deadline) await sleep(100);
+  const serverCpuMs = nodes.map((n, i) => cpuMs(n.pid) - cpuBefore[i]);
+
+  for (const s of sockets) s.close();
+  await sleep(500);
+
+  const got = arrival.filter((x) => !Number.isNaN(x));
+  const all = summarize(got);
+  const perNode = nodes.map((n, i) => {
+    const mine = arrival.filter((x, j) => nodeOf[Math.floor(j / CHANGES)] === i && !Number.isNaN(x));
+    const s = summarize(mine);
+    return `viewers on node ${String.fromCharCode(65 + i)}: ${mine.length} delivered, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`;
+  });
+  if (unexpected) perNode.push(`${unexpected} unexpected goods.salesStatus events`);
+  httpMs.sort((a, b) => a - b);
+  return {
+    mode,
+    db,
+    nodes,
+    viewers: VIEWERS,
+    connectMs,
+    delivered: got.length,
+    expected,
+    ...all,
+    perNode,
+    httpP50: httpMs[Math.floor(httpMs.length / 2)],
+    httpMax: httpMs[httpMs.length - 1],
+    serverCpuMs,
+    rss: nodes.map((n) => peakRssMb(n.pid)),
+  };
+}
+
+function report(r: Result): string[] {
+  const ok = (cond: boolean) => (cond ? 'ok' : 'MISSED');
+  const rss = r.rss.map((mb, i) => `${String.fromCharCode(65 + i)} ${mb} MB`).join(', ');
+  return [
+    `${r.mode} (${r.nodes.length} process${r.nodes.length > 1 ? 'es' : ''}, ${r.db}${r.nodes.length > 1 ? ' + Redis' : ''}): ${r.viewers} viewers connected in ${(r.connectMs / 1000).toFixed(1)} s`,
+    `  delivered/expected ${r.delivered}/${r.expected}   p50 ${r.p50.toFixed(1)} ms   p99 ${r.p99.toFixed(1)} ms   max ${r.max.toFixed(1)} ms`,
+    ...r.perNode.map((l) => `  ${l}`),
+    `  HTTP sales-status call: p50 ${r.httpP50.toFixed(1)} ms, max ${r.httpMax.toFixed(1)} ms; server CPU during the changes: ${r.serverCpuMs.map((ms) => `${ms} ms`).join(', ')}`,
+    `  server peak RSS (peakRssMb): ${rss}`,
+    `  targets: all delivered ${ok(r.delivered === r.expected)}, p99 < ${TARGET.p99Ms} ms ${ok(r.p99 < TARGET.p99Ms)}, RSS < ${TARGET.rssMb} MB ${ok(r.rss.every((mb) => mb < TARGET.rssMb))}${r.viewers < TARGET.viewers ? ` (only ${r.viewers} viewers: below the ${TARGET.viewers} target)` : ''}`,
+  ];
+}
+
+const loadAvg = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+
+function checkFdLimit(): void {
+  const limit = Number(execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim());
+  const need = VIEWERS + 1000;
+  console.log(`open-file limit (ulimit -n): ${Number.isFinite(limit) ? limit : 'unlimited'}; this load generator needs about ${need}, a single server about ${need}`);
+  if (Number.isFinite(limit) && limit < need) {
+    throw new Error(`ulimit -n is ${limit}, too low for ${VIEWERS} viewers: raise it (ulimit -n ${need + 1000}) or pass --viewers=${Math.max(100, limit - 1000)}`);
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:fanout — ${VIEWERS} viewers, ${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`);
+  console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
+  checkFdLimit();
+  const lines: string[] = [];
+  let port = 3840;
+  if (MODE === 'single' || MODE === 'both') {
+    const server = await startServer('sqlite', port++, 'fanout', { env: { REDIS_URL: '', ...profiled('single-A') } });
+    try {
+      lines.push(...report(await measure('single', 'SQLite', [server])));
+    } finally {
+      await server.stop();
+    }
+    console.log(lines.join('\n'));
+  }
+  if (MODE === 'cluster' || MODE === 'both') {
+    const a = await startServer('mysql', port++, 'fanout', { env: { REDIS_URL, ...profiled('cluster-A') } });
+    let b: BenchServer | undefined;
+    try {
+      b = await startServer('mysql', port++, 'fanout', { join: a, env: profiled('cluster-B') });
+      const r = await measure('cluster', 'MariaDB', [a, b]);
+      lines.push(...report(r));
+      console.log(report(r).join('\n'));
+    } finally {
+      await b?.stop();
+      await a.stop();
+    }
+  }
+  console.log(`\nbench:fanout results (targets: ${TARGET.viewers} viewers, every event delivered, p99 < ${TARGET.p99Ms} ms, server RSS < ${TARGET.rssMb} MB)`);
+  for (const line of lines) console.log(line);
+  console.log(`load generator peak RSS ${peakRssMb(process.pid)} MB; load average after the run: ${loadAvg()}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,666 @@
+// The operator console: /console. Talks to the console API (Bearer token the operator pastes) and
+// listens on the /live channel of the open campaign for its chat log and for other operators' changes.
+
+import {
+  el,
+  formatDateTime,
+  formatPercent,
+  formatPrice,
+  formatTime,
+  keepFocus,
+  pageLocale,
+  salesBadge,
+  SALES_STATUS,
+  setPill,
+} from '/assets/shared.js';
+import { LiveClient } from '/assets/live-client.js';
+
+const $ = (id) => document.getElementById(id);
+const locale = pageLocale();
+const CAMPAIGN_PAGE = 20;
+const SEARCH_PAGE = 10;
+const STORE = 'livegoods.console';
+
+const session = { accessKey: '', token: '', claims: null };
+const view = {
+  page: 1,
+  total: 0,
+  campaigns: [],
+  /** The open campaign (console GET: detail form with goods summaries). */
+  current: null,
+  live: null,
+  chat: [],
+  search: { keyword: '', page: 1, total: 0, results: [], done: false },
+  reloadTimer: null,
+};
+
+// ------------------------------------------------------------------ API access and errors
+
+class ApiError extends Error {
+  constructor(status, body, fallback) {
+    super(body && typeof body._e === 'string' ? body._e : fallback);
+    this.status = status;
+    this.code = body && typeof body._s === 'number' ? body._s : null;
+    this.fields = body && Array.isArray(body.errors) ? body.errors : [];
+  }
+}
+
+/** One API call; any non-2xx answer becomes an ApiError carrying the HTTP status and the `_e` text. */
+async function api(method, path, body) {
+  const headers = { Accept: 'application/json', Authorization: `Bearer ${session.token}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!res.ok) throw new ApiError(res.status, data, text.slice(0, 200) || res.statusText || 'no answer');
+  return data;
+}
+
+const ak = () => encodeURIComponent(session.accessKey);
+const campaignsPath = () => `/v1/console/${ak()}/campaigns`;
+const campaignPath = (key) => `${campaignsPath()}/${encodeURIComponent(key)}`;
+
+function showError(label, err) {
+  let text;
+  if (err instanceof ApiError) {
+    text = `${label} failed: HTTP ${err.status}${err.code !== null ? ` (${err.code})` : ''}: ${err.message}`;
+    if (err.status === 401) text += '. Check the access key and paste a fresh token.';
+  } else if (err instanceof TypeError) {
+    text = `${label} failed: the service did not answer (${err.message}).`;
+  } else {
+    text = `${label} failed: ${err && err.message ? err.message : err}`;
+  }
+  $('error-text').textContent = text;
+  const fields = err instanceof ApiError ? err.fields : [];
+  $('error-fields').replaceChildren(...fields.map((f) => el('li', {}, `${f.field}: ${f.message}`)));
+  $('error').hidden = false;
+}
+
+function clearError() {
+  $('error').hidden = true;
+  $('error-text').textContent = '';
+  $('error-fields').replaceChildren();
+}
+
+let flashTimer = null;
+function flash(text) {
+  $('flash').textContent = text;
+  clearTimeout(flashTimer);
+  flashTimer = setTimeout(() => {
+    $('flash').textContent = '';
+  }, 6000);
+}
+
+/**
+ * Runs one operator action: clears the last error (unless quiet), marks the button busy (a second click
+ * meanwhile is ignored), and shows any failure in the alert box. Returns the work's result or undefined.
+ */
+async function act(label, work, { button, quiet } = {}) {
+  if (button) {
+    if (button.getAttribute('aria-busy') === 'true') return undefined;
+    button.setAttribute('aria-busy', 'true');
+  }
+  if (!quiet) clearError();
+  try {
+    return await work();
+  } catch (err) {
+    showError(label, err);
+    return undefined;
+  } finally {
+    if (button) button.removeAttribute('aria-busy');
+  }
+}
+
+// ------------------------------------------------------------------ sign in
+
+function decodeClaims(token) {
+  const parts = token.split('.');
+  if (parts.length !== 3) return null;
+  try {
+    const b64 = parts[1].replace(/-/g, '+').replace(/_/g, '/');
+    const binary = atob(b64.padEnd(Math.ceil(b64.length / 4) * 4, '='));
+    return JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))));
+  } catch {
+    return null;
+  }
+}
+
+/** Refuses, before any request, what is clearly not a usable token (a secret key above all). */
+function checkCredentials(accessKey, token) {
+  if (!accessKey) return 'Enter the access key.';
+  if (!token) return 'Paste a token.';
+  if (!token.includes('.') && /^[A-Za-z0-9+/_-]{40,}={0,2}$/.test(token)) {
+    return 'That looks like a secret key. Never paste the secret key here: paste a token signed with it (a JWT: three parts separated by dots).';
+  }
+  const claims = decodeClaims(token);
+  if (!claims) return 'That is not a token: a JWT has three base64url parts separated by dots.';
+  if (claims.accessKey && claims.accessKey !== accessKey) return `This token was issued for access key ${claims.accessKey}, not ${accessKey}.`;
+  if (typeof claims.exp === 'number' && claims.exp * 1000 < Date.now()) {
+    return `This token expired at ${formatDateTime(claims.exp * 1000, locale)}. Mint a new one.`;
+  }
+  return '';
+}
+
+async function signIn(accessKey, token) {
+  accessKey = accessKey.trim();
+  token = token.trim().replace(/^Bearer\s+/i, '');
+  const problem = checkCredentials(accessKey, token);
+  if (problem) throw new Error(problem);
+  Object.assign(session, { accessKey, token, claims: decodeClaims(token) });
+  await loadCampaigns(1);
+  sessionStorage.setItem(STORE, JSON.stringify({ accessKey, token }));
+  $('signin').hidden = true;
+  $('workspace').hidden = false;
+  $('sign-out').hidden = false;
+  $('signin-token').value = '';
+  const name = session.claims && session.claims.name ? ` · ${session.claims.name}` : '';
+  const until = session.claims && session.claims.exp ? ` · token valid until ${formatTime(session.claims.exp * 1000, locale)}` : '';
+  $('whoami').textContent = `Access key ${accessKey}${name}${until}`;
+}
+
+function signOut() {
+  sessionStorage.removeItem(STORE);
+  if (view.live) view.live.stop();
+  Object.assign(session, { accessKey: '', token: '', claims: null });
+  Object.assign(view, { current: null, live: null, campaigns: [], chat: [] });
+  $('workspace').hidden = true;
+  $('campaign').hidden = true;
+  $('signin').hidden = false;
+  $('sign-out').hidden = true;
+  $('whoami').textContent = '';
+  history.replaceState(null, '', location.pathname);
+  $('signin-token').focus();
+}
+
+// ------------------------------------------------------------------ campaigns list
+
+async function loadCampaigns(page) {
+  const data = await api('GET', `${campaignsPath()}?page=${page}&count=${CAMPAIGN_PAGE}`);
+  view.page = page;
+  view.total = data.totalCount;
+  view.campaigns = data.results;
+  renderCampaigns();
+}
+
+function renderCampaigns() {
+  const rows = view.campaigns.map((c) => {
+    const pill = el('span', { class: 'pill' });
+    setPill(pill, c.campaignStatus);
+    const current = view.current && view.current.campaignKey === c.campaignKey;
+    return el(
+      'tr',
+      { 'aria-current': current ? 'true' : false, dataset: { campaignKey: c.campaignKey } },
+      el('td', {}, el('button', { type: 'button', class: 'linkish', dataset: { focus: `open:${c.campaignKey}` }, onclick: () => openCampaign(c.campaignKey, true) }, c.title)),
+      el('td', {}, pill),
+      el('td', { class: 'small' }, c.scheduledAt ? formatDateTime(c.scheduledAt, locale) : '—'),
+    );
+  });
+  keepFocus(() => $('campaigns-body').replaceChildren(...rows));
+  const pages = Math.max(1, Math.ceil(view.total / CAMPAIGN_PAGE));
+  $('campaigns-empty').hidden = view.total > 0;
+  $('campaigns-table').hidden = view.total === 0;
+  $('campaigns-page').textContent = `Page ${view.page} of ${pages} · ${view.total} campaign${view.total === 1 ? '' : 's'}`;
+  $('campaigns-pager').hidden = pages <= 1 && view.page <= 1;
+  $('campaigns-prev').disabled = view.page <= 1;
+  $('campaigns-next').disabled = view.page >= pages;
+}
+
+// ------------------------------------------------------------------ the open campaign
+
+function toLocalInput(ms) {
+  if (!ms) return '';
+  const d = new Date(ms);
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** A datetime-local value (local time) as epoch ms; empty clears (null). */
+function fromLocalInput(value) {
+  if (!value) return null;
+  const ms = new Date(value).getTime();
+  return Number.isNaN(ms) ? null : ms;
+}
+
+async function openCampaign(campaignKey, focus) {
+  const done = await act('Opening the campaign', async () => {
+    await loadCampaign(campaignKey, true);
+    return true;
+  });
+  if (!done) return;
+  history.replaceState(null, '', `#${encodeURIComponent(campaignKey)}`);
+  renderCampaigns();
+  connectLive(campaignKey);
+  if (focus) $('campaign-title').focus();
+}
+
+async function loadCampaign(campaignKey, fillForm) {
+  const campaign = await api('GET', campaignPath(campaignKey));
+  const switching = !view.current || view.current.campaignKey !== campaignKey;
+  if (!switching || fillForm) view.current = campaign;
+  else return; // an answer for a campaign that is no longer open
+  if (fillForm) fillEditForm(campaign);
+  renderCampaign();
+}
+
+function reloadCurrent(quiet) {
+  if (!view.current) return Promise.resolve(undefined);
+  const key = view.current.campaignKey;
+  return quiet ? act('Refreshing the campaign', () => loadCampaign(key, false), { quiet: true }) : loadCampaign(key, false);
+}
+
+function scheduleReload() {
+  clearTimeout(view.reloadTimer);
+  view.reloadTimer = setTimeout(() => void reloadCurrent(true), 250);
+}
+
+function fillEditForm(c) {
+  $('edit-title').value = c.title;
+  $('edit-scheduled').value = toLocalInput(c.scheduledAt);
+  $('edit-scheduled-end').value = toLocalInput(c.scheduledEndAt);
+  $('edit-operator').value = c.operatorName ?? '';
+  $('edit-description').value = c.description ?? '';
+  $('edit-visible').checked = Boolean(c.collectionVisible);
+}
+
+function renderCampaign() {
+  const c = view.current;
+  if (!c) return;
+  $('campaign').hidden = false;
+  $('campaign').dataset.campaignKey = c.campaignKey;
+  $('campaign').dataset.status = c.campaignStatus;
+  $('campaign-title').textContent = c.title;
+  setPill($('campaign-status'), c.campaignStatus);
+  $('campaign-key').textContent = c.campaignKey;
+  $('campaign-viewers').textContent = `${c.userCount} watching now`;
+  $('viewer-link').href = `/watch/${ak()}/${encodeURIComponent(c.campaignKey)}`;
+  $('start-broadcast').disabled = c.campaignStatus !== 'READY';
+  $('end-broadcast').disabled = c.campaignStatus !== 'ONAIR';
+  const times = [];
+  if (c.startedAt) times.push(`started ${formatDateTime(c.startedAt, locale)}`);
+  if (c.endedAt) times.push(`ended ${formatDateTime(c.endedAt, locale)}`);
+  if (!c.startedAt && c.scheduledAt) times.push(`scheduled ${formatDateTime(c.scheduledAt, locale)}`);
+  $('campaign-times').textContent = times.join(' · ');
+  $('pinned').hidden = !c.notice;
+  $('pinned-text').textContent = c.notice ? c.notice.message : '';
+  keepFocus(() => {
+    renderCampaignGoods();
+    renderSearch();
+  });
+}
+
+function thumb(url, size) {
+  return url
+    ? el('img', { class: 'thumb', src: url, alt: '', width: size, height: size, loading: 'lazy' })
+    : el('span', { class: 'thumb none', 'aria-hidden': 'true' }, 'No image');
+}
+
+function priceText(item, currency) {
+  const parts = [];
+  const price = item.discountedPrice ?? item.originalPrice;
+  if (price !== null && price !== undefined) parts.push(formatPrice(price, currency, locale));
+  if (item.discountedPrice !== null && item.discountedPrice !== undefined && item.originalPrice !== null && item.originalPrice !== undefined && Number(item.originalPrice) > Number(item.discountedPrice)) {
+    parts.push(`(was ${formatPrice(item.originalPrice, currency, locale)})`);
+  }
+  const pct = formatPercent(item.discountPercentage, locale);
+  if (pct) parts.push(`−${pct}`);
+  return parts.join(' ');
+}
+
+const STATUS_BUTTON_CLASS = { ON_SALE: 'status-on-sale', ALMOST_SOLD_OUT: 'status-almost', SOLD_OUT: 'status-sold-out' };
+
+function sortedGoods() {
+  return [...(view.current ? view.current.goods ?? [] : [])].sort((a, b) => a.sortOrder - b.sortOrder);
+}
+
+function renderCampaignGoods() {
+  const items = sortedGoods();
+  const rows = items.map((item, index) => {
+    const id = item.goodsId;
+    const statusButtons = Object.entries(SALES_STATUS).map(([status, meta]) =>
+      el(
+        'button',
+        {
+          type: 'button',
+          class: STATUS_BUTTON_CLASS[status],
+          'aria-pressed': item.salesStatus === status ? 'true' : 'false',
+          dataset: { focus: `status:${id}:${status}`, status },
+          onclick: (e) => setSalesStatus(item, status, e.currentTarget),
+        },
+        meta.label,
+      ),
+    );
+    return el(
+      'li',
+      { class: `cg-row${item.showingNow ? ' showing' : ''}`, dataset: { focusRow: id, goodsId: id, status: item.salesStatus } },
+      thumb(item.thumbnailUrl, 72),
+      el(
+        'div',
+        { class: 'info' },
+        el('strong', {}, item.name),
+        el('div', { class: 'small muted' }, [item.brand, item.sku].filter(Boolean).join(' · ')),
+        el('div', { class: 'small' }, priceText(item, item.currency)),
+        el('div', { class: 'row' }, salesBadge(item.salesStatus), item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null),
+      ),
+      el(
+        'div',
+        { class: 'controls' },
+        el('div', { class: 'group', role: 'group', 'aria-label': `Sales status of ${item.name}` }, statusButtons),
+        el('span', { class: 'sep' }),
+        el(
+          'button',
+          {
+            type: 'button',
+            'aria-pressed': item.showingNow ? 'true' : 'false',
+            'aria-label': `Showing now: ${item.name}`,
+            dataset: { focus: `showing:${id}` },
+            onclick: (e) => toggleShowing(item, e.currentTarget),
+          },
+          'Showing now',
+        ),
+        el('button', { type: 'button', 'aria-label': `Move ${item.name} up`, disabled: index === 0, dataset: { focus: `up:${id}` }, onclick: (e) => move(item, -1, e.currentTarget) }, '↑ Up'),
+        el('button', { type: 'button', 'aria-label': `Move ${item.name} down`, disabled: index === items.length - 1, dataset: { focus: `down:${id}` }, onclick: (e) => move(item, 1, e.currentTarget) }, '↓ Down'),
+        el('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${item.name} from the campaign`, dataset: { focus: `remove:${id}` }, onclick: (e) => removeGoods(item, e.currentTarget) }, 'Remove'),
+      ),
+    );
+  });
+  $('cg-list').replaceChildren(...rows);
+  $('cg-empty').hidden = items.length > 0;
+}
+
+function goodsUrl(key) {
+  return `/v1/goods/${ak()}/campaign/${encodeURIComponent(key)}/salesStatus/id`;
+}
+
+async function setSalesStatus(item, status, button) {
+  const key = view.current.campaignKey;
+  const notify = $('status-notify').checked;
+  const body = { goodsId: Number(item.goodsId), salesStatus: status, notify };
+  const notice = $('status-notice').value.trim();
+  const chat = $('status-chat').value.trim();
+  if (notice) body.adminChatNotice = notice;
+  if (chat) body.chatMessage = chat;
+  const label = SALES_STATUS[status].label;
+  await act(`Setting ${item.name} to ${label}`, async () => {
+    await api('PUT', goodsUrl(key), body);
+    $('status-notice').value = '';
+    $('status-chat').value = '';
+    flash(`${item.name}: ${label}${notify ? '' : ' (viewers not notified)'}`);
+    await reloadCurrent(false);
+  }, { button });
+}
+
+async function toggleShowing(item, button) {
+  const key = view.current.campaignKey;
+  await act(`Marking ${item.name}`, async () => {
+    await api('PUT', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}/showing`, { showingNow: !item.showingNow });
+    flash(item.showingNow ? `${item.name} is no longer showing` : `${item.name} is showing now`);
+    await reloadCurrent(false);
+  }, { button });
+}
+
+async function move(item, delta, button) {
+  const key = view.current.campaignKey;
+  const ids = sortedGoods().map((g) => Number(g.goodsId));
+  const from = ids.indexOf(Number(item.goodsId));
+  const to = from + delta;
+  if (from < 0 || to < 0 || to >= ids.length) return;
+  [ids[from], ids[to]] = [ids[to], ids[from]];
+  await act(`Moving ${item.name}`, async () => {
+    await api('PUT', `${campaignPath(key)}/goods/order`, { goodsIds: ids });
+    flash(`Moved ${item.name} ${delta < 0 ? 'up' : 'down'} (position ${to + 1} of ${ids.length})`);
+    await reloadCurrent(false);
+  }, { button });
+}
+
+async function removeGoods(item, button) {
+  const key = view.current.campaignKey;
+  await act(`Removing ${item.name}`, async () => {
+    await api('DELETE', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}`);
+    flash(`Removed ${item.name} from the campaign`);
+    await reloadCurrent(false);
+  }, { button });
+}
+
+async function setStatus(campaignStatus, button) {
+  const c = view.current;
+  if (campaignStatus === 'CLOSED' && !window.confirm(`End "${c.title}"? Viewers see that it has ended, and it cannot go on air again.`)) return;
+  await act(campaignStatus === 'ONAIR' ? 'Starting the broadcast' : 'Ending the broadcast', async () => {
+    await api('PUT', `${campaignPath(c.campaignKey)}/status`, { campaignStatus });
+    flash(campaignStatus === 'ONAIR' ? 'The broadcast is on air' : 'The broadcast has ended');
+    await reloadCurrent(false);
+    await loadCampaigns(view.page);
+  }, { button });
+}
+
+// ------------------------------------------------------------------ catalog search
+
+async function search(page) {
+  const keyword = $('search-keyword').value.trim();
+  const params = new URLSearchParams({ page: String(page), count: String(SEARCH_PAGE) });
+  if (keyword) params.set('searchKeyword', keyword);
+  const data = await api('GET', `/v1/goods/${ak()}?${params}`);
+  Object.assign(view.search, { keyword, page, total: data.totalCount, results: data.results, done: true });
+  keepFocus(renderSearch);
+}
+
+function renderSearch() {
+  const s = view.search;
+  if (!s.done) return;
+  const inCampaign = new Set((view.current ? view.current.goods ?? [] : []).map((g) => String(g.goodsId)));
+  const items = s.results.map((g) => {
+    const added = inCampaign.has(String(g.id));
+    const media = g.medias && g.medias[0];
+    const small = media && media.thumbnails && media.thumbnails[0] ? media.thumbnails[0].imageUrl : null;
+    return el(
+      'li',
+      { dataset: { focusRow: `search:${g.id}`, goodsId: g.id } },
+      thumb(small, 48),
+      el(
+        'div',
+        { class: 'info' },
+        el('strong', {}, g.name),
+        el('div', { class: 'small muted' }, [g.brand, g.sku, priceText(g, g.currency)].filter(Boolean).join(' · ')),
+      ),
+      el(
+        'button',
+        {
+          type: 'button',
+          'aria-label': added ? `${g.name} is in the campaign` : `Add ${g.name} to the campaign`,
+          disabled: added,
+          dataset: { focus: `add:${g.id}` },
+          onclick: (e) => addGoods(g, e.currentTarget),
+        },
+        added ? 'Added' : 'Add',
+      ),
+    );
+  });
+  $('search-results').replaceChildren(...items);
+  const pages = Math.max(1, Math.ceil(s.total / SEARCH_PAGE));
+  $('search-summary').textContent = s.total
+    ? `${s.total} match${s.total === 1 ? '' : 'es'}${s.keyword ? ` for “${s.keyword}”` : ''} · page ${s.page} of ${pages}`
+    : `Nothing matches${s.keyword ? ` “${s.keyword}”` : ''}.`;
+  $('search-prev').hidden = s.page <= 1;
+  $('search-next').hidden = s.page >= pages;
+}
+
+async function addGoods(goods, button) {
+  const key = view.current.campaignKey;
+  await act(`Adding ${goods.name}`, async () => {
+    await api('POST', `${campaignPath(key)}/goods`, { goodsIds: [Number(goods.id)] });
+    flash(`Added ${goods.name} to the campaign`);
+    await reloadCurrent(false);
+  }, { button });
+}
+
+// ------------------------------------------------------------------ notice and chat (live)
+
+function renderChatLog() {
+  const lines = view.chat.slice(-50).map((line) =>
+    el('li', {}, el('strong', {}, `${line.adminName || 'Host'}: `), line.message, el('span', { class: 'muted small' }, ` ${formatTime(line.createdAt, locale)}`)),
+  );
+  const log = $('chat-log');
+  log.replaceChildren(...lines);
+  log.scrollTop = log.scrollHeight;
+}
+
+function connectLive(campaignKey) {
+  if (view.live) view.live.stop();
+  view.chat = [];
+  renderChatLog();
+  const indicator = $('campaign-live');
+  const show = (state) => {
+    indicator.dataset.state = state;
+    indicator.textContent = { connecting: 'Connecting…', live: 'Live updates on', reconnecting: 'Reconnecting…', offline: 'Live updates off' }[state] ?? state;
+  };
+  if (typeof io !== 'function') {
+    show('offline');
+    view.live = null;
+    return;
+  }
+  view.live = new LiveClient({
+    accessKey: session.accessKey,
+    campaignKey,
+    onSnapshot: (snapshot) => {
+      view.chat = snapshot.chat.slice();
+      renderChatLog();
+      scheduleReload();
+    },
+    onEvent: (type, payload) => {
+      if (type === 'chat.message') {
+        view.chat.push(payload);
+        if (view.chat.length > 200) view.chat.splice(0, view.chat.length - 200);
+        renderChatLog();
+      }
+      // Another operator (or another tab) may have changed things: bring the campaign up to date.
+      if (type !== 'chat.message') scheduleReload();
+    },
+    onConnection: show,
+  }).start();
+}
+
+async function postChat(pinned, button) {
+  const key = view.current.campaignKey;
+  const message = $('chat-message').value.trim();
+  if (!message) {
+    showError(pinned ? 'Pinning the notice' : 'Sending the chat line', new Error('Write a message first.'));
+    $('chat-message').focus();
+    return;
+  }
+  await act(pinned ? 'Pinning the notice' : 'Sending the chat line', async () => {
+    await api('POST', `${campaignPath(key)}/chat`, { message, pinned });
+    $('chat-message').value = '';
+    flash(pinned ? 'Notice pinned' : 'Chat line sent');
+    if (pinned) await reloadCurrent(false);
+  }, { button });
+}
+
+async function unpin(button) {
+  const key = view.current.campaignKey;
+  await act('Unpinning the notice', async () => {
+    await api('POST', `${campaignPath(key)}/chat`, { message: '', pinned: true });
+    flash('Notice unpinned');
+    await reloadCurrent(false);
+  }, { button });
+}
+
+// ------------------------------------------------------------------ wiring
+
+function submitter(event) {
+  return event.submitter || event.target.querySelector('button[type="submit"]');
+}
+
+$('error-close').addEventListener('click', clearError);
+$('sign-out').addEventListener('click', signOut);
+
+$('signin-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void act('Signing in', async () => {
+    await signIn($('signin-access-key').value, $('signin-token').value);
+    $('main').focus();
+  }, { button: submitter(event) });
+});
+
+$('campaigns-refresh').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page), { button: e.currentTarget }));
+$('campaigns-prev').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page - 1), { button: e.currentTarget }));
+$('campaigns-next').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page + 1), { button: e.currentTarget }));
+
+$('create-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const body = { title: $('create-title').value, collectionVisible: $('create-visible').checked };
+  const scheduledAt = fromLocalInput($('create-scheduled').value);
+  if (scheduledAt) body.scheduledAt = scheduledAt;
+  const operatorName = $('create-operator').value.trim();
+  if (operatorName) body.operatorName = operatorName;
+  void act('Creating the campaign', async () => {
+    const created = await api('POST', campaignsPath(), body);
+    event.target.reset();
+    flash(`Created “${created.title}”`);
+    await loadCampaigns(1);
+    await openCampaign(created.campaignKey, true);
+  }, { button: submitter(event) });
+});
+
+$('edit-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const key = view.current.campaignKey;
+  const body = {
+    title: $('edit-title').value,
+    scheduledAt: fromLocalInput($('edit-scheduled').value),
+    scheduledEndAt: fromLocalInput($('edit-scheduled-end').value),
+    operatorName: $('edit-operator').value.trim() || null,
+    description: $('edit-description').value.trim() ? $('edit-description').value : null,
+    collectionVisible: $('edit-visible').checked,
+  };
+  void act('Saving the settings', async () => {
+    await api('PATCH', campaignPath(key), body);
+    await loadCampaign(key, true);
+    await loadCampaigns(view.page);
+    flash('Settings saved');
+  }, { button: submitter(event) });
+});
+
+$('start-broadcast').addEventListener('click', (e) => void setStatus('ONAIR', e.currentTarget));
+$('end-broadcast').addEventListener('click', (e) => void setStatus('CLOSED', e.currentTarget));
+
+$('search-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void act('Searching the catalog', () => search(1), { button: submitter(event) });
+});
+$('search-prev').addEventListener('click', (e) => void act('Searching the catalog', () => search(view.search.page - 1), { button: e.currentTarget }));
+$('search-next').addEventListener('click', (e) => void act('Searching the catalog', () => search(view.search.page + 1), { button: e.currentTarget }));
+
+$('chat-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void postChat(false, submitter(event));
+});
+$('pin-notice').addEventListener('click', (e) => void postChat(true, e.currentTarget));
+$('unpin').addEventListener('click', (e) => void unpin(e.currentTarget));
+
+// Start: the access key from ?accessKey= or from this tab's session; sign in again silently when both are there.
+(() => {
+  const saved = (() => {
+    try {
+      return JSON.parse(sessionStorage.getItem(STORE) || 'null');
+    } catch {
+      return null;
+    }
+  })();
+  const fromQuery = new URLSearchParams(location.search).get('accessKey');
+  $('signin-access-key').value = fromQuery || (saved && saved.accessKey) || '';
+  if (saved && saved.accessKey && saved.token && (!fromQuery || fromQuery === saved.accessKey)) {
+    void act('Signing in', async () => {
+      await signIn(saved.accessKey, saved.token);
+      const key = decodeURIComponent(location.hash.slice(1));
+      if (key) await openCampaign(key, false);
+    });
+  } else {
+    ($('signin-access-key').value ? $('signin-token') : $('signin-access-key')).focus();
+  }
+})();
+
+window.livegoodsConsole = { view };

@@ -1,0 +1,87 @@
+import { isUtf8 } from 'node:buffer';
+import { Readable } from 'node:stream';
+import { CsvError, parse } from 'csv-parse';
+import { ReadGuard } from './read-guard';
+import { SheetError } from './sheet-error';
+import { RawCell, RawSheetEvent } from './sheet-rows';
+
+/** Longest record (one row, all its cells) a CSV may have: far over 10 fields at their limits. */
+const MAX_RECORD_CHARS = 1024 * 1024;
+const SLICE = 64 * 1024;
+
+/**
+ * The upload as UTF-8 bytes without a byte order mark. UTF-8 (with or without BOM) is the format;
+ * UTF-16 with a BOM (Excel's "Unicode text") and CP949/EUC-KR (Excel's plain "CSV" on Korean Windows)
+ * are converted. Anything else (binary data, other encodings) is refused.
+ */
+export function csvAsUtf8(buffer: Buffer): Buffer {
+  if (buffer[0] === 0xff && buffer[1] === 0xfe) return Buffer.from(new TextDecoder('utf-16le').decode(buffer.subarray(2)), 'utf8');
+  if (buffer[0] === 0xfe && buffer[1] === 0xff) return Buffer.from(new TextDecoder('utf-16be').decode(buffer.subarray(2)), 'utf8');
+  const bytes = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? buffer.subarray(3) : buffer;
+  if (bytes.includes(0)) throw SheetError.unsupported('The file holds binary data: it is not a CSV text file');
+  if (isUtf8(bytes)) return bytes;
+  try {
+    return Buffer.from(new TextDecoder('euc-kr', { fatal: true }).decode(bytes), 'utf8');
+  } catch {
+    throw SheetError.unsupported('The CSV file is not UTF-8 text (nor CP949/EUC-KR); save it as "CSV UTF-8"');
+  }
+}
+
+/** The delimiter of the header line: the most frequent of comma, semicolon and tab outside quotes. */
+export function detectDelimiter(bytes: Buffer): string {
+  const counts = new Map<string, number>([
+    [',', 0],
+    [';', 0],
+    ['\t', 0],
+  ]);
+  let quoted = false;
+  for (let i = 0; i < Math.min(bytes.length, SLICE); i++) {
+    const ch = String.fromCharCode(bytes[i]);
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && (ch === '\n' || ch === '\r')) break;
+    else if (!quoted && counts.has(ch)) counts.set(ch, (counts.get(ch) as number) + 1);
+  }
+  let best = ',';
+  for (const [delimiter, n] of counts) if (n > (counts.get(best) as number)) best = delimiter;
+  return best;
+}
+
+function* slices(bytes: Buffer): Generator<Buffer> {
+  for (let i = 0; i < bytes.length; i += SLICE) yield bytes.subarray(i, i + SLICE);
+}
+
+/**
+ * Streams the records of a CSV upload (csv-parse: quoted cells may hold delimiters, quotes and line
+ * breaks). A record's row number is its position, header = 1, as a spreadsheet shows the file: a cell
+ * with a line break stays in one row, an empty line is a (blank) row.
+ */
+export async function* readCsvRows(buffer: Buffer, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
+  const bytes = csvAsUtf8(buffer);
+  const parser = parse({
+    delimiter: detectDelimiter(bytes),
+    relax_quotes: true,
+    relax_column_count: true,
+    skip_empty_lines: false,
+    max_record_size: MAX_RECORD_CHARS,
+  });
+  const source = Readable.from(slices(bytes), { objectMode: false });
+  source.pipe(parser);
+  const records = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
+  let row = 0;
+  try {
+    for (;;) {
+      const step = await guard.race(records.next());
+      if (step.done) break;
+      row += 1;
+      const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value }));
+      yield { kind: 'row', row: { row, cells } };
+      if ((row & 0xff) === 0) await guard.breathe();
+    }
+  } catch (err) {
+    if (err instanceof CsvError) throw SheetError.unsupported(`The CSV file is malformed: ${err.message}`);
+    throw err;
+  } finally {
+    source.destroy();
+    parser.destroy();
+  }
+}

@@ -1,0 +1,283 @@
+import { columnOf, fieldOfHeader, GOODS_COLUMNS, GoodsField } from './goods-sheet.columns';
+import { readCsvRows } from './csv-rows';
+import { ReadGuard } from './read-guard';
+import { SheetError } from './sheet-error';
+import { columnName, HyperlinkRange, RawCell, RawRow, RawSheetEvent } from './sheet-rows';
+import { readXlsxRows } from './xlsx-rows';
+
+export type SheetFormat = 'xlsx' | 'csv';
+
+export interface SheetUpload {
+  buffer: Buffer;
+  /** The client's file name: decides CSV when the content is not a zip. */
+  filename?: string;
+  mimetype?: string;
+}
+
+export interface SheetLimits {
+  /** Most data rows (the header and blank rows not counted). */
+  maxRows: number;
+  /** Most bytes an .xlsx may decompress to (all entries declared, and every byte read). */
+  maxUncompressedBytes: number;
+  /** Most time reading the whole file may take. */
+  timeoutMs: number;
+}
+
+export type GoodsValue = string | number | boolean;
+export type GoodsValues = Partial<Record<GoodsField, GoodsValue>>;
+
+/** A data row: its row number in the sheet (header = 1) and its non-empty cells keyed by goods field. */
+export interface GoodsSheetRow {
+  row: number;
+  values: GoodsValues;
+}
+
+export interface GoodsSheetColumn {
+  /** Column name as the sheet shows it (A, B, ...). */
+  column: string;
+  header: string;
+  field: GoodsField;
+}
+
+export interface GoodsSheet {
+  format: SheetFormat;
+  columns: GoodsSheetColumn[];
+  /** Header texts of columns that name no goods field, once each. */
+  ignoredColumns: string[];
+  rows: GoodsSheetRow[];
+}
+
+const CSV_TYPES = new Set(['text/csv', 'application/csv', 'text/comma-separated-values', 'text/tab-separated-values']);
+const KEY_FIELDS: GoodsField[] = ['id', 'sku', 'url'];
+
+/** Well-known signatures of files that are surely not spreadsheets, for a precise refusal. */
+const SIGNATURES: Array<[number[], string]> = [
+  [[0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1], 'a legacy .xls workbook or a password-protected workbook (save it as .xlsx without a password)'],
+  [[0x89, 0x50, 0x4e, 0x47], 'a PNG image'],
+  [[0xff, 0xd8, 0xff], 'a JPEG image'],
+  [[0x47, 0x49, 0x46, 0x38], 'a GIF image'],
+  [[0x25, 0x50, 0x44, 0x46], 'a PDF document'],
+  [[0x1f, 0x8b], 'a gzip archive'],
+  [[0x52, 0x61, 0x72, 0x21], 'a RAR archive'],
+  [[0x37, 0x7a, 0xbc, 0xaf], 'a 7-Zip archive'],
+];
+
+function startsWith(buffer: Buffer, bytes: number[]): boolean {
+  return buffer.length >= bytes.length && bytes.every((b, i) => buffer[i] === b);
+}
+
+/**
+ * .xlsx when the content starts with a zip local-file signature (PK\x03\x04), whatever its name;
+ * otherwise CSV when the name ends in .csv/.tsv/.txt or the client says text/csv; anything else is
+ * refused, with the type named when the signature tells it.
+ */
+export function detectFormat(upload: SheetUpload): SheetFormat {
+  const { buffer } = upload;
+  if (buffer.length === 0) throw SheetError.unsupported('The file is empty');
+  if (startsWith(buffer, [0x50, 0x4b, 0x03, 0x04])) return 'xlsx';
+  if (startsWith(buffer, [0x50, 0x4b, 0x05, 0x06])) throw SheetError.unsupported('The file is an empty zip archive, not an .xlsx workbook');
+  for (const [signature, what] of SIGNATURES) {
+    if (startsWith(buffer, signature)) throw SheetError.unsupported(`The file is ${what}, not an .xlsx or CSV spreadsheet`);
+  }
+  const name = (upload.filename ?? '').toLowerCase();
+  const mimetype = (upload.mimetype ?? '').toLowerCase().split(';')[0].trim();
+  if (/\.(csv|tsv|txt)$/.test(name)) return 'csv';
+  if (/\.xls[xmb]?$/.test(name)) {
+    throw SheetError.unsupported(`The file is named ${upload.filename} but is not an .xlsx workbook (it is not a zip archive)`);
+  }
+  if (CSV_TYPES.has(mimetype)) return 'csv';
+  throw SheetError.unsupported('The file is neither an .xlsx workbook nor a CSV file (a CSV must be named .csv)');
+}
+
+/**
+ * Reads a goods spreadsheet (.xlsx first sheet, or CSV) into rows keyed by goods field. Row 1 is the
+ * header: field names or their Korean labels, in any order, unknown columns ignored (reported once).
+ * Blank rows, and a row that repeats the column names (e.g. Korean labels under English ones), are
+ * skipped. Cell values become plain values; empty cells are absent (not null). Refusals (wrong type,
+ * limits, a header without a key column) are SheetErrors; rows are not validated here.
+ */
+export async function parseGoodsSheet(upload: SheetUpload, limits: SheetLimits): Promise<GoodsSheet> {
+  const format = detectFormat(upload);
+  const guard = new ReadGuard(limits.timeoutMs);
+  try {
+    const events: AsyncGenerator<RawSheetEvent> =
+      format === 'xlsx' ? readXlsxRows(upload.buffer, limits, guard) : readCsvRows(upload.buffer, guard);
+    const builder = new GoodsSheetBuilder(format, limits.maxRows);
+    for await (const event of events) {
+      if (event.kind === 'row') builder.addRow(event.row);
+      else builder.addHyperlinks(event.links);
+    }
+    return builder.finish();
+  } finally {
+    guard.dispose();
+  }
+}
+
+interface MappedColumn {
+  index: number;
+  field: GoodsField;
+}
+
+/** Turns raw rows into goods rows; keeps the rows (at most maxRows) for the writer. */
+class GoodsSheetBuilder {
+  private columns?: GoodsSheetColumn[];
+  private mapped: MappedColumn[] = [];
+  private ignored: string[] = [];
+  private readonly rows: GoodsSheetRow[] = [];
+  /** URL cells whose text is not a URL: a hyperlink on them gives the value. */
+  private readonly linkCandidates: Array<{ row: GoodsSheetRow; field: GoodsField; index: number }> = [];
+  private links: HyperlinkRange[] = [];
+
+  constructor(
+    private readonly format: SheetFormat,
+    private readonly maxRows: number,
+  ) {}
+
+  addRow(raw: RawRow): void {
+    if (!this.columns) {
+      this.readHeader(raw);
+      return;
+    }
+    const values: GoodsValues = {};
+    let any = false;
+    let repeatsHeader = this.rows.length === 0;
+    for (const { index, field } of this.mapped) {
+      const cell = raw.cells[index];
+      if (!cell) continue;
+      const value = fieldValue(field, cell);
+      if (value === undefined) continue;
+      values[field] = value;
+      any = true;
+      if (repeatsHeader && !(typeof cell.value === 'string' && fieldOfHeader(cell.value) === field)) repeatsHeader = false;
+    }
+    if (!any || repeatsHeader) return;
+    if (this.rows.length >= this.maxRows) {
+      throw SheetError.tooLarge(
+        `The sheet has more than ${this.maxRows.toLocaleString('en-US')} data rows, the most one upload takes; split it into several files`,
+      );
+    }
+    const row: GoodsSheetRow = { row: raw.row, values };
+    this.rows.push(row);
+    for (const { index, field } of this.mapped) {
+      if (columnOf(field).kind === 'url' && typeof values[field] === 'string' && !isHttpUrlText(values[field] as string)) {
+        this.linkCandidates.push({ row, field, index });
+      }
+    }
+  }
+
+  addHyperlinks(links: HyperlinkRange[]): void {
+    this.links = this.links.concat(links);
+  }
+
+  finish(): GoodsSheet {
+    if (!this.columns) throw SheetError.badLayout('The sheet is empty: row 1 must be the header row');
+    if (this.links.length) {
+      // A link usually covers one cell: look those up by cell, scan only the (rare) ranges.
+      const byCell = new Map<string, string>();
+      const ranges = this.links.filter((l) => l.top !== l.bottom || l.left !== l.right);
+      for (const l of this.links) if (l.top === l.bottom && l.left === l.right) byCell.set(`${l.top}:${l.left}`, l.target);
+      for (const { row, field, index } of this.linkCandidates) {
+        const target =
+          byCell.get(`${row.row}:${index}`) ??
+          ranges.find((l) => l.top <= row.row && row.row <= l.bottom && l.left <= index && index <= l.right)?.target;
+        if (target && isHttpUrlText(target)) row.values[field] = target;
+      }
+    }
+    return { format: this.format, columns: this.columns, ignoredColumns: this.ignored, rows: this.rows };
+  }
+
+  private readHeader(raw: RawRow): void {
+    if (raw.row !== 1) {
+      throw SheetError.badLayout(
+        'Row 1 must be the header row (field names such as sku, name, url, or their Korean labels 상품코드, 상품명, 상품URL); it is empty',
+      );
+    }
+    const columns: GoodsSheetColumn[] = [];
+    const ignored = new Set<string>();
+    raw.cells.forEach((cell, index) => {
+      const header = cell ? headerText(cell) : '';
+      if (!header) return;
+      const field = fieldOfHeader(header);
+      if (!field) {
+        ignored.add(header);
+        return;
+      }
+      const twin = columns.find((c) => c.field === field);
+      if (twin) {
+        throw SheetError.badLayout(
+          `Columns ${twin.column} (${twin.header}) and ${columnName(index)} (${header}) both hold ${field}; keep one of them`,
+        );
+      }
+      columns.push({ column: columnName(index), header, field });
+      this.mapped.push({ index, field });
+    });
+    if (!columns.some((c) => KEY_FIELDS.includes(c.field))) {
+      const labels = KEY_FIELDS.map((f) => `${f} (${columnOf(f).label})`).join(', ');
+      const found = columns.length ? `it names ${columns.map((c) => c.header).join(', ')}` : 'it names no goods field';
+      throw SheetError.badLayout(
+        `The header row (row 1) needs at least one of the key columns ${labels}; ${found}. ` +
+          `Known columns: ${GOODS_COLUMNS.map((c) => `${c.field}/${c.label}`).join(', ')}`,
+      );
+    }
+    this.columns = columns;
+    this.ignored = [...ignored];
+  }
+}
+
+function headerText(cell: RawCell): string {
+  const v = cell.value;
+  return (v instanceof Date ? v.toISOString() : String(v)).trim();
+}
+
+function isHttpUrlText(text: string): boolean {
+  return /^https?:\/\/[^\s/]/i.test(text.trim());
+}
+
+/** A currency mark before or after an amount: ₩39,000 · 39,000원 · KRW 39000 · $1,234.50 */
+const CURRENCY = /^(?:[₩￦$€£¥]|[A-Z]{3}(?=[\s\d]))\s*|\s*(?:원|[₩￦$€£¥]|[A-Z]{3})$/gu;
+const GROUPED = /^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/;
+const PLAIN = /^-?(?:\d+\.?\d*|\.\d+)$/;
+
+/** Numeric text of an amount ("₩39,000" → "39000"), or undefined when the text is no plain amount. */
+function amountText(text: string): string | undefined {
+  const bare = text.trim().replace(CURRENCY, '').trim();
+  if (GROUPED.test(bare)) return bare.replace(/,/g, '');
+  return PLAIN.test(bare) ? bare : undefined;
+}
+
+/** An Excel date serial (days since 1899-12-30) for a date cell read in a number column. */
+function excelSerial(date: Date): number {
+  return date.getTime() / 86_400_000 + 25_569;
+}
+
+/** The value of a cell for a goods field, or undefined when the cell is empty. */
+export function fieldValue(field: GoodsField, cell: RawCell): GoodsValue | undefined {
+  const { value } = cell;
+  const kind = columnOf(field).kind;
+  if (typeof value === 'string' && value.trim() === '') return undefined;
+  switch (kind) {
+    case 'text':
+    case 'url':
+      if (typeof value === 'number') return String(value);
+      if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+      if (value instanceof Date) return value.toISOString().replace(/T00:00:00\.000Z$/, '');
+      return value;
+    case 'id':
+      return value instanceof Date ? excelSerial(value) : typeof value === 'string' ? value.trim() : value;
+    case 'decimal':
+    case 'percent': {
+      if (typeof value === 'number') {
+        // 10% is stored as 0.1 in a percentage-formatted cell; the field counts in percent.
+        return kind === 'percent' && cell.percent ? Number((value * 100).toFixed(10)) : value;
+      }
+      if (value instanceof Date) return excelSerial(value);
+      if (typeof value !== 'string') return value;
+      const percent = kind === 'percent' ? /^(.*?)\s*%$/u.exec(value.trim()) : null;
+      return amountText(percent ? percent[1] : value) ?? value;
+    }
+    default: {
+      const unreachable: never = kind;
+      return unreachable;
+    }
+  }
+}

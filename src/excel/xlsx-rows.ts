@@ -1,0 +1,215 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { Readable } from 'node:stream';
+import type * as ExcelJS from 'exceljs';
+import { ReadGuard } from './read-guard';
+import { SheetError } from './sheet-error';
+import { columnIndex, HyperlinkRange, RawCell, RawSheetEvent } from './sheet-rows';
+import { ArchiveLimits, XlsxArchive } from './xlsx-archive';
+
+/** Distinct strings a workbook may hold (a 10,000-row sheet of 10 text columns needs 100,000). */
+export const MAX_SHARED_STRINGS = 1_000_000;
+
+/** The parts of exceljs's streaming reader this module drives (its typings declare almost none). */
+interface ExcelCell {
+  value: unknown;
+  numFmt?: string;
+}
+interface ExcelRow {
+  number: number;
+  eachCell(iteratee: (cell: ExcelCell, column: number) => void): void;
+}
+interface WorksheetEvent {
+  eventType: string;
+  value: unknown;
+}
+interface WorksheetReader {
+  parse(): AsyncGenerator<WorksheetEvent[]>;
+}
+interface HyperlinkReader {
+  on(event: 'hyperlink', listener: (rel: { rId: string; target?: string }) => void): void;
+  on(event: 'error', listener: (err: Error) => void): void;
+  read(): Promise<void>;
+}
+/** Events of WorkbookReader.parse(): worksheets and the sheet's hyperlink rels. */
+type WorkbookEvent = { eventType?: string; value?: unknown };
+interface WorkbookReaderInternals {
+  sharedStrings?: unknown[];
+  workbookRels?: unknown[];
+  properties?: unknown;
+  parse(): AsyncGenerator<WorkbookEvent>;
+  _parseSharedStrings(entry: Readable): AsyncGenerator<WorkbookEvent>;
+  _parseWorksheet(iterator: AsyncIterable<Buffer | string>, sheetNo: string): Generator<WorkbookEvent>;
+  _parseHyperlinks(iterator: AsyncIterable<Buffer | string>, sheetNo: string): Generator<WorkbookEvent>;
+}
+
+/**
+ * Decodes UTF-8 across chunk boundaries. exceljs's streaming reader decodes each inflated chunk on
+ * its own, so a Hangul character split between two 16 kB chunks becomes two U+FFFD (exceljs issues
+ * #2063, #2084); strings pass through its decoder untouched.
+ */
+async function* utf8Chunks(chunks: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  for await (const chunk of chunks) {
+    const text = typeof chunk === 'string' ? chunk : decoder.write(chunk);
+    if (text) yield text;
+  }
+  const rest = decoder.end();
+  if (rest) yield rest;
+}
+
+/** The shared-strings table handed to exceljs: an array that refuses to grow past the cap. */
+class SharedStrings extends Array<unknown> {
+  override push(...items: unknown[]): number {
+    if (this.length + items.length > MAX_SHARED_STRINGS) {
+      throw SheetError.tooLarge(`The workbook holds more than ${MAX_SHARED_STRINGS.toLocaleString('en-US')} distinct strings`);
+    }
+    return super.push(...items);
+  }
+}
+
+/**
+ * exceljs's WorkbookReader set up for one sheet: shared strings cached in a capped table (exceljs
+ * assigns a fresh array when it meets them; the accessor keeps ours), styles kept (percent formats),
+ * hyperlinks emitted, and text decoded across chunks. The archive orders the parts so that the sheet
+ * comes last; the pre-set tables keep exceljs from parking the sheet in a temporary file while it
+ * waits for them.
+ */
+function workbookReader(excel: typeof ExcelJS, source: Readable, date1904: boolean): WorkbookReaderInternals {
+  const reader = new excel.stream.xlsx.WorkbookReader(source, {
+    worksheets: 'emit',
+    sharedStrings: 'cache',
+    hyperlinks: 'emit',
+    styles: 'cache',
+    entries: 'ignore',
+  }) as unknown as WorkbookReaderInternals;
+  const base = Object.getPrototypeOf(reader) as WorkbookReaderInternals;
+  const sharedStrings = new SharedStrings();
+  Object.defineProperty(reader, 'sharedStrings', { get: () => sharedStrings, set: () => undefined });
+  reader.workbookRels = [];
+  reader.properties = { model: { date1904 } };
+  reader._parseSharedStrings = function (entry) {
+    entry.setEncoding('utf8');
+    return base._parseSharedStrings.call(this, entry);
+  };
+  reader._parseWorksheet = function (iterator, sheetNo) {
+    return base._parseWorksheet.call(this, utf8Chunks(iterator), sheetNo);
+  };
+  reader._parseHyperlinks = function (iterator, sheetNo) {
+    return base._parseHyperlinks.call(this, utf8Chunks(iterator), sheetNo);
+  };
+  return reader;
+}
+
+/** A number format that shows a percentage: a % outside quoted text and [brackets]. */
+function isPercentFormat(format: string | undefined): boolean {
+  return !!format && format.replace(/"[^"]*"|\[[^\]]*]|\\./g, '').includes('%');
+}
+
+/** Plain text of a rich-text value: its runs joined. */
+function richText(value: { richText: Array<{ text?: string | null }> }): string {
+  return value.richText.map((run) => run.text ?? '').join('');
+}
+
+/**
+ * The plain value of an exceljs cell value: rich text joined, a formula's cached result (its formula
+ * text, "=B2*0.9", when the file holds no result or an error: it was never calculated), an error as
+ * its text (#N/A). Empty values are undefined.
+ */
+export function plainCellValue(value: unknown): RawCell['value'] | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'number') return Number.isNaN(value) ? undefined : value;
+  if (typeof value === 'string' || typeof value === 'boolean' || value instanceof Date) return value;
+  if (typeof value !== 'object') return undefined;
+  const v = value as Record<string, unknown>;
+  if (Array.isArray(v.richText)) return richText(v as { richText: Array<{ text?: string | null }> });
+  if ('formula' in v || 'sharedFormula' in v) {
+    const result = plainCellValue(v.result);
+    if (result !== undefined) return result;
+    const formula = typeof v.formula === 'string' ? v.formula : '';
+    return formula ? `=${formula}` : undefined;
+  }
+  if (typeof v.error === 'string') return v.error;
+  if (typeof v.text === 'string') return v.text;
+  return undefined;
+}
+
+/** "C5" or "C5:D9" → a range of 1-based rows and 0-based columns. */
+function rangeOf(ref: string): Omit<HyperlinkRange, 'target'> | undefined {
+  const m = /^\$?([A-Z]{1,3})\$?(\d+)(?::\$?([A-Z]{1,3})\$?(\d+))?$/i.exec(ref.trim());
+  if (!m) return undefined;
+  const [left, top] = [columnIndex(m[1]), Number(m[2])];
+  const [right, bottom] = m[3] ? [columnIndex(m[3]), Number(m[4])] : [left, top];
+  return { top: Math.min(top, bottom), bottom: Math.max(top, bottom), left: Math.min(left, right), right: Math.max(left, right) };
+}
+
+/**
+ * Streams the rows of the first sheet of an .xlsx upload (see XlsxArchive for what is checked
+ * before exceljs sees a byte), then its hyperlinks. Every step is bounded by the guard.
+ */
+export async function* readXlsxRows(buffer: Buffer, limits: ArchiveLimits, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
+  // Loaded on first use (see buildGoodsTemplate).
+  const excel = await import('exceljs');
+  const archive = await XlsxArchive.open(buffer, limits);
+  const source = archive.stream(() => guard.breathe());
+  archive.onFailure((err) => guard.abort(err));
+  const reader = workbookReader(excel, source, archive.date1904);
+  const workbookEvents = reader.parse();
+  const relTargets = new Map<string, string>();
+  const links: Array<{ ref: string; rId: string }> = [];
+  let lastRow = 0;
+  try {
+    for (;;) {
+      const step = await guard.race(workbookEvents.next());
+      if (step.done) break;
+      const event = step.value;
+      if (event.eventType === 'worksheet') {
+        const sheetEvents = (event.value as WorksheetReader).parse();
+        for (;;) {
+          const batch = await guard.race(sheetEvents.next());
+          if (batch.done) break;
+          for (const { eventType, value } of batch.value) {
+            if (eventType === 'row') {
+              const row = rawRow(value as ExcelRow, lastRow);
+              lastRow = row.row;
+              yield { kind: 'row', row };
+            } else if (eventType === 'hyperlink') {
+              links.push(value as { ref: string; rId: string });
+            }
+          }
+          await guard.breathe();
+        }
+      } else if (event.eventType === 'hyperlinks') {
+        const rels = event.value as HyperlinkReader;
+        rels.on('hyperlink', (rel) => {
+          if (rel.target) relTargets.set(rel.rId, rel.target);
+        });
+        rels.on('error', (err) => guard.abort(SheetError.unsupported(`The sheet's links cannot be read (${err.message})`)));
+        await guard.race(rels.read());
+      }
+    }
+    const ranges: HyperlinkRange[] = [];
+    for (const { ref, rId } of links) {
+      const target = relTargets.get(rId);
+      const range = target ? rangeOf(ref) : undefined;
+      if (target && range) ranges.push({ ...range, target });
+    }
+    if (ranges.length) yield { kind: 'hyperlinks', links: ranges };
+  } catch (err) {
+    if (err instanceof SheetError) throw err;
+    throw SheetError.unsupported(`The sheet cannot be read (${err instanceof Error ? err.message : String(err)})`);
+  } finally {
+    source.destroy();
+    archive.close();
+  }
+}
+
+/** A row without its optional `r` attribute follows the previous one. */
+function rawRow(row: ExcelRow, previous: number): { row: number; cells: Array<RawCell | undefined> } {
+  const cells: Array<RawCell | undefined> = [];
+  row.eachCell((cell, column) => {
+    const value = plainCellValue(cell.value);
+    if (value === undefined) return;
+    cells[column - 1] = isPercentFormat(cell.numFmt) ? { value, percent: true } : { value };
+  });
+  return { row: Number.isInteger(row.number) && row.number > 0 ? row.number : previous + 1, cells };
+}

@@ -1,0 +1,127 @@
+import { AddressPolicy } from './address-policy';
+
+describe('AddressPolicy', () => {
+  describe('with private hosts not allowed and an empty allow list', () => {
+    const policy = new AddressPolicy(false);
+
+    it.each([
+      ['127.0.0.1', 'loopback'],
+      ['127.5.6.7', 'loopback'],
+      ['10.0.0.1', 'private'],
+      ['10.255.255.255', 'private'],
+      ['172.16.0.1', 'private'],
+      ['172.31.255.254', 'private'],
+      ['192.168.1.10', 'private'],
+      ['169.254.169.254', 'linkLocal'],
+      ['169.254.0.1', 'linkLocal'],
+      ['100.64.0.1', 'carrierGradeNat'],
+      ['100.100.100.200', 'carrierGradeNat'],
+      ['0.0.0.0', 'unspecified'],
+      ['0.1.2.3', 'unspecified'],
+      ['224.0.0.1', 'multicast'],
+      ['255.255.255.255', 'broadcast'],
+      ['240.0.0.1', 'reserved'],
+      ['192.0.2.1', 'reserved'],
+      ['198.18.0.1', 'reserved'],
+      ['::1', 'loopback'],
+      ['::', 'unspecified'],
+      ['fe80::1', 'linkLocal'],
+      ['fc00::1', 'uniqueLocal'],
+      ['fd00:ec2::254', 'uniqueLocal'],
+      ['ff02::1', 'multicast'],
+      ['2001:db8::1', 'reserved'],
+      ['64:ff9b::a00:1', 'rfc6052'],
+      ['2002:7f00:1::', '6to4'],
+    ])('refuses %s (%s) and names the range', (address, range) => {
+      const why = policy.refusal(address, address);
+      expect(why).toBe(`${address} is a ${range} address`);
+    });
+
+    it.each([
+      ['::ffff:127.0.0.1', '127.0.0.1', 'loopback'],
+      ['::ffff:7f00:1', '127.0.0.1', 'loopback'],
+      ['::ffff:10.0.0.1', '10.0.0.1', 'private'],
+      ['::ffff:169.254.169.254', '169.254.169.254', 'linkLocal'],
+      ['::ffff:192.168.0.1', '192.168.0.1', 'private'],
+      ['::ffff:0.0.0.0', '0.0.0.0', 'unspecified'],
+    ])('refuses the IPv4-mapped IPv6 address %s like %s', (address, _v4, range) => {
+      const why = policy.refusal(address, 'images.example.com');
+      expect(why).not.toBeNull();
+      expect(why).toContain(range);
+    });
+
+    it.each(['8.8.8.8', '93.184.216.34', '172.32.0.1', '172.15.255.255', '100.63.255.255', '100.128.0.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8'])(
+      'allows the public unicast address %s',
+      (address) => {
+        expect(policy.refusal(address, 'images.example.com')).toBeNull();
+      },
+    );
+
+    it('refuses something that is not an IP address', () => {
+      expect(policy.refusal('images.example.com', 'images.example.com')).toBe('images.example.com is not an IP address');
+      expect(policy.refusal('', 'x')).not.toBeNull();
+    });
+
+    it('does not let the host name alone open a private address', () => {
+      expect(policy.refusal('10.0.0.1', 'images.example.com')).not.toBeNull();
+      expect(policy.refusal('127.0.0.1', 'localhost')).toBe('127.0.0.1 is a loopback address');
+    });
+  });
+
+  describe('with private hosts allowed (tests, closed networks)', () => {
+    const policy = new AddressPolicy(true);
+
+    it.each(['127.0.0.1', '10.0.0.1', '169.254.169.254', '::1', '::ffff:127.0.0.1', '8.8.8.8'])('allows %s', (address) => {
+      expect(policy.refusal(address, address)).toBeNull();
+    });
+  });
+
+  describe('with an allow list', () => {
+    const policy = new AddressPolicy(false, ['10.20.0.0/16', 'fd12:3456::/32', '127.0.0.2', 'Images.Internal', '[::1]']);
+
+    it('allows addresses inside an IPv4 CIDR range, also when IPv4-mapped', () => {
+      expect(policy.refusal('10.20.0.1', 'a.example')).toBeNull();
+      expect(policy.refusal('10.20.255.254', 'a.example')).toBeNull();
+      expect(policy.refusal('::ffff:10.20.3.4', 'a.example')).toBeNull();
+    });
+
+    it('refuses private addresses just outside the CIDR range', () => {
+      expect(policy.refusal('10.21.0.1', 'a.example')).toBe('10.21.0.1 is a private address');
+      expect(policy.refusal('10.19.255.255', 'a.example')).toBe('10.19.255.255 is a private address');
+      expect(policy.refusal('::ffff:10.21.0.1', 'a.example')).toContain('private');
+    });
+
+    it('allows addresses inside an IPv6 CIDR range only', () => {
+      expect(policy.refusal('fd12:3456::9', 'a.example')).toBeNull();
+      expect(policy.refusal('fd12:3457::9', 'a.example')).toBe('fd12:3457::9 is a uniqueLocal address');
+    });
+
+    it('an IPv4 range never matches an IPv6 address and the other way round', () => {
+      const v4only = new AddressPolicy(false, ['0.0.0.0/0']);
+      expect(v4only.refusal('::1', '::1')).toBe('::1 is a loopback address');
+      expect(v4only.refusal('127.0.0.1', '127.0.0.1')).toBeNull();
+      const v6only = new AddressPolicy(false, ['::/0']);
+      expect(v6only.refusal('127.0.0.1', '127.0.0.1')).toBe('127.0.0.1 is a loopback address');
+    });
+
+    it('allows a listed host (IP literal or name, case-insensitive) whatever it resolves to', () => {
+      expect(policy.refusal('127.0.0.2', '127.0.0.2')).toBeNull();
+      expect(policy.refusal('10.9.9.9', 'images.internal')).toBeNull();
+      expect(policy.refusal('10.9.9.9', 'IMAGES.INTERNAL')).toBeNull();
+      expect(policy.refusal('::1', '[::1]')).toBeNull();
+      expect(policy.refusal('::1', '::1')).toBeNull();
+    });
+
+    it('does not extend a listed host to its neighbours', () => {
+      expect(policy.refusal('127.0.0.1', '127.0.0.1')).toBe('127.0.0.1 is a loopback address');
+      expect(policy.refusal('127.0.0.3', '127.0.0.3')).toBe('127.0.0.3 is a loopback address');
+      expect(policy.refusal('10.9.9.9', 'other.internal')).toBe('10.9.9.9 is a private address');
+      expect(policy.refusal('10.9.9.9', 'images.internal.evil.example')).not.toBeNull();
+    });
+
+    it('treats an entry that is not a valid CIDR as a host name, not as a range', () => {
+      const odd = new AddressPolicy(false, ['10.0.0.0/33']);
+      expect(odd.refusal('10.0.0.1', '10.0.0.1')).toBe('10.0.0.1 is a private address');
+    });
+  });
+});

@@ -1,0 +1,222 @@
+import sharp from 'sharp';
+import { pngBomb } from '../../test/support/image-server';
+import { AppConfig } from '../config/app-config';
+import { ImageProcessor, ProcessedImage } from './image-processor';
+import { MediaError } from './media.errors';
+
+const RED = [220, 20, 20];
+const BLUE = [20, 20, 220];
+const FORMAT_OF_EXT: Record<string, string> = { jpg: 'jpeg', png: 'png', webp: 'webp' };
+
+function processor(maxPixels = 40_000_000): ImageProcessor {
+  return new ImageProcessor({ media: { maxPixels } } as unknown as AppConfig);
+}
+
+/** A w x h picture: left half red, right half blue (so orientation can be checked by colour). */
+function halves(width: number, height: number): sharp.Sharp {
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < width * height; i += 1) raw.set(i % width < width / 2 ? RED : BLUE, i * 3);
+  return sharp(raw, { raw: { width, height, channels: 3 } });
+}
+
+function plain(width: number, height: number, channels: 3 | 4 = 3): sharp.Sharp {
+  return sharp({ create: { width, height, channels, background: { r: 40, g: 120, b: 200, alpha: 0.5 } } });
+}
+
+async function pixel(data: Buffer, x: number, y: number): Promise<number[]> {
+  const { data: raw, info } = await sharp(data).raw().toBuffer({ resolveWithObject: true });
+  const i = (y * info.width + x) * info.channels;
+  return [...raw.subarray(i, i + 3)];
+}
+
+function near(actual: number[], expected: number[]): boolean {
+  return actual.every((v, i) => Math.abs(v - expected[i]) <= 40);
+}
+
+async function failure(work: Promise<unknown>): Promise<MediaError> {
+  try {
+    await work;
+  } catch (err) {
+    expect(err).toBeInstanceOf(MediaError);
+    return err as MediaError;
+  }
+  throw new Error('expected a MediaError');
+}
+
+/** Every thumbnail decodes as its claimed format and size, carries no orientation, keeps the ratio. */
+async function checkThumbnails(out: ProcessedImage, expected: Array<[number, number]>): Promise<void> {
+  expect(out.thumbnails.map((t) => [t.width, t.height])).toEqual(expected);
+  for (const t of out.thumbnails) {
+    const meta = await sharp(t.data).metadata();
+    expect({ width: meta.width, height: meta.height, format: meta.format }).toEqual({
+      width: t.width,
+      height: t.height,
+      format: FORMAT_OF_EXT[t.ext],
+    });
+    expect(meta.orientation ?? 1).toBe(1);
+    expect(Math.abs(t.height - (t.width * out.height) / out.width)).toBeLessThanOrEqual(1);
+    expect(t.width).toBeLessThanOrEqual(out.width);
+  }
+}
+
+describe('ImageProcessor', () => {
+  it('makes 120, 240 and 480 px wide JPEG thumbnails of a landscape JPEG', async () => {
+    const bytes = await halves(800, 600).jpeg().toBuffer();
+    const out = await processor().process(bytes);
+    expect({ contentType: out.contentType, ext: out.ext, width: out.width, height: out.height }).toEqual({
+      contentType: 'image/jpeg',
+      ext: 'jpg',
+      width: 800,
+      height: 600,
+    });
+    expect(out.thumbnails.map((t) => t.ext)).toEqual(['jpg', 'jpg', 'jpg']);
+    await checkThumbnails(out, [
+      [120, 90],
+      [240, 180],
+      [480, 360],
+    ]);
+    // The picture itself is scaled, not cropped: left stays red, right stays blue.
+    expect(near(await pixel(out.thumbnails[2].data, 10, 180), RED)).toBe(true);
+    expect(near(await pixel(out.thumbnails[2].data, 470, 180), BLUE)).toBe(true);
+  });
+
+  it('keeps PNG (with its alpha channel) and WebP as they are', async () => {
+    const png = await processor().process(await plain(1000, 500, 4).png().toBuffer());
+    expect([png.contentType, png.ext, png.width, png.height]).toEqual(['image/png', 'png', 1000, 500]);
+    expect(png.thumbnails.map((t) => t.ext)).toEqual(['png', 'png', 'png']);
+    expect((await sharp(png.thumbnails[0].data).metadata()).hasAlpha).toBe(true);
+    await checkThumbnails(png, [
+      [120, 60],
+      [240, 120],
+      [480, 240],
+    ]);
+
+    const webp = await processor().process(await plain(640, 480).webp().toBuffer());
+    expect([webp.contentType, webp.ext, webp.width, webp.height]).toEqual(['image/webp', 'webp', 640, 480]);
+    expect(webp.thumbnails.map((t) => t.ext)).toEqual(['webp', 'webp', 'webp']);
+    await checkThumbnails(webp, [
+      [120, 90],
+      [240, 180],
+      [480, 360],
+    ]);
+  });
+
+  it('keeps the aspect ratio of odd sizes and of portraits', async () => {
+    const wide = await processor().process(await plain(1000, 333).jpeg().toBuffer());
+    await checkThumbnails(wide, [
+      [120, 40],
+      [240, 80],
+      [480, 160],
+    ]);
+    const tall = await processor().process(await plain(500, 1500).png().toBuffer());
+    await checkThumbnails(tall, [
+      [120, 360],
+      [240, 720],
+      [480, 1440],
+    ]);
+  });
+
+  it('never enlarges: smaller images give thumbnails of their own size, always three', async () => {
+    const tiny = await processor().process(await plain(50, 30).png().toBuffer());
+    expect([tiny.width, tiny.height]).toEqual([50, 30]);
+    await checkThumbnails(tiny, [
+      [50, 30],
+      [50, 30],
+      [50, 30],
+    ]);
+    const mid = await processor().process(await plain(300, 200).jpeg().toBuffer());
+    await checkThumbnails(mid, [
+      [120, 80],
+      [240, 160],
+      [300, 200],
+    ]);
+    const exact = await processor().process(await plain(120, 80).jpeg().toBuffer());
+    await checkThumbnails(exact, [
+      [120, 80],
+      [120, 80],
+      [120, 80],
+    ]);
+  });
+
+  it('applies EXIF orientation 6 (rotate 90° clockwise): size and pixels as displayed', async () => {
+    const bytes = await halves(600, 400).jpeg({ quality: 95 }).withMetadata({ orientation: 6 }).toBuffer();
+    const out = await processor().process(bytes);
+    expect([out.width, out.height]).toEqual([400, 600]);
+    await checkThumbnails(out, [
+      [120, 180],
+      [240, 360],
+      [400, 600],
+    ]);
+    for (const t of out.thumbnails) {
+      // The stored left (red) half is displayed on top.
+      expect(near(await pixel(t.data, Math.floor(t.width / 2), 5), RED)).toBe(true);
+      expect(near(await pixel(t.data, Math.floor(t.width / 2), t.height - 5), BLUE)).toBe(true);
+    }
+  });
+
+  it('applies EXIF orientations 8 and 3 as well', async () => {
+    const eight = await processor().process(await halves(600, 400).jpeg({ quality: 95 }).withMetadata({ orientation: 8 }).toBuffer());
+    expect([eight.width, eight.height]).toEqual([400, 600]);
+    const t8 = eight.thumbnails[0];
+    expect([t8.width, t8.height]).toEqual([120, 180]);
+    expect(near(await pixel(t8.data, 60, 5), BLUE)).toBe(true);
+    expect(near(await pixel(t8.data, 60, 174), RED)).toBe(true);
+
+    const three = await processor().process(await halves(600, 400).jpeg({ quality: 95 }).withMetadata({ orientation: 3 }).toBuffer());
+    expect([three.width, three.height]).toEqual([600, 400]);
+    const t3 = three.thumbnails[1];
+    expect([t3.width, t3.height]).toEqual([240, 160]);
+    expect(near(await pixel(t3.data, 5, 80), BLUE)).toBe(true);
+    expect(near(await pixel(t3.data, 234, 80), RED)).toBe(true);
+  });
+
+  it('turns formats other than JPEG, PNG and WebP into PNG or JPEG thumbnails', async () => {
+    const gif = await plain(200, 100).gif().toBuffer();
+    const out = await processor().process(gif);
+    expect([out.contentType, out.ext, out.width, out.height]).toEqual(['image/gif', 'gif', 200, 100]);
+    for (const t of out.thumbnails) expect(['png', 'jpg']).toContain(t.ext);
+    await checkThumbnails(out, [
+      [120, 60],
+      [200, 100],
+      [200, 100],
+    ]);
+  });
+
+  it('refuses a pixel bomb from its header alone, before decoding', async () => {
+    const bomb = pngBomb(20000, 20000);
+    expect(bomb.length).toBeLessThan(1024);
+    const started = Date.now();
+    const err = await failure(processor().process(bomb));
+    expect(err.message).toBe('image is 20000x20000 (400.0 megapixels); the limit is 40 megapixels');
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('enforces the configured pixel cap exactly', async () => {
+    const bytes = await plain(1000, 1000).jpeg().toBuffer();
+    const err = await failure(processor(999_999).process(bytes));
+    expect(err.message).toMatch(/^image is 1000x1000 \(1\.0 megapixels\); the limit is 1 megapixels$/);
+    const ok = await processor(1_000_000).process(bytes);
+    expect([ok.width, ok.height]).toEqual([1000, 1000]);
+  });
+
+  it('refuses what is not an image, with a clear message', async () => {
+    const text = await failure(processor().process(Buffer.from('hello, I am not a picture at all')));
+    expect(text.message).toBe('the file is not an image (its header cannot be read)');
+    const empty = await failure(processor().process(Buffer.alloc(0)));
+    expect(empty.message).toMatch(/not an image/);
+    const html = await failure(processor().process(Buffer.from('<!doctype html><html><body>404</body></html>')));
+    expect(html.message).toMatch(/not an image/);
+  });
+
+  it('refuses SVG (not an accepted format)', async () => {
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><rect width="100" height="100"/></svg>');
+    const err = await failure(processor().process(svg));
+    expect(err.message).toBe('unsupported image format: svg');
+  });
+
+  it('refuses a truncated JPEG whose header is fine', async () => {
+    const jpeg = await halves(800, 600).jpeg().toBuffer();
+    const err = await failure(processor().process(jpeg.subarray(0, Math.floor(jpeg.length / 2))));
+    expect(err.message).toMatch(/^the image cannot be decoded: .*(premature end|truncated)/i);
+  });
+});

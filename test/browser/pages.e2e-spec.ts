@@ -1,0 +1,543 @@
+/**
+ * The operator page (/console) and the viewer page (/watch/...) in a real browser: Debian's Chromium
+ * driven by playwright-core. An operator in one browser context runs a broadcast; a viewer on a
+ * phone-sized screen in another context sees every change live, and catches up after a server restart.
+ *
+ * Runs against SQLite only (the pages do not depend on the engine), with a real listening app. Without
+ * /usr/bin/chromium the suite is skipped (and says so), or fails when REQUIRE_SERVICES=1 (CI installs
+ * the package). Screenshots go to test/artifacts/ (ignored by git); UPDATE_SCREENSHOTS=1
+ * (`npm run screenshots`) also refreshes docs/screenshots/console.png and viewer.png for the README.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
+import { sign } from 'jsonwebtoken';
+import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import sharp from 'sharp';
+import { DataSource } from 'typeorm';
+import { AppModule } from '../../src/app.module';
+import { configureApp } from '../../src/app.setup';
+import { AppConfig } from '../../src/config/app-config';
+import { CustomersService } from '../../src/customers/customers.service';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const ROOT = resolve(__dirname, '..', '..');
+const ARTIFACTS = join(ROOT, 'test', 'artifacts');
+const DOCS_SHOTS = join(ROOT, 'docs', 'screenshots');
+const VIEWER_LOCALE = 'en-US';
+
+const chromiumMissing = !existsSync(CHROMIUM);
+const required = process.env.REQUIRE_SERVICES === '1';
+
+// ---------------------------------------------------------------------------------------------
+// Harness: the real app on a fixed DATA_DIR (so a second instance finds the same SQLite file), a tiny
+// image server for the goods pictures, and HTTP helpers.
+
+async function startApp(dataDir: string, port: number): Promise<NestExpressApplication> {
+  const config = AppConfig.fromEnv({ DATA_DIR: dataDir, DB_TYPE: 'sqlite', LOG_LEVEL: 'error', MEDIA_ALLOW_PRIVATE_HOSTS: 'true' });
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+    .overrideProvider(AppConfig)
+    .useValue(config)
+    .compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error'] });
+  configureApp(app);
+  await app.listen(port, '127.0.0.1');
+  return app;
+}
+
+function portOf(app: NestExpressApplication): number {
+  return (app.getHttpServer().address() as AddressInfo).port;
+}
+
+/** Serves /img/<rrggbb>.png: a 480 px square product-like picture in that colour (made with sharp). */
+async function startImageServer(): Promise<{ url(color: string): string; close(): Promise<void> }> {
+  const cache = new Map<string, Buffer>();
+  const server = http.createServer((req, res) => {
+    const match = /^\/img\/([0-9a-f]{6})\.png$/.exec(req.url ?? '');
+    if (!match) {
+      res.writeHead(404).end();
+      return;
+    }
+    const color = match[1];
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="480" height="480">
+      <rect width="480" height="480" fill="#${color}"/>
+      <circle cx="240" cy="215" r="120" fill="#ffffff" fill-opacity="0.85"/>
+      <rect x="150" y="360" width="180" height="28" rx="14" fill="#ffffff" fill-opacity="0.6"/></svg>`;
+    const ready = cache.get(color) ? Promise.resolve(cache.get(color) as Buffer) : sharp(Buffer.from(svg)).png().toBuffer();
+    ready.then(
+      (png) => {
+        cache.set(color, png);
+        res.writeHead(200, { 'content-type': 'image/png', 'content-length': png.length }).end(png);
+      },
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: (color) => `http://127.0.0.1:${port}/img/${color}.png`,
+    close: () => new Promise<void>((done) => server.close(() => done())),
+  };
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: unknown;
+}
+
+async function call(url: string, init: { method?: string; token?: string; body?: unknown } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (init.token) headers.Authorization = `Bearer ${init.token}`;
+  if (init.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(url, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = null;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** Takes a screenshot into test/artifacts/ and checks the file is a non-empty PNG. */
+async function shot(target: Page, name: string, fullPage = false): Promise<string> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const file = join(ARTIFACTS, name);
+  await target.screenshot({ path: file, fullPage });
+  expect(statSync(file).size).toBeGreaterThan(1000);
+  expect(readFileSync(file).subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
+  return file;
+}
+
+/** What the viewer page exposes on window (see public/watch/watch.js). */
+interface LiveWindow {
+  livegoods: {
+    live: {
+      lastSeq: number | null;
+      stats: { snapshots: number; events: number; resyncs: number; reconnects: number };
+      socket: {
+        io: { engine: { transport: { name: string } } };
+        listeners(event: string): Array<(...args: unknown[]) => void>;
+        off(event: string): void;
+        on(event: string, listener: (...args: unknown[]) => void): void;
+        once(event: string, listener: (...args: unknown[]) => void): void;
+      };
+    };
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const title = 'operator and viewer pages in Chromium';
+
+if (chromiumMissing && !required) {
+  process.stderr.write(`\n[livegoods tests] ${CHROMIUM} not found: the browser suite is SKIPPED (apt-get install -y chromium)\n`);
+  describe.skip(`${title} (skipped: ${CHROMIUM} not found; apt-get install -y chromium)`, () => {
+    it('needs Chromium', () => undefined);
+  });
+} else {
+  describe(title, () => {
+    jest.setTimeout(90_000);
+
+    let dataDir: string;
+    let app: NestExpressApplication | null = null;
+    let port = 0;
+    let base = '';
+    let images: Awaited<ReturnType<typeof startImageServer>>;
+    let accessKey = '';
+    let secretKey = '';
+    let token = '';
+    let browser: Browser;
+    let operatorContext: BrowserContext;
+    let viewerContext: BrowserContext;
+    let operator: Page;
+    let viewer: Page;
+    let campaignKey = '';
+    const goodsIds: Record<string, string> = {};
+    const pageErrors: string[] = [];
+
+    const goods = [
+      { key: 'watch', name: 'Smart Watch 7', brand: 'Sampletech', sku: 'SW-7', originalPrice: 399000, discountedPrice: 359100, discountPercentage: 10, color: '3d5afe' },
+      { key: 'shirt', name: 'Linen Shirt', brand: 'Haru', sku: 'LS-1', originalPrice: 59000, discountedPrice: 47200, discountPercentage: 20, color: 'ff7043' },
+      { key: 'mug', name: 'Ceramic Mug Set', brand: 'Potter & Co', sku: 'MUG-2', originalPrice: 32000, discountedPrice: 32000, discountPercentage: 0, color: '26a69a' },
+      { key: 'buds', name: 'Wireless Earbuds', brand: 'Sampletech', sku: 'WB-3', originalPrice: 129000, discountedPrice: 99000, discountPercentage: 23, color: '8e24aa' },
+    ];
+
+    const watchErrors = (page: Page, who: string) => {
+      page.on('pageerror', (err) => pageErrors.push(`${who}: ${err.message}`));
+      page.on('console', (msg) => {
+        if (msg.type() === 'error' && /Content Security Policy|Refused to/i.test(msg.text())) pageErrors.push(`${who}: ${msg.text()}`);
+      });
+    };
+    const api = (path: string, init: { method?: string; body?: unknown } = {}) => call(`${base}${path}`, { ...init, token });
+    const card = (key: string) => viewer.locator(`#goods li[data-goods-id="${goodsIds[key]}"]`);
+    const row = (key: string) => operator.locator(`#cg-list li[data-goods-id="${goodsIds[key]}"]`);
+    const viewerNames = () => viewer.locator('#goods li .name').allTextContents();
+    const operatorNames = () => operator.locator('#cg-list li .info strong').allTextContents();
+
+    beforeAll(async () => {
+      if (chromiumMissing) throw new Error(`REQUIRE_SERVICES=1 but ${CHROMIUM} is missing: apt-get install -y chromium (Debian package)`);
+      dataDir = mkdtempSync(join(tmpdir(), 'livegoods-pages-'));
+      images = await startImageServer();
+      app = await startApp(dataDir, 0);
+      port = portOf(app);
+      base = `http://127.0.0.1:${port}`;
+      const customer = await app.get(CustomersService).create('Demo Shop', 'KRW');
+      accessKey = customer.accessKey;
+      secretKey = customer.secretKey;
+      token = sign({ accessKey, name: 'Mina' }, Buffer.from(secretKey, 'base64'), { algorithm: 'HS256', expiresIn: 3600 });
+      for (const g of goods) {
+        const res = await api(`/v1/goods/${accessKey}`, {
+          method: 'POST',
+          body: { ...g, key: undefined, color: undefined, url: `https://shop.example.com/goods/${g.sku}`, mediaUrl: images.url(g.color) },
+        });
+        expect(res.status).toBe(200);
+        const body = res.json as { id: number; medias: unknown[] };
+        expect(body.medias).toHaveLength(1);
+        goodsIds[g.key] = String(body.id);
+      }
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      operatorContext = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: VIEWER_LOCALE });
+      viewerContext = await browser.newContext({
+        viewport: { width: 390, height: 844 },
+        deviceScaleFactor: 1,
+        isMobile: true,
+        hasTouch: true,
+        locale: VIEWER_LOCALE,
+      });
+      operator = await operatorContext.newPage();
+      viewer = await viewerContext.newPage();
+      watchErrors(operator, 'console page');
+      watchErrors(viewer, 'viewer page');
+      operator.on('dialog', (dialog) => void dialog.accept());
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+      await app?.close();
+      await images?.close();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it('serves the pages with a strict Content-Security-Policy, their assets, and the Socket.IO browser client', async () => {
+      const page = await call(`${base}/console`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.headers.get('cache-control')).toBe('no-cache');
+      const csp = page.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("default-src 'self'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("style-src 'self'");
+      expect(csp).toContain(`connect-src 'self' ws://127.0.0.1:${port}`);
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(page.text).not.toMatch(/<script>|<style>|style="/); // nothing inline
+
+      const watch = await call(`${base}/watch/${accessKey}/AnyKey123`);
+      expect(watch.status).toBe(200);
+      expect(watch.text).toContain('/assets/watch/watch.js');
+      expect(watch.headers.get('content-security-policy')).toContain("script-src 'self'");
+
+      for (const [path, type] of [
+        ['/assets/console/console.js', /javascript/],
+        ['/assets/watch/watch.js', /javascript/],
+        ['/assets/live-client.js', /javascript/],
+        ['/assets/shared.css', /text\/css/],
+      ] as const) {
+        const asset = await call(`${base}${path}`);
+        expect(asset.status).toBe(200);
+        expect(asset.headers.get('content-type')).toMatch(type);
+        expect(asset.headers.get('cache-control')).toBe('public, max-age=300');
+      }
+      for (const path of ['/assets/nothing.js', '/assets/%2e%2e/package.json', '/assets/..%2fpackage.json', '/assets/console/../../package.json']) {
+        const missing = await call(`${base}${path}`);
+        expect(missing.status).toBe(404);
+        expect(missing.text).not.toContain('"dependencies"');
+      }
+      const client = await call(`${base}/socket.io/socket.io.min.js`);
+      expect(client.status).toBe(200);
+      expect(client.headers.get('content-type')).toMatch(/javascript/);
+      expect(client.text.length).toBeGreaterThan(10_000);
+      // No token needed for the pages, and they stay out of the API documentation.
+      const docs = (await call(`${base}/docs-json`)).json as { paths: Record<string, unknown> };
+      expect(Object.keys(docs.paths).filter((p) => /console$|watch|assets/.test(p))).toEqual([]);
+    });
+
+    it('console: a bad token or a pasted secret key is refused, in words', async () => {
+      await operator.goto(`${base}/console`);
+      await operator.getByLabel('Access key').fill(accessKey);
+      // A secret key is caught before anything is sent.
+      await operator.getByLabel('Token (JWT)').fill(secretKey);
+      await operator.getByLabel('Token (JWT)').press('Enter'); // keyboard: Enter submits the sign-in form
+      const alert = operator.getByRole('alert');
+      await expect(alert.textContent()).resolves.toContain('looks like a secret key');
+      // A token signed with another key: the API answers 401 -102, and the page says so.
+      const forged = sign({ accessKey }, Buffer.alloc(32, 7), { algorithm: 'HS256', expiresIn: 600 });
+      await operator.getByLabel('Token (JWT)').fill(forged);
+      await operator.getByRole('button', { name: 'Sign in' }).click();
+      await operator.waitForFunction(() => /HTTP 401/.test(document.getElementById('error-text')?.textContent ?? ''));
+      const text = await operator.locator('#error-text').textContent();
+      expect(text).toMatch(/^Signing in failed: HTTP 401 \(-102\): .+/);
+      expect(await alert.isVisible()).toBe(true);
+      expect(await operator.locator('#workspace').isVisible()).toBe(false);
+    });
+
+    it('console: signs in, refuses a blank title with the API message, creates a campaign', async () => {
+      await operator.getByLabel('Token (JWT)').fill(token);
+      await operator.getByRole('button', { name: 'Sign in' }).click();
+      await operator.locator('#workspace').waitFor({ state: 'visible' });
+      expect(await operator.getByRole('alert').isVisible()).toBe(false);
+      expect(await operator.locator('#whoami').textContent()).toContain('Mina');
+      expect(await operator.locator('#campaigns-empty').isVisible()).toBe(true);
+      // The token is kept for this tab only.
+      const kept = await operator.evaluate(() => sessionStorage.getItem('livegoods.console'));
+      expect(JSON.parse(kept ?? '{}')).toEqual({ accessKey, token });
+
+      await operator.locator('#create-title').fill('   ');
+      await operator.getByRole('button', { name: 'Create campaign' }).click();
+      await operator.waitForFunction(() => /HTTP 400/.test(document.getElementById('error-text')?.textContent ?? ''));
+      expect(await operator.locator('#error-text').textContent()).toMatch(/Creating the campaign failed: HTTP 400 \(-510\): .*title/);
+      expect(await operator.locator('#error-fields').textContent()).toContain('title');
+
+      await operator.locator('#create-title').fill('Friday Night Deals');
+      await operator.locator('#create-scheduled').fill('2030-11-22T20:00');
+      await operator.locator('#create-operator').fill('Mina');
+      await operator.locator('#create-visible').check();
+      await operator.getByRole('button', { name: 'Create campaign' }).click();
+      await operator.locator('#campaign').waitFor({ state: 'visible' });
+      expect(await operator.getByRole('alert').isVisible()).toBe(false);
+      campaignKey = (await operator.locator('#campaign').getAttribute('data-campaign-key')) ?? '';
+      expect(campaignKey).toMatch(/^[A-Za-z0-9]{16}$/);
+      expect(await operator.locator('#campaign-title').textContent()).toBe('Friday Night Deals');
+      expect(await operator.locator('#campaigns-body tr').count()).toBe(1);
+      const stored = (await api(`/v1/console/${accessKey}/campaigns/${campaignKey}`)).json as Record<string, unknown>;
+      expect(stored).toMatchObject({ title: 'Friday Night Deals', operatorName: 'Mina', collectionVisible: true, campaignStatus: 'READY' });
+      expect(stored.scheduledAt).toBe(await operator.evaluate(() => new Date('2030-11-22T20:00').getTime()));
+      expect(await operator.getByRole('link', { name: 'Open the viewer page' }).getAttribute('href')).toBe(`/watch/${accessKey}/${campaignKey}`);
+    });
+
+    it('console: edits the settings', async () => {
+      await operator.locator('#edit-title').fill('Friday Night Deals: Live');
+      await operator.locator('#edit-scheduled-end').fill('2030-11-22T22:00');
+      await operator.locator('#edit-visible').uncheck();
+      await operator.getByRole('button', { name: 'Save settings' }).click();
+      await operator.waitForFunction(() => document.getElementById('campaign-title')?.textContent === 'Friday Night Deals: Live');
+      const stored = (await api(`/v1/console/${accessKey}/campaigns/${campaignKey}`)).json as Record<string, unknown>;
+      expect(stored).toMatchObject({ title: 'Friday Night Deals: Live', collectionVisible: false });
+      expect(stored.scheduledEndAt).toBe(await operator.evaluate(() => new Date('2030-11-22T22:00').getTime()));
+      expect(await operator.locator('#campaigns-body').textContent()).toContain('Friday Night Deals: Live');
+    });
+
+    it('console: adds goods by searching the catalog, reorders them (by keyboard too), marks the item showing now', async () => {
+      await operator.getByLabel('Name, brand or goods code').fill('watch');
+      await operator.getByRole('button', { name: 'Search', exact: true }).click();
+      await operator.waitForFunction(() => document.querySelectorAll('#search-results li').length === 1);
+      await operator.getByRole('button', { name: 'Add Smart Watch 7 to the campaign' }).click();
+      await row('watch').waitFor();
+
+      await operator.getByLabel('Name, brand or goods code').fill('');
+      await operator.getByRole('button', { name: 'Search', exact: true }).click();
+      await operator.waitForFunction(() => document.querySelectorAll('#search-results li').length === 4);
+      expect(await operator.getByRole('button', { name: 'Smart Watch 7 is in the campaign' }).isDisabled()).toBe(true);
+      await operator.getByRole('button', { name: 'Add Linen Shirt to the campaign' }).click();
+      await row('shirt').waitFor();
+      await operator.getByRole('button', { name: 'Add Ceramic Mug Set to the campaign' }).click();
+      await row('mug').waitFor();
+      expect(await operatorNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
+
+      // Keyboard: focus "move up" of the mug, press Enter; focus stays on that control after the list re-renders.
+      const up = operator.getByRole('button', { name: 'Move Ceramic Mug Set up' });
+      await up.focus();
+      await operator.keyboard.press('Enter');
+      await operator.waitForFunction(() => document.querySelector('#cg-list li:nth-child(2) .info strong')?.textContent === 'Ceramic Mug Set');
+      expect(await operatorNames()).toEqual(['Smart Watch 7', 'Ceramic Mug Set', 'Linen Shirt']);
+      expect(await operator.evaluate(() => (document.activeElement as HTMLElement | null)?.getAttribute('aria-label'))).toBe('Move Ceramic Mug Set up');
+      // The focused control shows a visible focus ring.
+      expect(await operator.evaluate(() => getComputedStyle(document.activeElement as Element).outlineStyle)).not.toBe('none');
+      // Tab moves on to the next control (Move down), Space presses it: back to the original order.
+      await operator.keyboard.press('Tab');
+      expect(await operator.evaluate(() => (document.activeElement as HTMLElement | null)?.getAttribute('aria-label'))).toBe('Move Ceramic Mug Set down');
+      await operator.keyboard.press('Space');
+      await operator.waitForFunction(() => document.querySelector('#cg-list li:nth-child(3) .info strong')?.textContent === 'Ceramic Mug Set');
+      expect(await operatorNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
+
+      await operator.getByRole('button', { name: 'Showing now: Smart Watch 7' }).click();
+      await operator.waitForFunction(() => document.querySelector('#cg-list li.showing .info strong')?.textContent === 'Smart Watch 7');
+      expect(await operator.getByRole('button', { name: 'Showing now: Smart Watch 7' }).getAttribute('aria-pressed')).toBe('true');
+    });
+
+    it('viewer (phone-sized): the campaign, goods in order with prices, discounts, badges and the item showing now', async () => {
+      await viewer.goto(`${base}/watch/${accessKey}/${campaignKey}`);
+      await viewer.waitForSelector('body[data-connection="live"]');
+      await viewer.waitForFunction(() => document.querySelectorAll('#goods li').length === 3);
+      expect(await viewer.locator('h1').textContent()).toBe('Friday Night Deals: Live');
+      expect(await viewer.locator('#campaign-status').getAttribute('data-status')).toBe('READY');
+      expect(await viewer.locator('#connection').textContent()).toBe('Live');
+      // The Content-Security-Policy lets the WebSocket through (no fallback to long-polling needed).
+      expect(await viewer.evaluate(() => (window as unknown as LiveWindow).livegoods.live.socket.io.engine.transport.name)).toBe('websocket');
+      expect(await viewerNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
+
+      const won = (n: number) => new Intl.NumberFormat(VIEWER_LOCALE, { style: 'currency', currency: 'KRW' }).format(n);
+      const watch = card('watch');
+      expect(await watch.locator('.price').textContent()).toBe(won(359100));
+      expect(await watch.locator('.original').textContent()).toContain(won(399000));
+      expect(await watch.locator('.badge-discount').textContent()).toContain('-10%');
+      expect(await watch.locator('.badge[data-status]').textContent()).toBe('On sale');
+      expect(await watch.getAttribute('class')).toContain('showing');
+      expect(await watch.getAttribute('aria-current')).toBe('true');
+      expect(await watch.locator('img.thumb').getAttribute('src')).toMatch(new RegExp(`^${base}/media/`));
+      expect(await watch.locator('img.thumb').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+      // No discount, no struck-through price.
+      expect(await card('mug').locator('.original').count()).toBe(0);
+      expect(await card('mug').locator('.badge-discount').count()).toBe(0);
+      // Fits the phone: nothing wider than the screen.
+      expect(await viewer.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    });
+
+    it('operator starts the broadcast; the viewer sees it live', async () => {
+      await operator.getByRole('button', { name: 'Start broadcast (ON AIR)' }).click();
+      await viewer.waitForSelector('#campaign-status[data-status="ONAIR"]', { timeout: 2000 });
+      expect(await viewer.locator('#campaign-status').textContent()).toBe('Live');
+      expect(await operator.getByRole('button', { name: 'Start broadcast (ON AIR)' }).isDisabled()).toBe(true);
+      expect(await operator.getByRole('button', { name: 'End broadcast' }).isEnabled()).toBe(true);
+    });
+
+    it('operator marks an item SOLD_OUT: the viewer shows the badge within one second', async () => {
+      const soldOut = row('watch').getByRole('button', { name: 'Sold out', exact: true });
+      await soldOut.click();
+      const clicked = Date.now();
+      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.watch}"][data-status="SOLD_OUT"] .badge-sold-out`, { timeout: 1000 });
+      expect(Date.now() - clicked).toBeLessThan(1000);
+      expect(await card('watch').locator('.badge[data-status]').textContent()).toBe('Sold out');
+      await viewer.waitForFunction(() => document.getElementById('announcer')?.textContent === 'Smart Watch 7: Sold out');
+      await operator.waitForFunction((id) => document.querySelector(`#cg-list li[data-goods-id="${id}"]`)?.getAttribute('data-status') === 'SOLD_OUT', goodsIds.watch);
+      expect(await soldOut.getAttribute('aria-pressed')).toBe('true');
+    });
+
+    it('operator pins a notice and posts a chat line; the viewer shows both', async () => {
+      await operator.getByLabel('Message').fill('Free shipping until 9 pm tonight');
+      await operator.getByRole('button', { name: 'Pin as notice' }).click();
+      await viewer.waitForFunction(() => document.getElementById('notice-text')?.textContent === 'Free shipping until 9 pm tonight', undefined, { timeout: 2000 });
+      expect(await viewer.locator('#notice').isVisible()).toBe(true);
+      await operator.waitForSelector('#pinned:not([hidden])');
+
+      await operator.getByLabel('Message').fill('Welcome, everyone!');
+      await operator.getByRole('button', { name: 'Send chat line' }).click();
+      await viewer.waitForFunction(() => /Welcome, everyone!/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 2000 });
+      expect(await viewer.locator('#chat li').last().locator('.who').textContent()).toBe('Mina');
+      // The console's own chat log follows the channel too.
+      await operator.waitForFunction(() => /Welcome, everyone!/.test(document.getElementById('chat-log')?.textContent ?? ''));
+
+      // A status change without notify, with a chat line: the line is pushed, the status is not.
+      await operator.getByLabel('Notify viewers now').uncheck();
+      await operator.getByLabel('Post a chat line with it (optional)').fill('Only a few shirts left!');
+      await row('shirt').getByRole('button', { name: 'Almost sold out', exact: true }).click();
+      await viewer.waitForFunction(() => /Only a few shirts left!/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 2000 });
+      expect(await card('shirt').getAttribute('data-status')).toBe('ON_SALE');
+      await operator.waitForFunction((id) => document.querySelector(`#cg-list li[data-goods-id="${id}"]`)?.getAttribute('data-status') === 'ALMOST_SOLD_OUT', goodsIds.shirt);
+      expect(await operator.getByLabel('Post a chat line with it (optional)').inputValue()).toBe('');
+      await operator.getByLabel('Notify viewers now').check();
+
+      await shot(operator, 'console.png', true);
+      await shot(viewer, 'viewer-mobile.png');
+      await viewer.setViewportSize({ width: 1280, height: 800 });
+      await shot(viewer, 'viewer-desktop.png');
+      await viewer.setViewportSize({ width: 390, height: 844 });
+      if (process.env.UPDATE_SCREENSHOTS === '1') {
+        mkdirSync(DOCS_SHOTS, { recursive: true });
+        await operator.screenshot({ path: join(DOCS_SHOTS, 'console.png') });
+        copyFileSync(join(ARTIFACTS, 'viewer-mobile.png'), join(DOCS_SHOTS, 'viewer.png'));
+      }
+    });
+
+    it('a missed event opens a gap: the viewer page resyncs and applies the missed events once, in order', async () => {
+      // Drop the next chat.message on the page's socket, as a lost packet would.
+      await viewer.evaluate(() => {
+        const socket = (window as unknown as LiveWindow).livegoods.live.socket;
+        const [listener] = socket.listeners('chat.message');
+        socket.off('chat.message');
+        socket.once('chat.message', () => socket.on('chat.message', listener));
+      });
+      const resyncs = await viewer.evaluate(() => (window as unknown as LiveWindow).livegoods.live.stats.resyncs);
+      const chat = (message: string) => api(`/v1/console/${accessKey}/campaigns/${campaignKey}/chat`, { method: 'POST', body: { message } });
+      expect((await chat('First line (lost on the way)')).status).toBe(200);
+      expect((await chat('Second line')).status).toBe(200);
+      await viewer.waitForFunction(() => /Second line/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 3000 });
+      const lines = await viewer.locator('#chat li .text').allTextContents();
+      expect(lines.slice(-2)).toEqual(['First line (lost on the way)', 'Second line']);
+      expect(await viewer.evaluate(() => (window as unknown as LiveWindow).livegoods.live.stats.resyncs)).toBe(resyncs + 1);
+    });
+
+    it('the viewer page survives a server restart and catches up', async () => {
+      const seqBefore = Number(await viewer.locator('body').getAttribute('data-seq'));
+      expect(seqBefore).toBeGreaterThan(0);
+      await app?.close();
+      app = null;
+      await viewer.waitForSelector('body:not([data-connection="live"])', { timeout: 10_000 });
+      expect(await viewer.locator('#connection').textContent()).toMatch(/Reconnecting/);
+
+      // A second instance on the same port and the same SQLite file; changes made before the page is back.
+      app = await startApp(dataDir, port);
+      const status = await api(`/v1/goods/${accessKey}/campaign/${campaignKey}/salesStatus/id`, {
+        method: 'PUT',
+        body: { goodsId: Number(goodsIds.mug), salesStatus: 'SOLD_OUT', chatMessage: 'Mugs are gone, thank you!' },
+      });
+      expect(status.status).toBe(200);
+
+      await viewer.waitForSelector('body[data-connection="live"]', { timeout: 20_000 });
+      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.mug}"][data-status="SOLD_OUT"]`, { timeout: 5000 });
+      await viewer.waitForFunction(() => /Mugs are gone, thank you!/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 5000 });
+      // The un-notified shirt status arrives with the fresh snapshot.
+      expect(await card('shirt').getAttribute('data-status')).toBe('ALMOST_SOLD_OUT');
+      // Nothing lost, nothing twice: the page is at the server's seq, chat lines appear once.
+      const [{ lastSeq }] = (await app.get(DataSource).query('SELECT lastSeq FROM campaigns WHERE campaignKey = ?', [campaignKey])) as Array<{ lastSeq: number }>;
+      await viewer.waitForFunction((seq) => document.body.dataset.seq === String(seq), Number(lastSeq));
+      expect(Number(lastSeq)).toBeGreaterThan(seqBefore);
+      const chat = await viewer.locator('#chat li .text').allTextContents();
+      expect(chat.filter((line) => line === 'Welcome, everyone!')).toHaveLength(1);
+
+      // Live again: a change made now arrives at once.
+      await api(`/v1/console/${accessKey}/campaigns/${campaignKey}/goods/${goodsIds.shirt}/showing`, { method: 'PUT', body: { showingNow: true } });
+      await viewer.waitForSelector(`#goods li.showing[data-goods-id="${goodsIds.shirt}"]`, { timeout: 2000 });
+      expect(await viewer.locator('#goods li.showing').count()).toBe(1);
+      await shot(viewer, 'viewer-after-restart.png');
+
+      // The operator page carries on against the new instance: end the broadcast (confirmed).
+      await operator.getByRole('button', { name: 'End broadcast' }).click();
+      await viewer.waitForSelector('#campaign-status[data-status="CLOSED"]', { timeout: 3000 });
+      expect(await viewer.locator('#ended').isVisible()).toBe(true);
+      expect(await operator.getByRole('alert').isVisible()).toBe(false);
+    });
+
+    it('a viewer page of an unknown broadcast says so', async () => {
+      const page = await viewerContext.newPage();
+      watchErrors(page, 'unknown viewer page');
+      await page.goto(`${base}/watch/${accessKey}/NoSuchCampaign1`);
+      await page.waitForSelector('body[data-connection="offline"]');
+      expect(await page.locator('#connection').textContent()).toMatch(/Offline: .*not found/);
+      expect(await page.locator('h1').textContent()).toBe('This broadcast is not available');
+      await page.close();
+    });
+
+    it('no script errors and no Content-Security-Policy violations on the pages', () => {
+      expect(pageErrors).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,197 @@
+import { rmSync } from 'node:fs';
+import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
+import { createNodeCustomer, Node, NodeCustomer, startNode } from './support/cluster-app';
+import { closeAllViewers, eventually, Payload, Received, Viewer } from './support/live-client';
+import { dropDatabase, engineUnavailable, testConfig } from './support/test-app';
+
+/**
+ * Two app instances sharing one MariaDB database and one Redis (CONTRACT §7: "With REDIS_URL set, every
+ * node delivers every event to its own viewers"; §6: userCount is across all nodes). SQLite cannot be
+ * shared between processes safely, so this runs on MariaDB only. A missing MariaDB or Redis skips the
+ * suite (and says so), or fails it with REQUIRE_SERVICES=1.
+ */
+
+const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`]
+  .filter(Boolean)
+  .join('; ');
+const required = process.env.REQUIRE_SERVICES === '1';
+
+function expectOk(res: Response): void {
+  if (res.status !== 200) throw new Error(`expected 200, got ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
+
+(down && !required ? describe.skip : describe)(`live channel across two nodes sharing Redis [mysql]${down ? ` (skipped: ${down})` : ''}`, () => {
+  let A: Node;
+  let B: Node;
+  let C: NodeCustomer;
+  let dataDir = '';
+  let database = '';
+
+  beforeAll(async () => {
+    if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
+    const setup = await testConfig('mysql', __filename, { REDIS_URL });
+    dataDir = setup.dataDir;
+    database = setup.database;
+    // One after the other: the first one migrates the shared database.
+    A = await startNode(setup.config);
+    B = await startNode(setup.config);
+    // Other runs may share this Redis (same channel names, same viewer-count keys); campaign ids far
+    // from theirs keep this run's rooms and counts apart.
+    const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+    await A.app.get(DataSource).query(`ALTER TABLE campaigns AUTO_INCREMENT = ${base}`);
+    C = await createNodeCustomer(A, 'Cluster');
+  });
+
+  afterEach(() => closeAllViewers());
+
+  afterAll(async () => {
+    closeAllViewers();
+    await B?.close();
+    await A?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (database) await dropDatabase(database);
+  });
+
+  const cpath = (rest = '') => `/v1/console/${C.accessKey}/campaigns${rest}`;
+  const ops = (node: Node) => ({
+    create: (body: Record<string, unknown>) => node.http.post(cpath()).set('Authorization', C.auth()).send({ title: 'Cluster live', ...body }),
+    register: (n: string) =>
+      node.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send({ name: `Item ${n}`, sku: `CL-${n}`, url: `https://shop.example.com/cl/${n}` }),
+    addGoods: (key: string, goodsIds: number[]) => node.http.post(cpath(`/${key}/goods`)).set('Authorization', C.auth()).send({ goodsIds }),
+    salesStatus: (key: string, goodsId: number, salesStatus: string) =>
+      node.http.put(`/v1/goods/${C.accessKey}/campaign/${key}/salesStatus/id`).set('Authorization', C.auth()).type('form').send({ goodsId: String(goodsId), salesStatus }),
+    chat: (key: string, message: string, pinned = false) => node.http.post(cpath(`/${key}/chat`)).set('Authorization', C.auth()).send({ message, pinned }),
+    showing: (key: string, goodsId: number) => node.http.put(cpath(`/${key}/goods/${goodsId}/showing`)).set('Authorization', C.auth()).send({ showingNow: true }),
+    status: (key: string, campaignStatus: string) => node.http.put(cpath(`/${key}/status`)).set('Authorization', C.auth()).send({ campaignStatus }),
+    remove: (key: string) => node.http.delete(cpath(`/${key}`)).set('Authorization', C.auth()),
+    console: (key: string) => node.http.get(cpath(`/${key}`)).set('Authorization', C.auth()),
+    public: (key: string) => node.http.get(`/v1/campaigns/${C.accessKey}/${key}`),
+  });
+
+  let n = 0;
+  /** A campaign (created through A) with `count` goods. */
+  async function campaign(count: number): Promise<{ key: string; goods: number[] }> {
+    const created = await ops(A).create({ collectionVisible: true });
+    expectOk(created);
+    const goods: number[] = [];
+    for (let i = 0; i < count; i += 1) {
+      n += 1;
+      const res = await ops(i % 2 ? B : A).register(`${n}`);
+      expectOk(res);
+      goods.push(res.body.id);
+    }
+    if (count) expectOk(await ops(B).addGoods(created.body.campaignKey, goods));
+    return { key: created.body.campaignKey, goods };
+  }
+
+  const viewerOn = (node: Node, key: string) => Viewer.connect(node.base, { accessKey: C.accessKey, campaignKey: key });
+
+  it('both nodes report Redis ready', async () => {
+    for (const node of [A, B]) {
+      const res = await node.http.get('/health/ready');
+      expectOk(res);
+      expect(JSON.stringify(res.body)).toMatch(/"redis":"up"/);
+    }
+  });
+
+  it('a viewer on B receives changes made through A (and vice versa) with the same seq stream as a viewer on A', async () => {
+    const { key, goods } = await campaign(2);
+    const onA = await viewerOn(A, key);
+    const onB = await viewerOn(B, key);
+    const s0 = (await onA.next('campaign.snapshot')).seq;
+    const snapB = await onB.next('campaign.snapshot');
+    expect(snapB.seq).toBe(s0);
+
+    const changes: Array<[string, () => Promise<Response>]> = [
+      ['goods.salesStatus', () => ops(A).salesStatus(key, goods[0], 'SOLD_OUT')],
+      ['chat.message', () => ops(B).chat(key, 'from B')],
+      ['goods.list', () => ops(A).showing(key, goods[1])],
+      ['chat.notice', () => ops(B).chat(key, 'pinned on B', true)],
+      ['campaign.status', () => ops(A).status(key, 'ONAIR')],
+      ['goods.salesStatus', () => ops(B).salesStatus(key, goods[1], 'ALMOST_SOLD_OUT')],
+    ];
+    for (const [, act] of changes) expectOk(await act());
+    const gotA = await onA.take(changes.length);
+    const gotB = await onB.take(changes.length);
+    expect(gotA.map((e) => [e.type, e.payload.seq])).toEqual(changes.map(([type], i) => [type, s0 + i + 1]));
+    expect(stream(gotB)).toEqual(stream(gotA));
+    expect(gotB[0].payload).toMatchObject({ goodsId: String(goods[0]), salesStatus: 'SOLD_OUT', campaignKey: key });
+    await onB.settle(300);
+    expect(onA.unread).toEqual([]);
+    expect(onB.unread).toEqual([]);
+
+    // A late viewer on either node starts from the same seq.
+    const late = await viewerOn(B, key);
+    expect((await late.next('campaign.snapshot')).seq).toBe(s0 + changes.length);
+  });
+
+  it('concurrent changes through both nodes: one gap-free seq sequence, the same events on every node', async () => {
+    const { key, goods } = await campaign(4);
+    const onA = await viewerOn(A, key);
+    const onB = await viewerOn(B, key);
+    const s0 = (await onA.next('campaign.snapshot')).seq;
+    await onB.next('campaign.snapshot');
+    const statuses = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ops(i % 2 ? B : A).salesStatus(key, goods[i % 4], statuses[i % 3])),
+    );
+    for (const r of results) expectOk(r);
+    const gotA = await onA.take(20);
+    const gotB = await onB.take(20);
+    const seqs = (events: Received[]) => events.map((e) => e.payload.seq as number).sort((x, y) => x - y);
+    expect(seqs(gotA)).toEqual(Array.from({ length: 20 }, (_, i) => s0 + i + 1));
+    expect(seqs(gotB)).toEqual(seqs(gotA));
+    const bySeq = (events: Received[]) => new Map(events.map((e) => [e.payload.seq, e.payload]));
+    expect(bySeq(gotB)).toEqual(bySeq(gotA));
+  });
+
+  it('a viewer that reconnects to B resyncs the events made through A while it was away', async () => {
+    const { key, goods } = await campaign(1);
+    const v = await viewerOn(B, key);
+    const s0 = (await v.next('campaign.snapshot')).seq;
+    v.close();
+    expectOk(await ops(A).salesStatus(key, goods[0], 'SOLD_OUT'));
+    expectOk(await ops(A).chat(key, 'one'));
+    expectOk(await ops(A).chat(key, 'two'));
+    const back = await viewerOn(B, key);
+    expect((await back.next('campaign.snapshot')).seq).toBe(s0 + 3);
+    back.resync(s0);
+    const replay = await back.take(3);
+    expect(replay.map((e) => [e.type, e.payload.seq])).toEqual([
+      ['goods.salesStatus', s0 + 1],
+      ['chat.message', s0 + 2],
+      ['chat.message', s0 + 3],
+    ]);
+  });
+
+  it('userCount counts the viewers on both nodes, on either node', async () => {
+    const { key } = await campaign(0);
+    const count = (node: Node) => async () => (await ops(node).public(key)).body.userCount as number;
+    expect(await count(A)()).toBe(0);
+    const viewers = [await viewerOn(A, key), await viewerOn(A, key), await viewerOn(B, key), await viewerOn(B, key), await viewerOn(B, key)];
+    expect(await eventually(count(A), (c) => c === 5, 1500)).toBe(5);
+    expect(await eventually(count(B), (c) => c === 5, 1500)).toBe(5);
+    expect((await ops(A).console(key)).body.userCount).toBe(5);
+    viewers[4].close();
+    viewers[0].close();
+    expect(await eventually(count(A), (c) => c === 3, 1500)).toBe(3);
+    expect(await eventually(count(B), (c) => c === 3, 1500)).toBe(3);
+    for (const v of viewers) v.close();
+    expect(await eventually(count(B), (c) => c === 0, 1500)).toBe(0);
+  });
+
+  it('deleting the campaign through A tells the viewers on B NOT_EXIST and disconnects them', async () => {
+    const { key } = await campaign(1);
+    const onB = await viewerOn(B, key);
+    const s0 = (await onB.next('campaign.snapshot')).seq;
+    const res = await ops(A).remove(key);
+    expectOk(res);
+    const last: Payload = await onB.next('campaign.status');
+    expect(last).toMatchObject({ seq: s0 + 1, campaignStatus: 'NOT_EXIST' });
+    expect(await onB.disconnected(3000)).toBe('io server disconnect');
+  });
+});

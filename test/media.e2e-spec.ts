@@ -1,0 +1,752 @@
+import { readdirSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join, relative } from 'node:path';
+import sharp from 'sharp';
+import type { Response } from 'supertest';
+import { Media } from '../src/media/entities/media.entity';
+import { HUGE_DECLARED_BYTES, ImageServer, startImageServer, watchConnections } from './support/image-server';
+import { describeEngines, mysqlServer, TestApp, TestCustomer } from './support/test-app';
+
+/**
+ * Media (interface "Media" and "Thumbnail", CONTRACT §5) against a real image server on loopback:
+ * stored copies and thumbnails, serving, refetch rules, replacement and removal, hostile inputs, and
+ * the address guard with private hosts refused.
+ */
+
+type Body = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const CACHE_CONTROL = 'public, max-age=31536000, immutable';
+const MEDIA_KEYS = ['height', 'id', 'mediaType', 'size', 'thumbnails', 'url', 'width'];
+const THUMB_KEYS = ['height', 'imageUrl', 'original', 'size', 'width'];
+const CONTENT_TYPE: Record<string, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
+const EXT: Record<string, string> = { jpeg: 'jpg', png: 'png', webp: 'webp' };
+
+interface Expected {
+  bytes: Buffer;
+  format: 'jpeg' | 'png' | 'webp';
+  width: number;
+  height: number;
+  thumbs: Array<[number, number]>;
+}
+
+let images: ImageServer;
+let connections: ReturnType<typeof watchConnections>;
+
+beforeAll(async () => {
+  images = await startImageServer();
+  connections = watchConnections([mysqlServer.host]);
+});
+
+afterAll(async () => {
+  connections?.restore();
+  await images?.close();
+});
+
+const PHOTO = (): Expected => ({
+  bytes: images.fixtures.photo,
+  format: 'jpeg',
+  width: 800,
+  height: 600,
+  thumbs: [
+    [120, 90],
+    [240, 180],
+    [480, 360],
+  ],
+});
+const VARIANT = (tag: string): Expected => ({ ...PHOTO(), bytes: images.variant(tag) });
+
+function item(n: number | string, extra: Body = {}): Body {
+  return { name: `Item ${n}`, sku: `SKU-${n}`, url: `https://shop.example.com/goods/${n}`, ...extra };
+}
+
+function binary(res: NodeJS.ReadableStream, done: (err: Error | null, body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  res.on('end', () => done(null, Buffer.concat(chunks)));
+}
+
+/** GETs a media URL from the app under test (by its path; the host part is checked separately). */
+function download(t: TestApp, url: string) {
+  return t.http
+    .get(new URL(url).pathname)
+    .buffer(true)
+    .parse(binary as unknown as Parameters<ReturnType<TestApp['http']['get']>['parse']>[0]);
+}
+
+function keyOf(url: string): string {
+  return new URL(url).pathname.replace(/^\/media\//, '');
+}
+
+/** Every media file URL of a Media response: the original, then the three thumbnails. */
+function fileUrls(media: Body): string[] {
+  return [media.url, ...media.thumbnails.map((t: Body) => t.imageUrl)];
+}
+
+function filesOnDisk(t: TestApp): string[] {
+  const root = t.config.media.dir;
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else out.push(relative(root, join(dir, e.name)));
+    }
+  };
+  walk(root);
+  return out.sort();
+}
+
+function escapeRe(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Checks one Media object completely: shape, sizes, absolute URLs under `base`, and every file served
+ * back (original byte for byte; thumbnails decoded: true width/height/format, size = served bytes).
+ */
+async function checkMedia(t: TestApp, medias: Body[], e: Expected, opts: { base: string | RegExp; fileSize?: boolean }): Promise<Body> {
+  expect(medias).toHaveLength(1);
+  const m = medias[0];
+  expect(Object.keys(m).sort()).toEqual(MEDIA_KEYS);
+  expect(Number.isSafeInteger(m.id)).toBe(true);
+  expect({ mediaType: m.mediaType, size: m.size, width: m.width, height: m.height }).toEqual({
+    mediaType: 'IMAGE',
+    size: e.bytes.length,
+    width: e.width,
+    height: e.height,
+  });
+  const base = typeof opts.base === 'string' ? escapeRe(opts.base) : opts.base.source;
+  expect(m.url).toMatch(new RegExp(`^${base}/media/[^?#]+\\.${EXT[e.format]}$`));
+
+  const original = await download(t, m.url);
+  expect(original.status).toBe(200);
+  expect(original.headers['content-type']).toBe(CONTENT_TYPE[e.format]);
+  expect(original.headers['cache-control']).toBe(CACHE_CONTROL);
+  expect(Number(original.headers['content-length'])).toBe(e.bytes.length);
+  expect(Buffer.isBuffer(original.body)).toBe(true);
+  expect((original.body as Buffer).equals(e.bytes)).toBe(true);
+
+  expect(m.thumbnails).toHaveLength(3);
+  expect(m.thumbnails.map((th: Body) => [th.width, th.height])).toEqual(e.thumbs);
+  for (const th of m.thumbnails as Body[]) {
+    expect(Object.keys(th).sort()).toEqual(opts.fileSize ? [...THUMB_KEYS, 'fileSize'].sort() : THUMB_KEYS);
+    expect(th.original).toBe(false);
+    if (opts.fileSize) expect(th.fileSize).toBe(th.size);
+    expect(th.imageUrl).toMatch(new RegExp(`^${base}/media/[^?#]+\\.${EXT[e.format]}$`));
+    const file = await download(t, th.imageUrl);
+    expect(file.status).toBe(200);
+    expect(file.headers['content-type']).toBe(CONTENT_TYPE[e.format]);
+    expect(file.headers['cache-control']).toBe(CACHE_CONTROL);
+    const body = file.body as Buffer;
+    expect(body.length).toBe(th.size);
+    const meta = await sharp(body).metadata();
+    expect({ width: meta.width, height: meta.height, format: meta.format, orientation: meta.orientation ?? 1 }).toEqual({
+      width: th.width,
+      height: th.height,
+      format: e.format,
+      orientation: 1,
+    });
+  }
+  expect(new Set(fileUrls(m)).size).toBe(4);
+  return m;
+}
+
+async function expectGone(t: TestApp, media: Body): Promise<void> {
+  for (const url of fileUrls(media)) {
+    const res = await download(t, url);
+    expect({ url, status: res.status }).toEqual({ url, status: 404 });
+  }
+  const disk = filesOnDisk(t);
+  for (const url of fileUrls(media)) expect(disk).not.toContain(keyOf(url));
+}
+
+async function expectServed(t: TestApp, media: Body): Promise<void> {
+  for (const url of fileUrls(media)) {
+    const res = await download(t, url);
+    expect({ url, status: res.status }).toEqual({ url, status: 200 });
+  }
+}
+
+function api(t: () => TestApp, c: TestCustomer) {
+  const path = `/v1/goods/${c.accessKey}`;
+  return {
+    register: (body: Body) => t().http.post(path).set('Authorization', c.auth()).send(body),
+    update: (body: Body, by: '' | '/sku' | '/url' = '', query: Body = {}) =>
+      t().http.put(`${path}${by}`).query(query).set('Authorization', c.auth()).send(body),
+    sync: (body: Body[], query: Body = {}) => t().http.post(`${path}/sync`).query(query).set('Authorization', c.auth()).send(body),
+    bySku: (sku: string) => t().http.get(`${path}/sku`).query({ value: sku }).set('Authorization', c.auth()),
+    list: () => t().http.get(path).set('Authorization', c.auth()),
+    remove: (id: number) => t().http.delete(`${path}/${id}`).set('Authorization', c.auth()),
+    removeBySku: (sku: string) => t().http.delete(`${path}/sku`).query({ value: sku }).set('Authorization', c.auth()),
+  };
+}
+
+async function ok(res: Promise<Response> | Response): Promise<Body> {
+  const r = await res;
+  expect({ status: r.status, body: r.status === 200 ? 'ok' : r.body }).toEqual({ status: 200, body: 'ok' });
+  return r.body as Body;
+}
+
+/** The base URL the app derives from a supertest request (its Host header is 127.0.0.1:<port>). */
+const REQUEST_HOST = /http:\/\/127\.0\.0\.1:\d+/;
+
+describeEngines(
+  'media',
+  __filename,
+  (ctx) => {
+    describe('register: stored copy, thumbnails and served files', () => {
+      it('JPEG: original byte for byte, 120/240/480 thumbnails, absolute URLs on the request host, fileSize', async () => {
+        const c = await ctx().createCustomer();
+        const before = images.hits('/photo.jpg');
+        const mediaUrl = images.url1('/photo.jpg');
+        const res = await api(ctx, c).register(item(1, { mediaUrl })).set('Host', 'shop.test:8080');
+        const body = await ok(res);
+        expect(body.mediaUrl).toBe(mediaUrl);
+        const m = await checkMedia(ctx(), body.medias, PHOTO(), { base: 'http://shop.test:8080', fileSize: true });
+        expect(images.hits('/photo.jpg')).toBe(before + 1);
+
+        // Look-ups and lists show the same media (no fileSize there), on their own request's host.
+        const read = await ok(api(ctx, c).bySku('SKU-1'));
+        const again = await checkMedia(ctx(), read.medias, PHOTO(), { base: REQUEST_HOST });
+        expect(again.id).toBe(m.id);
+        expect(fileUrls(again).map(keyOf)).toEqual(fileUrls(m).map(keyOf));
+        const list = await ok(api(ctx, c).list());
+        const listed = list.results[0].medias as Body[];
+        expect(listed).toHaveLength(1);
+        expect(Object.keys(listed[0]).sort()).toEqual(MEDIA_KEYS);
+        expect({ ...listed[0], url: keyOf(listed[0].url), thumbnails: listed[0].thumbnails.map((th: Body) => ({ ...th, imageUrl: keyOf(th.imageUrl) })) }).toEqual({
+          ...again,
+          url: keyOf(again.url),
+          thumbnails: again.thumbnails.map((th: Body) => ({ ...th, imageUrl: keyOf(th.imageUrl) })),
+        });
+        expect(images.hits('/photo.jpg')).toBe(before + 1);
+      });
+
+      it('PNG with alpha: PNG thumbnails that keep the alpha channel, never enlarged past 300 px', async () => {
+        const c = await ctx().createCustomer();
+        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/logo.png') })));
+        const m = await checkMedia(
+          ctx(),
+          body.medias,
+          {
+            bytes: images.fixtures.logo,
+            format: 'png',
+            width: 300,
+            height: 200,
+            thumbs: [
+              [120, 80],
+              [240, 160],
+              [300, 200],
+            ],
+          },
+          { base: REQUEST_HOST, fileSize: true },
+        );
+        for (const th of m.thumbnails) {
+          const meta = await sharp((await download(ctx(), th.imageUrl)).body as Buffer).metadata();
+          expect(meta.hasAlpha).toBe(true);
+        }
+      });
+
+      it('WebP: WebP thumbnails', async () => {
+        const c = await ctx().createCustomer();
+        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url2('/pic.webp') })));
+        await checkMedia(
+          ctx(),
+          body.medias,
+          {
+            bytes: images.fixtures.webp,
+            format: 'webp',
+            width: 640,
+            height: 480,
+            thumbs: [
+              [120, 90],
+              [240, 180],
+              [480, 360],
+            ],
+          },
+          { base: REQUEST_HOST, fileSize: true },
+        );
+      });
+
+      it('EXIF orientation 6: displayed size 400x600, thumbnails turned upright, original kept as sent', async () => {
+        const c = await ctx().createCustomer();
+        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/rotated.jpg') })));
+        const m = await checkMedia(
+          ctx(),
+          body.medias,
+          {
+            bytes: images.fixtures.rotated,
+            format: 'jpeg',
+            width: 400,
+            height: 600,
+            thumbs: [
+              [120, 180],
+              [240, 360],
+              [400, 600],
+            ],
+          },
+          { base: REQUEST_HOST, fileSize: true },
+        );
+        for (const th of m.thumbnails) {
+          const { data, info } = await sharp((await download(ctx(), th.imageUrl)).body as Buffer)
+            .raw()
+            .toBuffer({ resolveWithObject: true });
+          const at = (y: number) => [...data.subarray((y * info.width + (info.width >> 1)) * info.channels, (y * info.width + (info.width >> 1)) * info.channels + 3)];
+          // Stored left half red, right half blue; orientation 6 shows the left half on top.
+          const [top, bottom] = [at(4), at(info.height - 5)];
+          expect(top[0]).toBeGreaterThan(150);
+          expect(top[2]).toBeLessThan(100);
+          expect(bottom[2]).toBeGreaterThan(150);
+          expect(bottom[0]).toBeLessThan(100);
+        }
+      });
+
+      it('an image smaller than 120 px: three thumbnails of its own size', async () => {
+        const c = await ctx().createCustomer();
+        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/tiny.png') })));
+        await checkMedia(
+          ctx(),
+          body.medias,
+          {
+            bytes: images.fixtures.tiny,
+            format: 'png',
+            width: 50,
+            height: 30,
+            thumbs: [
+              [50, 30],
+              [50, 30],
+              [50, 30],
+            ],
+          },
+          { base: REQUEST_HOST, fileSize: true },
+        );
+      });
+
+      it('follows a redirect to the image', async () => {
+        const c = await ctx().createCustomer();
+        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/redirect?to=/v/redirected/photo.jpg') })));
+        await checkMedia(ctx(), body.medias, VARIANT('redirected'), { base: REQUEST_HOST, fileSize: true });
+      });
+
+      it('update and sync responses carry the media without fileSize', async () => {
+        const c = await ctx().createCustomer();
+        const created = await ok(api(ctx, c).register(item(1)));
+        expect(created.medias).toEqual([]);
+        const updated = await ok(api(ctx, c).update({ id: created.id, mediaUrl: images.url1('/v/upd/photo.jpg') }));
+        await checkMedia(ctx(), updated.medias, VARIANT('upd'), { base: REQUEST_HOST });
+        const synced = await ok(api(ctx, c).sync([item(2, { mediaUrl: images.url1('/v/upd/photo.jpg') })]));
+        expect(synced.results[0]).toMatchObject({ status: 'CREATE', message: null });
+        await checkMedia(ctx(), synced.results[0].medias, VARIANT('upd'), { base: REQUEST_HOST });
+      });
+    });
+
+    describe('an unchanged mediaUrl is not fetched again unless refreshMedia=true', () => {
+      it('PUT by id, sku and url: no fetch for the same URL or without mediaUrl; refreshMedia=true fetches again', async () => {
+        const c = await ctx().createCustomer();
+        const mediaUrl = images.url1(`/v/keep-${ctx().engine}/photo.jpg`);
+        const created = await ok(api(ctx, c).register(item(1, { mediaUrl })));
+        const m = created.medias[0];
+        const hits = () => images.hits(`/v/keep-${ctx().engine}/photo.jpg`);
+        expect(hits()).toBe(1);
+
+        const same = await ok(api(ctx, c).update({ id: created.id, name: 'Renamed', mediaUrl }));
+        expect(same.name).toBe('Renamed');
+        const noUrl = await ok(api(ctx, c).update({ sku: 'SKU-1', originalPrice: 1000 }, '/sku'));
+        const viaUrl = await ok(api(ctx, c).update({ url: created.url, mediaUrl, description: 'd' }, '/url'));
+        expect(hits()).toBe(1);
+        for (const r of [same, noUrl, viaUrl]) {
+          expect(r.medias).toHaveLength(1);
+          expect(r.medias[0].id).toBe(m.id);
+          expect(keyOf(r.medias[0].url)).toBe(keyOf(m.url));
+        }
+
+        const refreshed = await ok(api(ctx, c).update({ sku: 'SKU-1', mediaUrl }, '/sku', { refreshMedia: 'true' }));
+        expect(hits()).toBe(2);
+        await checkMedia(ctx(), refreshed.medias, VARIANT(`keep-${ctx().engine}`), { base: REQUEST_HOST });
+        // Same bytes: same files.
+        expect(fileUrls(refreshed.medias[0]).map(keyOf)).toEqual(fileUrls(m).map(keyOf));
+      });
+
+      it('a changed image at the same URL shows only after refreshMedia=true (PUT and sync); the old files go', async () => {
+        const c = await ctx().createCustomer();
+        images.setSwap(images.fixtures.swapA);
+        const mediaUrl = images.url1('/swap.jpg');
+        const hits = () => images.hits('/swap.jpg');
+        const start = hits();
+        const created = await ok(api(ctx, c).register(item(1, { mediaUrl })));
+        const a = created.medias[0];
+        expect([a.width, a.height, a.size]).toEqual([320, 240, images.fixtures.swapA.length]);
+
+        images.setSwap(images.fixtures.swapB);
+        const kept = await ok(api(ctx, c).update({ id: created.id, mediaUrl }));
+        expect(keyOf(kept.medias[0].url)).toBe(keyOf(a.url));
+        const syncedKept = await ok(api(ctx, c).sync([{ sku: 'SKU-1', mediaUrl }]));
+        expect(syncedKept.results[0]).toMatchObject({ status: 'UPDATE', message: null });
+        expect(keyOf(syncedKept.results[0].medias[0].url)).toBe(keyOf(a.url));
+        expect(hits()).toBe(start + 1);
+
+        const refreshed = await ok(api(ctx, c).update({ id: created.id, mediaUrl }, '', { refreshMedia: 'true' }));
+        expect(hits()).toBe(start + 2);
+        const b = await checkMedia(
+          ctx(),
+          refreshed.medias,
+          {
+            bytes: images.fixtures.swapB,
+            format: 'jpeg',
+            width: 300,
+            height: 300,
+            thumbs: [
+              [120, 120],
+              [240, 240],
+              [300, 300],
+            ],
+          },
+          { base: REQUEST_HOST },
+        );
+        await expectGone(ctx(), a);
+
+        images.setSwap(images.fixtures.swapA);
+        const syncRefreshed = await ok(api(ctx, c).sync([{ sku: 'SKU-1', mediaUrl }], { refreshMedia: 'true' }));
+        expect(hits()).toBe(start + 3);
+        expect(syncRefreshed.results[0]).toMatchObject({ status: 'UPDATE', message: null });
+        expect(syncRefreshed.results[0].medias[0]).toMatchObject({ width: 320, height: 240, size: images.fixtures.swapA.length });
+        await expectServed(ctx(), syncRefreshed.results[0].medias[0]);
+        await expectGone(ctx(), b);
+      });
+
+      it('refreshMedia must be true or false', async () => {
+        const c = await ctx().createCustomer();
+        const created = await ok(api(ctx, c).register(item(1)));
+        const res = await api(ctx, c).update({ id: created.id, name: 'x' }, '', { refreshMedia: 'maybe' });
+        expect({ status: res.status, _s: res.body._s }).toEqual({ status: 400, _s: -510 });
+        const sync = await api(ctx, c).sync([item(1)], { refreshMedia: 'maybe' });
+        expect({ status: sync.status, _s: sync.body._s }).toEqual({ status: 400, _s: -510 });
+      });
+    });
+
+    describe('replacement, removal and deletion', () => {
+      it('a changed mediaUrl replaces the media; the old files are removed when nothing else uses them', async () => {
+        const c = await ctx().createCustomer();
+        const created = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/v/repl-a/photo.jpg') })));
+        const a = created.medias[0];
+        const replaced = await ok(api(ctx, c).update({ id: created.id, mediaUrl: images.url1('/v/repl-b/photo.jpg') }));
+        const b = await checkMedia(ctx(), replaced.medias, VARIANT('repl-b'), { base: REQUEST_HOST });
+        expect(b.url).not.toBe(a.url);
+        await expectGone(ctx(), a);
+        expect(await ctx().dataSource.getRepository(Media).count({ where: { goodsId: created.id } })).toBe(1);
+      });
+
+      it('old files stay while another item still uses them', async () => {
+        const c = await ctx().createCustomer();
+        const shared = images.url1('/v/repl-shared/photo.jpg');
+        const one = await ok(api(ctx, c).register(item(1, { mediaUrl: shared })));
+        const two = await ok(api(ctx, c).register(item(2, { mediaUrl: shared })));
+        expect(fileUrls(two.medias[0]).map(keyOf)).toEqual(fileUrls(one.medias[0]).map(keyOf));
+        await ok(api(ctx, c).update({ id: one.id, mediaUrl: images.url1('/v/repl-other/photo.jpg') }));
+        await expectServed(ctx(), one.medias[0]);
+        const removed = await ok(api(ctx, c).update({ id: two.id, mediaUrl: null }));
+        expect(removed.medias).toEqual([]);
+        await expectGone(ctx(), one.medias[0]);
+      });
+
+      it('mediaUrl null removes the media and its files', async () => {
+        const c = await ctx().createCustomer();
+        const created = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/v/remove/photo.jpg') })));
+        const removed = await ok(api(ctx, c).update({ sku: 'SKU-1', mediaUrl: null }, '/sku'));
+        expect(removed.mediaUrl).toBeNull();
+        expect(removed.medias).toEqual([]);
+        expect((await ok(api(ctx, c).bySku('SKU-1'))).medias).toEqual([]);
+        await expectGone(ctx(), created.medias[0]);
+        expect(await ctx().dataSource.getRepository(Media).count({ where: { goodsId: created.id } })).toBe(0);
+      });
+
+      it('deleting a goods item deletes the files no other item uses', async () => {
+        const c = await ctx().createCustomer();
+        const other = await ctx().createCustomer();
+        const mediaUrl = images.url1('/v/delete/photo.jpg');
+        const one = await ok(api(ctx, c).register(item(1, { mediaUrl })));
+        const two = await ok(api(ctx, other).register(item(1, { mediaUrl })));
+        const m = one.medias[0];
+        expect(fileUrls(two.medias[0]).map(keyOf)).toEqual(fileUrls(m).map(keyOf));
+
+        expect((await api(ctx, c).remove(one.id)).status).toBe(200);
+        await expectServed(ctx(), m);
+        expect((await api(ctx, other).removeBySku('SKU-1')).status).toBe(200);
+        await expectGone(ctx(), m);
+        expect(await ctx().dataSource.getRepository(Media).count({ where: { goodsId: one.id } })).toBe(0);
+      });
+    });
+
+    describe('sync', () => {
+      it('fetches each distinct URL once per call and stores identical bytes once', async () => {
+        const c = await ctx().createCustomer();
+        const [tagOne, tagTwo] = [`sync-one-${ctx().engine}`, `sync-two-${ctx().engine}`];
+        const one = images.url1(`/v/${tagOne}/photo.jpg`);
+        const two = images.url1(`/v/${tagTwo}/photo.jpg`);
+        const twoAgain = `${two}?again=1`; // another URL, the same bytes
+        const filesBefore = filesOnDisk(ctx()).length;
+        const body = await ok(
+          api(ctx, c).sync([
+            item(1, { mediaUrl: one }),
+            item(2, { mediaUrl: one }),
+            item(3, { mediaUrl: two }),
+            item(4, { mediaUrl: twoAgain }),
+            item(5, { mediaUrl: one }),
+          ]),
+        );
+        expect(images.hits(`/v/${tagOne}/photo.jpg`)).toBe(1);
+        expect(images.hits(`/v/${tagTwo}/photo.jpg`)).toBe(2);
+        const rows = body.results as Body[];
+        expect(rows.map((r) => [r.status, r.message, r.mediaUrl])).toEqual([
+          ['CREATE', null, one],
+          ['CREATE', null, one],
+          ['CREATE', null, two],
+          ['CREATE', null, twoAgain],
+          ['CREATE', null, one],
+        ]);
+        const m1 = await checkMedia(ctx(), rows[0].medias, VARIANT(tagOne), { base: REQUEST_HOST });
+        const m3 = await checkMedia(ctx(), rows[2].medias, VARIANT(tagTwo), { base: REQUEST_HOST });
+        for (const i of [1, 4]) expect(fileUrls(rows[i].medias[0]).map(keyOf)).toEqual(fileUrls(m1).map(keyOf));
+        expect(fileUrls(rows[3].medias[0]).map(keyOf)).toEqual(fileUrls(m3).map(keyOf));
+        // One media row per item, one set of files per distinct content.
+        expect(new Set(rows.map((r) => r.medias[0].id)).size).toBe(5);
+        expect(filesOnDisk(ctx()).length).toBe(filesBefore + 8);
+
+        // A later call with the same URL for a new item fetches it again but still stores nothing new.
+        const later = await ok(api(ctx, c).sync([item(6, { mediaUrl: one })]));
+        expect(images.hits(`/v/${tagOne}/photo.jpg`)).toBe(2);
+        expect(fileUrls(later.results[0].medias[0]).map(keyOf)).toEqual(fileUrls(m1).map(keyOf));
+        expect(filesOnDisk(ctx()).length).toBe(filesBefore + 8);
+      });
+
+      it('in one call: unchanged kept without fetch, changed replaced, null removed, missing left alone', async () => {
+        const c = await ctx().createCustomer();
+        const tags = ['s-keep', 's-old', 's-null', 's-untouched', 's-new'].map((t) => `${t}-${ctx().engine}`);
+        const [u1, u2, u3, u4] = tags.map((t) => images.url1(`/v/${t}/photo.jpg`));
+        const first = await ok(
+          api(ctx, c).sync([item(1, { mediaUrl: u1 }), item(2, { mediaUrl: u2 }), item(3, { mediaUrl: u3 }), item(4, { mediaUrl: u4 })]),
+        );
+        const before = first.results.map((r: Body) => r.medias[0]);
+        const newUrl = images.url1(`/v/${tags[4]}/photo.jpg`);
+        const second = await ok(
+          api(ctx, c).sync([
+            { sku: 'SKU-1', mediaUrl: u1, name: 'kept' },
+            { sku: 'SKU-2', mediaUrl: newUrl },
+            { sku: 'SKU-3', mediaUrl: null },
+            { sku: 'SKU-4', name: 'no media field' },
+          ]),
+        );
+        const rows = second.results as Body[];
+        expect(rows.map((r) => [r.status, r.message])).toEqual([
+          ['UPDATE', null],
+          ['UPDATE', null],
+          ['UPDATE', null],
+          ['UPDATE', null],
+        ]);
+        for (const t of tags) expect({ t, hits: images.hits(`/v/${t}/photo.jpg`) }).toEqual({ t, hits: 1 });
+        expect(rows[0].medias[0].id).toBe(before[0].id);
+        await checkMedia(ctx(), rows[1].medias, VARIANT(tags[4]), { base: REQUEST_HOST });
+        await expectGone(ctx(), before[1]);
+        expect(rows[2].medias).toEqual([]);
+        expect(rows[2].mediaUrl).toBeNull();
+        await expectGone(ctx(), before[2]);
+        expect(rows[3].medias[0].id).toBe(before[3].id);
+        expect(rows[3].mediaUrl).toBe(u4);
+        await expectServed(ctx(), before[3]);
+      });
+    });
+
+    describe('failures never lose goods data', () => {
+      it('hostile inputs in one sync: each row saved (CREATE) with a clear message, medias [], no hang', async () => {
+        const c = await ctx().createCustomer();
+        const cases: Array<[string, RegExp]> = [
+          ['/fake.jpg', /not an image/],
+          ['/truncated.jpg', /cannot be decoded/],
+          ['/huge', /over the 20971520-byte limit/],
+          ['/huge-declared', new RegExp(`${HUGE_DECLARED_BYTES} bytes; the limit is 20971520`)],
+          ['/bomb.png', /20000x20000 \(400\.0 megapixels\); the limit is 40 megapixels/],
+          ['/hang', /no complete answer within 1500 ms/],
+          ['/status/404', /HTTP 404/],
+        ];
+        const started = Date.now();
+        const body = await ok(
+          api(ctx, c).sync([
+            ...cases.map(([path], i) => item(i + 1, { mediaUrl: images.url1(path), originalPrice: 1000 + i })),
+            item('good', { mediaUrl: images.url1('/v/hostile-good/photo.jpg') }),
+          ]),
+        );
+        const elapsed = Date.now() - started;
+        expect(elapsed).toBeLessThan(6000);
+        expect(body).toMatchObject({ totalCount: 8, createCount: 8, updateCount: 0, failCount: 0 });
+        const rows = body.results as Body[];
+        cases.forEach(([path], i) => {
+          expect({ path, status: rows[i].status, medias: rows[i].medias }).toEqual({ path, status: 'CREATE', medias: [] });
+          expect(rows[i].message).toMatch(/^saved without image: /);
+        });
+        expect(rows[7]).toMatchObject({ status: 'CREATE', message: null });
+        await checkMedia(ctx(), rows[7].medias, VARIANT('hostile-good'), { base: REQUEST_HOST });
+
+        // Every item is stored with all its data.
+        for (let i = 0; i < cases.length; i += 1) {
+          const stored = await ok(api(ctx, c).bySku(`SKU-${i + 1}`));
+          expect(stored).toMatchObject({ name: `Item ${i + 1}`, mediaUrl: images.url1(cases[i][0]), originalPrice: 1000 + i, medias: [] });
+        }
+        expect((await ctx().http.get('/health')).status).toBe(200);
+        expect((await ctx().http.get('/health/ready')).status).toBe(200);
+
+        // Last, so that everything above is checked even when a message is wrong: each says why.
+        expect(cases.map(([path], i) => ({ path, message: rows[i].message }))).toEqual(
+          cases.map(([path, reason]) => ({ path, message: expect.stringMatching(reason) })),
+        );
+      });
+
+      it('register: a failed image still saves the item with medias [] (404, non-image, timeout)', async () => {
+        const c = await ctx().createCustomer();
+        for (const [n, path] of [
+          [1, '/status/404'],
+          [2, '/fake.jpg'],
+          [3, '/bomb.png'],
+        ] as const) {
+          const body = await ok(api(ctx, c).register(item(n, { mediaUrl: images.url1(path), brand: 'B' })));
+          expect(body).toMatchObject({ name: `Item ${n}`, brand: 'B', mediaUrl: images.url1(path), medias: [] });
+          expect(await ok(api(ctx, c).bySku(`SKU-${n}`))).toMatchObject({ id: body.id, medias: [] });
+        }
+        const started = Date.now();
+        const hung = await ok(api(ctx, c).register(item(4, { mediaUrl: images.url1('/hang') })));
+        expect(Date.now() - started).toBeLessThan(4000);
+        expect(hung).toMatchObject({ name: 'Item 4', medias: [] });
+        expect((await ctx().http.get('/health')).status).toBe(200);
+      });
+
+      it('update: a new URL that fails saves the other changes, leaves no media and frees the old files', async () => {
+        const c = await ctx().createCustomer();
+        const created = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/v/upd-fail/photo.jpg') })));
+        const updated = await ok(
+          api(ctx, c).update({ id: created.id, name: 'New name', discountedPrice: 900, mediaUrl: images.url1('/truncated.jpg') }),
+        );
+        expect(updated).toMatchObject({ name: 'New name', discountedPrice: 900, mediaUrl: images.url1('/truncated.jpg'), medias: [] });
+        expect(await ok(api(ctx, c).bySku('SKU-1'))).toMatchObject({ name: 'New name', medias: [] });
+        await expectGone(ctx(), created.medias[0]);
+      });
+
+      it('sync update with a failing image keeps UPDATE and says what happened to the image', async () => {
+        const c = await ctx().createCustomer();
+        await ok(api(ctx, c).register(item(1)));
+        const body = await ok(api(ctx, c).sync([{ sku: 'SKU-1', name: 'Changed', mediaUrl: images.url1('/fake.jpg') }]));
+        expect(body.results[0]).toMatchObject({ status: 'UPDATE', name: 'Changed', medias: [] });
+        expect(body.results[0].message).toMatch(/^saved without image: .*not an image/);
+        expect(await ok(api(ctx, c).bySku('SKU-1'))).toMatchObject({ name: 'Changed', mediaUrl: images.url1('/fake.jpg') });
+      });
+    });
+
+    describe('serving /media', () => {
+      it('an unknown or malformed key is a 404 that is not cached for a year', async () => {
+        const t = ctx();
+        for (const path of [`/media/ab/${'ab'.repeat(32)}.jpg`, `/media/ab/${'ab'.repeat(32)}-120.jpg`, '/media/..%2F..%2Fetc%2Fpasswd', '/media/x.jpg']) {
+          const res = await t.http.get(path);
+          expect({ path, status: res.status, _s: res.body._s }).toEqual({ path, status: 404, _s: -404 });
+          expect({ path, cache: res.headers['cache-control'] ?? '' }).toEqual({ path, cache: expect.not.stringMatching(/immutable|max-age=31536000/) });
+        }
+      });
+
+      it('storage holds exactly the files that media rows refer to (no orphans, nothing missing)', async () => {
+        const rows = await ctx().dataSource.getRepository(Media).find();
+        const referenced = new Set(rows.flatMap((m) => [m.fileKey, ...m.thumbnails.map((th) => th.key)]));
+        expect(filesOnDisk(ctx())).toEqual([...referenced].sort());
+      });
+    });
+  },
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', MEDIA_FETCH_TIMEOUT_MS: '1500' },
+);
+
+describeEngines(
+  'media address guard',
+  __filename,
+  (ctx) => {
+    const PUBLIC = 'https://cdn.livegoods.test';
+
+    it('refuses loopback, private, link-local and metadata addresses before connecting, and says why', async () => {
+      const c = await ctx().createCustomer();
+      const p1 = images.port1;
+      const cases: Array<[string, RegExp]> = [
+        [`http://127.0.0.1:${p1}/photo.jpg`, /refused to fetch from 127\.0\.0\.1: 127\.0\.0\.1 is a loopback address/],
+        ['http://10.0.0.1/x.jpg', /refused to fetch from 10\.0\.0\.1: 10\.0\.0\.1 is a private address/],
+        ['http://169.254.169.254/latest/meta-data', /refused to fetch from 169\.254\.169\.254: .*link-?local/i],
+        [`http://[::1]:${p1}/photo.jpg`, /refused to fetch from ::1: ::1 is a loopback address/],
+        [`http://localhost:${p1}/photo.jpg`, /refused to fetch from localhost: .* is a loopback address/],
+        [`http://[::ffff:127.0.0.1]:${p1}/photo.jpg`, /refused to fetch from .*loopback/],
+        [images.url2(`/redirect?to=${encodeURIComponent(images.url1('/photo.jpg'))}`), /refused to fetch from 127\.0\.0\.1: .*loopback/],
+        [images.url2('/redirect?to=file:///etc/passwd'), /only http and https URLs are fetched \(got file\)/],
+      ];
+      const photoHits = images.hits('/photo.jpg', 1);
+      const redirectHits = images.hits('/redirect', 2);
+      const attempts = connections.attempts.length;
+      const started = Date.now();
+      const body = await ok(api(ctx, c).sync(cases.map(([mediaUrl], i) => item(i + 1, { mediaUrl }))));
+      expect(Date.now() - started).toBeLessThan(1000);
+
+      const rows = body.results as Body[];
+      cases.forEach(([mediaUrl, reason], i) => {
+        expect({ mediaUrl, status: rows[i].status, medias: rows[i].medias, message: rows[i].message }).toEqual({
+          mediaUrl,
+          status: 'CREATE',
+          medias: [],
+          message: expect.stringMatching(new RegExp(`^saved without image: .*${reason.source}`, reason.flags)),
+        });
+      });
+      // Nothing reached the loopback listener or left the machine; only the allowed host was asked.
+      expect(images.hits('/photo.jpg', 1)).toBe(photoHits);
+      expect(images.hits('/redirect', 2)).toBe(redirectHits + 2);
+      const made = connections.attempts.slice(attempts);
+      // (localhost reaches the resolver, whose loopback answer is refused: no socket is opened.)
+      expect(made.filter((a) => isIP(a.host) && (a.port === p1 || /^(10\.|169\.254\.|::1$|::ffff:)/.test(a.host)))).toEqual([]);
+      for (let i = 1; i <= cases.length; i += 1) expect((await api(ctx, c).bySku(`SKU-${i}`)).status).toBe(200);
+      expect((await ctx().http.get('/health')).status).toBe(200);
+    });
+
+    it('a host on MEDIA_ALLOWED_HOSTS is fetched; URLs use PUBLIC_BASE_URL', async () => {
+      const c = await ctx().createCustomer();
+      const before = images.hits('/v/guard-allowed/photo.jpg', 2);
+      const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url2('/v/guard-allowed/photo.jpg') })));
+      expect(images.hits('/v/guard-allowed/photo.jpg', 2)).toBe(before + 1);
+      await checkMedia(ctx(), body.medias, VARIANT('guard-allowed'), { base: PUBLIC, fileSize: true });
+      const synced = await ok(api(ctx, c).sync([item(2, { mediaUrl: images.url2('/pic.webp') })]));
+      expect(synced.results[0]).toMatchObject({ status: 'CREATE', message: null });
+      expect(synced.results[0].medias[0].url.startsWith(`${PUBLIC}/media/`)).toBe(true);
+    });
+
+    it('file: and ftp: mediaUrl values are refused by validation (400 -510; FAIL row in sync)', async () => {
+      const c = await ctx().createCustomer();
+      for (const mediaUrl of ['file:///etc/passwd', `ftp://127.0.0.2:${images.port2}/photo.jpg`]) {
+        const res = await api(ctx, c).register(item(1, { mediaUrl }));
+        expect({ status: res.status, _s: res.body._s }).toEqual({ status: 400, _s: -510 });
+        expect(res.body.errors.map((e: Body) => e.field)).toContain('mediaUrl');
+        expect((await api(ctx, c).bySku('SKU-1')).status).toBe(404);
+      }
+      const created = await ok(api(ctx, c).register(item(9)));
+      const put = await api(ctx, c).update({ id: created.id, mediaUrl: 'file:///etc/passwd' });
+      expect({ status: put.status, _s: put.body._s }).toEqual({ status: 400, _s: -510 });
+
+      const body = await ok(
+        api(ctx, c).sync([item(1, { mediaUrl: 'file:///etc/passwd' }), item(2, { mediaUrl: 'ftp://example.com/a.jpg' })]),
+      );
+      expect(body).toMatchObject({ createCount: 0, failCount: 2 });
+      for (const row of body.results as Body[]) {
+        expect(row.status).toBe('FAIL');
+        expect(row.message).toMatch(/mediaUrl must be an absolute http or https URL/);
+      }
+      expect((await api(ctx, c).bySku('SKU-1')).status).toBe(404);
+    });
+  },
+  {
+    MEDIA_ALLOW_PRIVATE_HOSTS: 'false',
+    MEDIA_ALLOWED_HOSTS: '127.0.0.2',
+    MEDIA_FETCH_TIMEOUT_MS: '1500',
+    PUBLIC_BASE_URL: 'https://cdn.livegoods.test',
+  },
+);
