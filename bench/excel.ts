@@ -1,7 +1,10 @@
 /**
  * npm run bench:excel — uploads a 10,000-row .xlsx (no images) to POST /v1/goods/{accessKey}/excel,
  * first as new goods, then the same sheet with every row changed, over HTTP against the real server,
- * on SQLite and on MariaDB; prints rows per second for each run and the server's peak RSS.
+ * on SQLite and on MariaDB; prints rows per second for each run and the server's peak RSS. For
+ * reference it then sends the same 10,000 changes once more as a JSON POST /sync (same writer, no
+ * spreadsheet to read): the difference is the cost of reading the file. Before measuring, one 1-row
+ * upload warms the server up (exceljs is loaded on the first spreadsheet, ~0.2 s once per process).
  * Options: --engines=sqlite,mysql  --count=10000
  */
 import * as ExcelJS from 'exceljs';
@@ -34,6 +37,29 @@ async function uploadOnce(baseUrl: string, accessKey: string, auth: string, file
   return { ms, counts: `create ${json.createCount}, update ${json.updateCount}, fail ${json.failCount}` };
 }
 
+async function warmUp(baseUrl: string, accessKey: string, auth: string): Promise<void> {
+  const book = new ExcelJS.Workbook();
+  book.addWorksheet('Goods').addRows([['sku', 'url', 'name'], ['WARM-UP', 'https://shop.example.com/warm-up', 'Warm-up']]);
+  const form = new FormData();
+  form.append('file', new Blob([Buffer.from(await book.xlsx.writeBuffer())]), 'warm-up.xlsx');
+  const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/excel`, { method: 'POST', headers: { authorization: auth }, body: form });
+  if (res.status !== 200) throw new Error(`warm-up upload failed: HTTP ${res.status} ${await res.text()}`);
+}
+
+/** The same changes as a JSON sync (variant 2, so that every row changes again). */
+async function syncOnce(baseUrl: string, accessKey: string, auth: string): Promise<number> {
+  const body = JSON.stringify(Array.from({ length: COUNT }, (_, i) => goodsElement(i, 2)));
+  const started = process.hrtime.bigint();
+  const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/sync`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body,
+  });
+  const json = (await res.json()) as { updateCount: number };
+  if (res.status !== 200 || json.updateCount !== COUNT) throw new Error(`sync failed: HTTP ${res.status}`);
+  return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
 async function main(): Promise<void> {
   const files = [
     ['create', await workbook(0)],
@@ -45,6 +71,7 @@ async function main(): Promise<void> {
   for (const engine of enginesFromArgs()) {
     const server = await startServer(engine, port++, 'excel');
     try {
+      await warmUp(server.baseUrl, server.accessKey, server.auth);
       for (const [label, file] of files) {
         const { ms, counts } = await uploadOnce(server.baseUrl, server.accessKey, server.auth, file);
         const rate = Math.round((COUNT / ms) * 1000);
@@ -52,6 +79,9 @@ async function main(): Promise<void> {
         console.log(rows[rows.length - 1]);
       }
       rows.push(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);
+      console.log(rows[rows.length - 1]);
+      const sync = await syncOnce(server.baseUrl, server.accessKey, server.auth);
+      rows.push(`${engine.padEnd(7)} (reference: JSON /sync of 10,000 changes ${sync.toFixed(0)} ms, ${Math.round((COUNT / sync) * 1000)} goods/s)`);
       console.log(rows[rows.length - 1]);
     } finally {
       await server.stop();

@@ -31,8 +31,7 @@ const GAP_MS = Number(arg('gap', '250'));
 const BATCH = Number(arg('batch', '500'));
 const REDIS_URL = arg('redis', process.env.REDIS_URL || 'redis://127.0.0.1:6379');
 const PROFILE_DIR = arg('profile', '');
-const profiled = (name: string): Record<string, string> =>
-  PROFILE_DIR ? { NODE_OPTIONS: `--prof --no-logfile-per-isolate --logfile=${PROFILE_DIR}/${name}.log` } : {};
+const profiled = (name: string): string[] => (PROFILE_DIR ? ['--prof', '--no-logfile-per-isolate', `--logfile=${PROFILE_DIR}/${name}.log`] : []);
 const GOODS = 5;
 const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
 
@@ -53,6 +52,7 @@ interface Result {
   httpP50: number;
   httpMax: number;
   serverCpuMs: number[];
+  generatorCpuMs: number;
   rss: number[];
 }
 
@@ -161,6 +161,7 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
   await sleep(1000); // let the server settle after the connection storm
 
   const cpuBefore = nodes.map((n) => cpuMs(n.pid));
+  const generatorBefore = process.cpuUsage();
   const httpMs: number[] = [];
   for (let c = 0; c < CHANGES; c += 1) {
     const goodsId = goodsIds[c % goodsIds.length];
@@ -176,6 +177,8 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
   const deliveredCount = () => arrival.reduce((n, x) => (Number.isNaN(x) ? n : n + 1), 0);
   while (deliveredCount() < expected && performance.now() < deadline) await sleep(100);
   const serverCpuMs = nodes.map((n, i) => cpuMs(n.pid) - cpuBefore[i]);
+  const generatorUsage = process.cpuUsage(generatorBefore);
+  const generatorCpuMs = Math.round((generatorUsage.user + generatorUsage.system) / 1000);
 
   for (const s of sockets) s.close();
   await sleep(500);
@@ -202,6 +205,7 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
     httpP50: httpMs[Math.floor(httpMs.length / 2)],
     httpMax: httpMs[httpMs.length - 1],
     serverCpuMs,
+    generatorCpuMs,
     rss: nodes.map((n) => peakRssMb(n.pid)),
   };
 }
@@ -213,7 +217,7 @@ function report(r: Result): string[] {
     `${r.mode} (${r.nodes.length} process${r.nodes.length > 1 ? 'es' : ''}, ${r.db}${r.nodes.length > 1 ? ' + Redis' : ''}): ${r.viewers} viewers connected in ${(r.connectMs / 1000).toFixed(1)} s`,
     `  delivered/expected ${r.delivered}/${r.expected}   p50 ${r.p50.toFixed(1)} ms   p99 ${r.p99.toFixed(1)} ms   max ${r.max.toFixed(1)} ms`,
     ...r.perNode.map((l) => `  ${l}`),
-    `  HTTP sales-status call: p50 ${r.httpP50.toFixed(1)} ms, max ${r.httpMax.toFixed(1)} ms; server CPU during the changes: ${r.serverCpuMs.map((ms) => `${ms} ms`).join(', ')}`,
+    `  HTTP sales-status call: p50 ${r.httpP50.toFixed(1)} ms, max ${r.httpMax.toFixed(1)} ms; CPU time during the changes: server ${r.serverCpuMs.map((ms) => `${ms} ms`).join(', ')}, load generator ${r.generatorCpuMs} ms`,
     `  server peak RSS (peakRssMb): ${rss}`,
     `  targets: all delivered ${ok(r.delivered === r.expected)}, p99 < ${TARGET.p99Ms} ms ${ok(r.p99 < TARGET.p99Ms)}, RSS < ${TARGET.rssMb} MB ${ok(r.rss.every((mb) => mb < TARGET.rssMb))}${r.viewers < TARGET.viewers ? ` (only ${r.viewers} viewers: below the ${TARGET.viewers} target)` : ''}`,
   ];
@@ -237,7 +241,7 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   let port = 3840;
   if (MODE === 'single' || MODE === 'both') {
-    const server = await startServer('sqlite', port++, 'fanout', { env: { REDIS_URL: '', ...profiled('single-A') } });
+    const server = await startServer('sqlite', port++, 'fanout', { env: { REDIS_URL: '' }, nodeArgs: profiled('single-A') });
     try {
       lines.push(...report(await measure('single', 'SQLite', [server])));
     } finally {
@@ -246,10 +250,10 @@ async function main(): Promise<void> {
     console.log(lines.join('\n'));
   }
   if (MODE === 'cluster' || MODE === 'both') {
-    const a = await startServer('mysql', port++, 'fanout', { env: { REDIS_URL, ...profiled('cluster-A') } });
+    const a = await startServer('mysql', port++, 'fanout', { env: { REDIS_URL }, nodeArgs: profiled('cluster-A') });
     let b: BenchServer | undefined;
     try {
-      b = await startServer('mysql', port++, 'fanout', { join: a, env: profiled('cluster-B') });
+      b = await startServer('mysql', port++, 'fanout', { join: a, nodeArgs: profiled('cluster-B') });
       const r = await measure('cluster', 'MariaDB', [a, b]);
       lines.push(...report(r));
       console.log(report(r).join('\n'));

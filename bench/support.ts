@@ -27,6 +27,8 @@ export interface StartOptions {
    * first server owns them). Only meaningful on MySQL/MariaDB: one SQLite file must not be shared.
    */
   join?: BenchServer;
+  /** Extra node flags for the server process only (e.g. `--prof`). */
+  nodeArgs?: string[];
 }
 
 function mysqlEnv(database: string): Record<string, string> {
@@ -105,7 +107,7 @@ export async function startServer(engine: Engine, port: number, name: string, op
     accessKey = customer.accessKey;
     auth = `Bearer ${token}`;
   }
-  const child = spawn(process.execPath, [join(root, 'dist/main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(root, 'dist/main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHealth(baseUrl, child);
   return {

@@ -57,7 +57,7 @@ const RESYNC_RETRY_MS = 2000;
 
 export class LiveClient {
   /**
-   * @param {{accessKey: string, campaignKey: string,
+   * @param {{accessKey: string, campaignKey: string, role?: 'operator',
    *   onSnapshot: (snapshot: object) => void,
    *   onEvent: (type: string, payload: object) => void,
    *   onConnection?: (state: 'connecting'|'live'|'reconnecting'|'offline', detail?: string) => void}} options
@@ -77,10 +77,11 @@ export class LiveClient {
   }
 
   start() {
-    const { accessKey, campaignKey } = this.options;
+    const { accessKey, campaignKey, role } = this.options;
     this.setConnection('connecting');
     const socket = io('/live', {
-      auth: { accessKey, campaignKey },
+      // An operator's console says so: it is not counted as a viewer.
+      auth: role ? { accessKey, campaignKey, role } : { accessKey, campaignKey },
       transports: ['websocket', 'polling'],
       tryAllTransports: true,
     });

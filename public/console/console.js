@@ -525,6 +525,7 @@ function connectLive(campaignKey) {
   view.live = new LiveClient({
     accessKey: session.accessKey,
     campaignKey,
+    role: 'operator',
     onSnapshot: (snapshot) => {
       view.chat = snapshot.chat.slice();
       renderChatLog();

@@ -101,7 +101,6 @@ function card(item) {
   const price = discounted ? item.discountedPrice : item.originalPrice;
   const showOriginal = discounted && original && Number(item.originalPrice) > Number(item.discountedPrice);
   const percent = formatPercent(item.discountPercentage, locale);
-  const status = salesStatusOf(item.salesStatus);
   const fresh = el(
     'li',
     {
@@ -130,7 +129,6 @@ function card(item) {
       ),
     ),
   );
-  fresh.setAttribute('aria-label', `${item.name}, ${status.label}${item.showingNow ? ', showing now' : ''}`);
   if (node) {
     // Keep the loaded image when it did not change.
     const oldImg = node.querySelector('img.thumb');

@@ -85,7 +85,8 @@ export class CampaignsService {
       updatedAt: now,
     });
     await this.transactions.run(async (em) => {
-      const result = await em.insert(Campaign, campaign);
+      // A copy: after an insert TypeORM writes raw default values back into the object (MySQL's 1 for true).
+      const result = await em.insert(Campaign, { ...campaign });
       campaign.id = Number(result.identifiers[0]?.id);
     });
     return toCampaignResponse(campaign, 0, { description: true });

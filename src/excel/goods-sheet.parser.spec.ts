@@ -232,6 +232,32 @@ describe('parseGoodsSheet: .xlsx', () => {
     ]);
   });
 
+  it('applies a hyperlink over a range of cells, and ignores links inside the workbook', async () => {
+    const sheetXml =
+      '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" ' +
+      'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheetData>' +
+      rowXml(1, ['sku', 'url']) +
+      rowXml(2, ['A', 'Link']) +
+      rowXml(3, ['B', 'Link']) +
+      rowXml(4, ['C', 'Sheet2!A1']) +
+      '</sheetData><hyperlinks><hyperlink ref="B2:B3" r:id="rId1"/><hyperlink ref="B4" location="Sheet2!A1"/></hyperlinks></worksheet>';
+    const sheetRels =
+      '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+      '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink" ' +
+      'Target="https://shop.example.com/range?a=1&amp;b=2" TargetMode="External"/></Relationships>';
+    const file = await zip([
+      { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
+      { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
+      { name: 'xl/worksheets/sheet1.xml', data: sheetXml },
+      { name: 'xl/worksheets/_rels/sheet1.xml.rels', data: sheetRels },
+    ]);
+    expect(rowsOf(await parse(file))).toEqual([
+      [2, { sku: 'A', url: 'https://shop.example.com/range?a=1&b=2' }],
+      [3, { sku: 'B', url: 'https://shop.example.com/range?a=1&b=2' }],
+      [4, { sku: 'C', url: 'Sheet2!A1' }],
+    ]);
+  });
+
   it('reads inline strings and a sheet written without shared strings', async () => {
     const sheet = await parse(await minimalXlsx(['sku', 'name'], 2, (i) => [`S-${i}`, `이름 ${i} & <b>`]));
     expect(rowsOf(sheet)).toEqual([

@@ -22,6 +22,8 @@ import { ViewerCounter } from './viewer-counter';
 
 interface ViewerData {
   campaignId: number;
+  /** false for an operator's console (auth.role = 'operator'): it does not count as a viewer. */
+  counted: boolean;
   campaignKey: string;
   currency: string;
   baseUrl: string;
@@ -75,7 +77,13 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       ? await this.dataSource.manager.findOne(Campaign, { where: { customerId: customer.id, campaignKey } })
       : null;
     if (!customer || !campaign) throw new Error(`campaign ${campaignKey} not found`);
-    socket.data = { campaignId: campaign.id, campaignKey, currency: customer.currency, baseUrl: this.baseUrlOf(socket) };
+    socket.data = {
+      campaignId: campaign.id,
+      counted: auth.role !== 'operator',
+      campaignKey,
+      currency: customer.currency,
+      baseUrl: this.baseUrlOf(socket),
+    };
   }
 
   private baseUrlOf(socket: ViewerSocket): string {
@@ -90,12 +98,12 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     const { campaignId } = socket.data;
     if (!campaignId) return;
     await socket.join(roomOf(campaignId));
-    this.counter.joined(campaignId);
+    if (socket.data.counted) this.counter.joined(campaignId);
     await this.sendSnapshot(socket);
   }
 
   handleDisconnect(socket: ViewerSocket): void {
-    if (socket.data?.campaignId) this.counter.left(socket.data.campaignId);
+    if (socket.data?.campaignId && socket.data.counted) this.counter.left(socket.data.campaignId);
   }
 
   @SubscribeMessage('resync')

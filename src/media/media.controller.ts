@@ -1,4 +1,5 @@
-import { Controller, Get, Header, Param, StreamableFile } from '@nestjs/common';
+import { Controller, Get, Param, Res, StreamableFile } from '@nestjs/common';
+import type { Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/decorators';
 import { ApiErrors } from '../common/http/api-docs.decorators';
@@ -29,12 +30,13 @@ export class MediaController {
   @ApiProduces('image/jpeg', 'image/png', 'image/webp')
   @ApiOkResponse({ description: 'The file' })
   @ApiErrors(404)
-  @Header('Cache-Control', 'public, max-age=31536000, immutable')
-  @Header('X-Content-Type-Options', 'nosniff')
-  async file(@Param('key') raw: string | string[]): Promise<StreamableFile> {
+  async file(@Param('key') raw: string | string[], @Res({ passthrough: true }) res: Response): Promise<StreamableFile> {
     const key = Array.isArray(raw) ? raw.join('/') : raw;
     const file = KEY.test(key) ? await this.storage.open(key) : null;
     if (!file) throw ApiException.notFound(`No media file ${key}`);
+    // Named by their checksum, files never change: only a found file may be cached for good.
+    res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     const ext = key.slice(key.lastIndexOf('.') + 1);
     return new StreamableFile(file.stream, { type: TYPES[ext], length: file.size });
   }

@@ -126,6 +126,24 @@ async function shot(target: Page, name: string, fullPage = false): Promise<strin
   return file;
 }
 
+// The browser globals the page callbacks below use (they run in Chromium, not in Node; the project's
+// type-check has no DOM library, so they are declared here, for this file only).
+interface PageNode {
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+}
+declare const document: {
+  getElementById(id: string): PageNode | null;
+  querySelector(selector: string): PageNode | null;
+  querySelectorAll(selector: string): { length: number };
+  activeElement: PageNode | null;
+  documentElement: { scrollWidth: number };
+  body: { dataset: Record<string, string | undefined> };
+};
+declare const window: unknown;
+declare const sessionStorage: { getItem(key: string): string | null };
+declare function getComputedStyle(node: unknown): { outlineStyle: string };
+
 /** What the viewer page exposes on window (see public/watch/watch.js). */
 interface LiveWindow {
   livegoods: {
@@ -368,12 +386,12 @@ if (chromiumMissing && !required) {
       await operator.keyboard.press('Enter');
       await operator.waitForFunction(() => document.querySelector('#cg-list li:nth-child(2) .info strong')?.textContent === 'Ceramic Mug Set');
       expect(await operatorNames()).toEqual(['Smart Watch 7', 'Ceramic Mug Set', 'Linen Shirt']);
-      expect(await operator.evaluate(() => (document.activeElement as HTMLElement | null)?.getAttribute('aria-label'))).toBe('Move Ceramic Mug Set up');
+      expect(await operator.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Move Ceramic Mug Set up');
       // The focused control shows a visible focus ring.
-      expect(await operator.evaluate(() => getComputedStyle(document.activeElement as Element).outlineStyle)).not.toBe('none');
+      expect(await operator.evaluate(() => getComputedStyle(document.activeElement).outlineStyle)).not.toBe('none');
       // Tab moves on to the next control (Move down), Space presses it: back to the original order.
       await operator.keyboard.press('Tab');
-      expect(await operator.evaluate(() => (document.activeElement as HTMLElement | null)?.getAttribute('aria-label'))).toBe('Move Ceramic Mug Set down');
+      expect(await operator.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Move Ceramic Mug Set down');
       await operator.keyboard.press('Space');
       await operator.waitForFunction(() => document.querySelector('#cg-list li:nth-child(3) .info strong')?.textContent === 'Ceramic Mug Set');
       expect(await operatorNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
@@ -403,7 +421,7 @@ if (chromiumMissing && !required) {
       expect(await watch.getAttribute('class')).toContain('showing');
       expect(await watch.getAttribute('aria-current')).toBe('true');
       expect(await watch.locator('img.thumb').getAttribute('src')).toMatch(new RegExp(`^${base}/media/`));
-      expect(await watch.locator('img.thumb').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+      expect(await watch.locator('img.thumb').evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth > 0)).toBe(true);
       // No discount, no struck-through price.
       expect(await card('mug').locator('.original').count()).toBe(0);
       expect(await card('mug').locator('.badge-discount').count()).toBe(0);
@@ -462,6 +480,7 @@ if (chromiumMissing && !required) {
       await viewer.setViewportSize({ width: 390, height: 844 });
       if (process.env.UPDATE_SCREENSHOTS === '1') {
         mkdirSync(DOCS_SHOTS, { recursive: true });
+        await operator.evaluate('window.scrollTo(0, 0)');
         await operator.screenshot({ path: join(DOCS_SHOTS, 'console.png') });
         copyFileSync(join(ARTIFACTS, 'viewer-mobile.png'), join(DOCS_SHOTS, 'viewer.png'));
       }
