@@ -190,6 +190,14 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
     const s = summarize(mine);
     return `viewers on node ${String.fromCharCode(65 + i)}: ${mine.length} delivered, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`;
   });
+  const perChange = Array.from({ length: CHANGES }, (_, c) => {
+    const mine = new Float64Array(VIEWERS);
+    let k = 0;
+    for (let v = 0; v < VIEWERS; v += 1) if (!Number.isNaN(arrival[v * CHANGES + c])) mine[k++] = arrival[v * CHANGES + c];
+    const s = summarize(mine.subarray(0, k));
+    return `${s.p50.toFixed(0)}/${s.max.toFixed(0)}`;
+  });
+  perNode.push(`per change p50/max (ms): ${perChange.join(' ')}`);
   if (unexpected) perNode.push(`${unexpected} unexpected goods.salesStatus events`);
   httpMs.sort((a, b) => a - b);
   return {

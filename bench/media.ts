@@ -7,7 +7,9 @@
  * Targets (2-core machine): >= 40 images/s, peak RSS < 400 MB, event-loop p99 < 50 ms.
  * Options: --engines=sqlite,mysql (default sqlite)  --count=500
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import { availableParallelism, loadavg } from 'node:os';
 import { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { BenchServer, Engine, goodsElement, peakRssMb, startServer } from './support';
@@ -111,6 +113,12 @@ function probe(server: BenchServer): { stop(): Promise<number[]> } {
   };
 }
 
+/** CPU seconds (user + system, all threads) a process has used so far (Linux; clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 interface Row {
@@ -148,8 +156,12 @@ async function main(): Promise<void> {
       const server = await startServer(engine, port++, 'media', { env: { MEDIA_ALLOW_PRIVATE_HOSTS: 'true' } });
       try {
         const body = Array.from({ length: COUNT }, (_, i) => ({ ...goodsElement(i), mediaUrl: `${host.base}/img/${i}.jpg` }));
+        const loadBefore = loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ');
         await metrics(server, true);
         const watcher = probe(server);
+        const cpuBefore = cpuSeconds(server.pid);
         const started = performance.now();
         const res = await fetch(`${server.baseUrl}/v1/goods/${server.accessKey}/sync`, {
           method: 'POST',
@@ -158,6 +170,7 @@ async function main(): Promise<void> {
         });
         const json = (await res.json()) as { results: Row[]; createCount: number; failCount: number };
         const seconds = (performance.now() - started) / 1000;
+        const cpuMsPerImage = ((cpuSeconds(server.pid) - cpuBefore) * 1000) / COUNT;
         const loop = (await metrics(server, false)).eventLoopDelayMs;
         const probes = (await watcher.stop()).sort((a, b) => a - b);
         const rss = peakRssMb(server.pid);
@@ -166,11 +179,16 @@ async function main(): Promise<void> {
         host.hits.fill(0);
         const rate = COUNT / seconds;
         const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+        const pad = ' '.repeat(9);
         lines.push(
-          `${engine.padEnd(7)} ${COUNT} images in ${seconds.toFixed(2)} s: ${rate.toFixed(1)} images/s (${mark(rate >= 40)})  ` +
-            `peak RSS ${rss} MB (${mark(rss < 400)})  event loop p99 ${loop.p99} ms (${mark(loop.p99 < 50)}), max ${loop.max} ms  ` +
-            `| list probe during the run: ${probes.length} requests, p50 ${pct(probes, 50).toFixed(1)} ms, p99 ${pct(probes, 99).toFixed(1)} ms, max ${probes[probes.length - 1]?.toFixed(1)} ms` +
-            `  | rows ${problems.length ? `WRONG: ${problems.length} problems` : `all ${COUNT} CREATE with media 2000x2000 + 120/240/480 thumbnails`}`,
+          [
+            `${`${engine}:`.padEnd(9)}${COUNT} images in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} images/s (target >= 40: ${mark(rate >= 40)})`,
+            `${pad}peak RSS ${rss} MB (target < 400: ${mark(rss < 400)})`,
+            `${pad}event loop p99 ${loop.p99} ms (target < 50: ${mark(loop.p99 < 50)}), p50 ${loop.p50} ms, max ${loop.max} ms`,
+            `${pad}list probe during the run: ${probes.length} requests, p50 ${pct(probes, 50).toFixed(1)} ms, p99 ${pct(probes, 99).toFixed(1)} ms, max ${(probes[probes.length - 1] ?? NaN).toFixed(1)} ms`,
+            `${pad}server CPU ${cpuMsPerImage.toFixed(1)} ms per image (at most ${((availableParallelism() * 1000) / cpuMsPerImage).toFixed(0)} images/s on ${availableParallelism()} idle cores); load average before the run ${loadBefore}`,
+            `${pad}rows: ${problems.length ? `WRONG, ${problems.length} problems` : `all ${COUNT} CREATE, message null, media 2000x2000 with 120/240/480 thumbnails, each image fetched once`}`,
+          ].join('\n'),
         );
         console.log(lines[lines.length - 1]);
         for (const p of problems.slice(0, 10)) console.log(`  ${p}`);

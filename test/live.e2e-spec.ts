@@ -822,6 +822,24 @@ describeEngines(
         expect((await late.next('campaign.snapshot')).seq).toBe(s0 + steps.length);
       });
 
+      it('deleting a goods item from the catalog pushes goods.list to every campaign it was in, and nothing elsewhere', async () => {
+        const one = await liveCampaign(A, 2);
+        const two = await liveCampaign(A, 0);
+        const other = await liveCampaign(A, 1);
+        const shared = one.goods[1];
+        expectOk(await con(A).addGoods(two.key, { goodsIds: [shared.id] }));
+        const [v1, v2, v3] = [await viewer(A, one.key), await viewer(A, two.key), await viewer(A, other.key)];
+        const seqs = [(await v1.next('campaign.snapshot')).seq, (await v2.next('campaign.snapshot')).seq, (await v3.next('campaign.snapshot')).seq];
+        expectOk(await http().delete(`/v1/goods/${A.accessKey}/sku`).query({ value: shared.sku }).set('Authorization', A.auth()));
+        expect(await v1.next('goods.list')).toEqual({ seq: seqs[0] + 1, goods: [expect.objectContaining({ goodsId: String(one.goods[0].id) })] });
+        expect(await v2.next('goods.list')).toEqual({ seq: seqs[1] + 1, goods: [] });
+        const loner = await register(A);
+        expectOk(await http().delete(`/v1/goods/${A.accessKey}/${loner.id}`).set('Authorization', A.auth()));
+        await v3.settle(300);
+        expect([v1.unread, v2.unread, v3.unread]).toEqual([[], [], []]);
+        expect((await con(A).goods(two.key)).body.totalCount).toBe(0);
+      });
+
       it('concurrent changes get distinct consecutive seqs, delivered in ascending order', async () => {
         const { key, goods } = await liveCampaign(A, 5);
         const v = await viewer(A, key);
@@ -1026,6 +1044,9 @@ describeEngines(
           expect(keys(c)).toEqual(CAMPAIGN_KEYS);
           expect(c.collectionVisible).toBe(true);
         }
+        const nobody = await http().get('/v1/campaigns/NoSuchAccessKey000000');
+        expectOk(nobody);
+        expect(nobody.body).toEqual({ results: [], totalCount: 0, _s: 0 });
       });
 
       it('filters by status (comma list) and by scheduledAt from/to, in epoch ms or ISO-8601', async () => {
@@ -1130,6 +1151,20 @@ describeEngines(
         expect(await eventually(count, (n) => n === 2)).toBe(2);
         viewers[1].close();
         viewers[2].close();
+        expect(await eventually(count, (n) => n === 0)).toBe(0);
+      });
+
+      it("an operator's console connection (auth.role 'operator') gets the events but is not a viewer in userCount", async () => {
+        const key = at['later-5d'].campaignKey;
+        const count = async () => (await pub(`/${key}`)).body.userCount as number;
+        const operator = await Viewer.connect(base, { accessKey: P.accessKey, campaignKey: key, role: 'operator' });
+        const snap = await operator.next('campaign.snapshot');
+        const audience = await viewer(P, key);
+        expect(await eventually(count, (n) => n === 1)).toBe(1);
+        expectOk(await con(P).chat(key, { message: 'to everyone' }));
+        expect(await operator.next('chat.message')).toMatchObject({ seq: snap.seq + 1, message: 'to everyone' });
+        operator.close();
+        audience.close();
         expect(await eventually(count, (n) => n === 0)).toBe(0);
       });
     });

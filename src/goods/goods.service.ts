@@ -11,7 +11,7 @@ import { LiveEvent } from '../live/live-events';
 import { LiveNotifier } from '../live/live-notifier';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { Media } from '../media/entities/media.entity';
-import { planMedia } from '../media/media-plan';
+import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
 import {
   GoodsWrite,
@@ -145,7 +145,11 @@ export class GoodsService {
     const before = await this.locate(tenant, locator);
     const stored = (await this.media.forGoods(this.goods.manager, [before.id])).get(before.id) ?? null;
     const finalUrl = write.mediaUrl === undefined ? before.mediaUrl : write.mediaUrl;
-    const plan = planMedia(finalUrl, stored?.originalUrl ?? null, !!options.refreshMedia);
+    // A body without mediaUrl leaves the image alone (unless refreshMedia asks for a new fetch).
+    const plan: MediaPlan =
+      write.mediaUrl === undefined && !options.refreshMedia
+        ? { action: 'keep' }
+        : planMedia(finalUrl, stored?.originalUrl ?? null, !!options.refreshMedia);
     const fetched = plan.action === 'fetch' ? await this.media.tryPrepare(plan.url) : null;
 
     const saved = await this.writeGuarded(tenant, null, fetched, async (em) => {

@@ -13,7 +13,7 @@ import { keyHash } from '../goods/goods-keys';
 import { bumpCatalogVersion, lockCatalog } from '../goods/goods-list-cache';
 import { toMediaResponse } from '../media/dto/media-response.dto';
 import { Media } from '../media/entities/media.entity';
-import { planMedia } from '../media/media-plan';
+import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
@@ -118,8 +118,9 @@ export class GoodsBatchWriter {
     const refresh = !!options.refreshMedia;
     // Decide once outside any transaction, only to learn which images to fetch: fetching can take
     // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
-    const preview = await this.plan(this.dataSource.manager, tenant, parsed);
-    const fetched = await this.media.prepareAll(this.urlsToFetch(preview.items, refresh));
+    const setsImages = parsed.some((p) => typeof p.write?.mediaUrl === 'string');
+    const preview = setsImages ? await this.plan(this.dataSource.manager, tenant, parsed) : null;
+    const fetched = await this.media.prepareAll(preview ? this.urlsToFetch(preview.items, refresh) : []);
     try {
       for (let attempt = 1; ; attempt += 1) {
         try {
@@ -151,10 +152,16 @@ export class GoodsBatchWriter {
   private urlsToFetch(items: Item[], refresh: boolean): string[] {
     const urls = new Set<string>();
     for (const item of items) {
-      const plan = planMedia(item.goods.mediaUrl, item.storedMedia?.originalUrl ?? null, refresh && item.mediaMentioned);
+      const plan = this.mediaPlan(item, refresh);
       if (plan.action === 'fetch') urls.add(plan.url);
     }
     return [...urls];
+  }
+
+  /** Elements that do not mention mediaUrl leave an item's image alone. */
+  private mediaPlan(item: Item, refresh: boolean): MediaPlan {
+    if (!item.mediaMentioned) return { action: 'keep' };
+    return planMedia(item.goods.mediaUrl, item.storedMedia?.originalUrl ?? null, refresh);
   }
 
   private parse(element: BatchElement): { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string } {
@@ -355,7 +362,7 @@ export class GoodsBatchWriter {
     const replaced: number[] = [];
     const attached: Media[] = [];
     for (const item of items) {
-      const plan = planMedia(item.goods.mediaUrl, item.storedMedia?.originalUrl ?? null, refresh && item.mediaMentioned);
+      const plan = this.mediaPlan(item, refresh);
       item.finalMedia = item.storedMedia;
       if (plan.action === 'keep') continue;
       if (item.storedMedia) replaced.push(item.goods.id);

@@ -28,6 +28,8 @@ export interface Received {
 export interface ViewerAuth {
   accessKey: string;
   campaignKey: string;
+  /** 'operator': an operator's console, not counted as a viewer. */
+  role?: string;
 }
 
 const open = new Set<Viewer>();
