@@ -419,6 +419,29 @@ describeEngines(
         await expectGone(ctx(), b);
       });
 
+      it('after a failed image, writes without mediaUrl leave it alone; sending the URL again (or refreshMedia) retries', async () => {
+        const c = await ctx().createCustomer();
+        const mediaUrl = images.url1('/status/404');
+        const hits = () => images.hits('/status/404');
+        const created = await ok(api(ctx, c).register(item(1, { mediaUrl })));
+        expect(created.medias).toEqual([]);
+        const start = hits();
+
+        expect(await ok(api(ctx, c).update({ id: created.id, originalPrice: 5 }))).toMatchObject({ originalPrice: 5, mediaUrl, medias: [] });
+        const quiet = await ok(api(ctx, c).sync([{ sku: 'SKU-1', name: 'Renamed' }]));
+        expect(quiet.results[0]).toMatchObject({ status: 'UPDATE', message: null, mediaUrl, medias: [] });
+        expect(hits()).toBe(start);
+
+        const again = await ok(api(ctx, c).sync([{ sku: 'SKU-1', mediaUrl }]));
+        expect(again.results[0]).toMatchObject({ status: 'UPDATE', medias: [] });
+        expect(again.results[0].message).toMatch(/^saved without image: .*HTTP 404/);
+        expect(hits()).toBe(start + 1);
+        await ok(api(ctx, c).update({ id: created.id, mediaUrl }));
+        expect(hits()).toBe(start + 2);
+        await ok(api(ctx, c).update({ id: created.id }, '', { refreshMedia: 'true' }));
+        expect(hits()).toBe(start + 3);
+      });
+
       it('refreshMedia must be true or false', async () => {
         const c = await ctx().createCustomer();
         const created = await ok(api(ctx, c).register(item(1)));

@@ -42,6 +42,9 @@ export class AddressPolicy {
       if (range.kind() === parsed.kind() && parsed.match(range, bits)) return null;
     }
     const kind = parsed.range();
+    if (kind === 'unicast' && parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) {
+      return `${address} is an IPv4-compatible IPv6 address`;
+    }
     return kind === 'unicast' ? null : `${address} is a ${kind} address`;
   }
 }

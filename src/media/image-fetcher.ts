@@ -124,8 +124,8 @@ export class ImageFetcher {
         }
         const declared = Number(res.headers['content-length']);
         if (Number.isFinite(declared) && declared > maxBytes) {
-          res.destroy();
-          return finish(new MediaError(`image is ${declared} bytes; the limit is ${maxBytes}`));
+          finish(new MediaError(`image is ${declared} bytes; the limit is ${maxBytes}`));
+          return void res.destroy();
         }
         const hash = createHash('sha256');
         const chunks: Buffer[] = [];
@@ -133,8 +133,9 @@ export class ImageFetcher {
         res.on('data', (chunk: Buffer) => {
           total += chunk.length;
           if (total > maxBytes) {
-            res.destroy();
-            return finish(new MediaError(`image is over the ${maxBytes}-byte limit`));
+            // Settle first: destroying the response fires 'aborted', whose message would win otherwise.
+            finish(new MediaError(`image is over the ${maxBytes}-byte limit`));
+            return void res.destroy();
           }
           hash.update(chunk);
           chunks.push(chunk);

@@ -66,12 +66,18 @@ export class ImageProcessor {
 
     const out: keyof FormatEnum =
       meta.format === 'jpeg' || meta.format === 'png' || meta.format === 'webp' ? meta.format : meta.hasAlpha ? 'png' : 'jpeg';
-    const base = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', autoOrient: true });
     try {
+      // Decode once, at the largest thumbnail size (JPEG shrink-on-load makes that cheap), then derive
+      // the three thumbnails from those pixels.
+      const largest = THUMBNAIL_WIDTHS[THUMBNAIL_WIDTHS.length - 1];
+      const decoded = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', autoOrient: true })
+        .resize({ width: largest, withoutEnlargement: true })
+        .raw()
+        .toBuffer({ resolveWithObject: true });
+      const raw = { width: decoded.info.width, height: decoded.info.height, channels: decoded.info.channels };
       const thumbnails = await Promise.all(
         THUMBNAIL_WIDTHS.map(async (w) => {
-          const { data, info } = await base
-            .clone()
+          const { data, info } = await sharp(decoded.data, { raw })
             .resize({ width: w, withoutEnlargement: true })
             .toFormat(out, out === 'jpeg' ? { quality: 82 } : out === 'webp' ? { quality: 80 } : {})
             .toBuffer({ resolveWithObject: true });
