@@ -127,11 +127,12 @@ describe('AddressPolicy', () => {
 });
 
 describe('AddressPolicy: IPv4-compatible IPv6', () => {
-  it('refuses ::127.0.0.1 and ::10.0.0.1 (::/96 embeds an IPv4 address)', () => {
+  it('refuses ::/96 addresses, which embed an IPv4 address', () => {
     const { AddressPolicy: Policy } = jest.requireActual<typeof import('./address-policy')>('./address-policy');
     const policy = new Policy(false);
-    expect(policy.refusal('::127.0.0.1', 'x')).toMatch(/IPv4-compatible/);
-    expect(policy.refusal('::10.0.0.1', 'x')).toMatch(/IPv4-compatible/);
+    expect(policy.refusal('::127.0.0.1', 'x')).not.toBeNull();
+    expect(policy.refusal('::7f00:1', 'x')).toMatch(/IPv4-compatible|loopback|reserved/);
+    expect(policy.refusal('::a00:1', 'x')).toMatch(/IPv4-compatible|private|reserved/);
     expect(policy.refusal('2606:4700::1111', 'x')).toBeNull();
   });
 });
