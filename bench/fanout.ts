@@ -13,7 +13,8 @@
  * Options: --viewers=10000 --changes=20 --mode=single|cluster|both (default both) --gap=250 (ms between
  *          changes) --batch=500 (viewers connecting at a time) --redis=redis://127.0.0.1:6379
  *          --profile=DIR (V8 tick profile of each server into DIR/<mode>-<node>.log; read it with
- *          `node --prof-process DIR/single-A.log`)
+ *          `node --prof-process DIR/single-A.log`)  --node-args=--max-semi-space-size=64,... (extra
+ *          node flags for the server processes, comma-separated, to try GC settings)
  * The load generator (this process) runs on the same machine as the server(s).
  */
 import { execFileSync } from 'node:child_process';
@@ -23,7 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { io, Socket } from 'socket.io-client';
 import { BenchServer, peakRssMb, startServer } from './support';
 
-const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
+const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const VIEWERS = Number(arg('viewers', '10000'));
 const CHANGES = Number(arg('changes', '20'));
 const MODE = arg('mode', 'both');
@@ -31,7 +32,11 @@ const GAP_MS = Number(arg('gap', '250'));
 const BATCH = Number(arg('batch', '500'));
 const REDIS_URL = arg('redis', process.env.REDIS_URL || 'redis://127.0.0.1:6379');
 const PROFILE_DIR = arg('profile', '');
-const profiled = (name: string): string[] => (PROFILE_DIR ? ['--prof', '--no-logfile-per-isolate', `--logfile=${PROFILE_DIR}/${name}.log`] : []);
+const NODE_ARGS = arg('node-args', '').split(',').filter(Boolean);
+const profiled = (name: string): string[] => [
+  ...NODE_ARGS,
+  ...(PROFILE_DIR ? ['--prof', '--no-logfile-per-isolate', `--logfile=${PROFILE_DIR}/${name}.log`] : []),
+];
 const GOODS = 5;
 const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
 
@@ -245,6 +250,7 @@ function checkFdLimit(): void {
 async function main(): Promise<void> {
   console.log(`bench:fanout — ${VIEWERS} viewers, ${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`);
   console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
+  if (NODE_ARGS.length) console.log(`server node flags: ${NODE_ARGS.join(' ')}`);
   checkFdLimit();
   const lines: string[] = [];
   let port = 3840;

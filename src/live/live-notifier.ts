@@ -14,9 +14,16 @@ export class LiveNotifier {
     this.namespace = namespace;
   }
 
+  /**
+   * Emits on the next turn of the event loop, so that the operator's HTTP answer is not held up by a
+   * broadcast to thousands of sockets; callbacks run in order, so events keep their seq order.
+   */
   publish(events: LiveEvent[]): void {
-    if (!this.namespace) return;
-    for (const event of events) this.namespace.to(roomOf(event.campaignId)).emit(event.type, event.payload);
+    const namespace = this.namespace;
+    if (!namespace || !events.length) return;
+    setImmediate(() => {
+      for (const event of events) namespace.to(roomOf(event.campaignId)).emit(event.type, event.payload);
+    });
   }
 
   /** Disconnects every viewer of a campaign (it was deleted), on all nodes. */

@@ -129,7 +129,13 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     const { campaignId, currency, baseUrl } = socket.data;
     try {
       const userCount = await this.counter.count(campaignId);
-      const snapshot = await this.views.snapshot(this.dataSource.manager, campaignId, currency, baseUrl, userCount);
+      // On MySQL one REPEATABLE READ transaction gives a consistent snapshot (seq and state from the same
+      // instant); SQLite's single connection reads between write transactions anyway.
+      const type = this.dataSource.options.type;
+      const snapshot =
+        type === 'mysql' || type === 'mariadb'
+          ? await this.dataSource.transaction('REPEATABLE READ', (em) => this.views.snapshot(em, campaignId, currency, baseUrl, userCount))
+          : await this.views.snapshot(this.dataSource.manager, campaignId, currency, baseUrl, userCount);
       if (snapshot) socket.emit('campaign.snapshot', snapshot);
       else socket.disconnect(true);
     } catch (err) {
