@@ -1,5 +1,5 @@
 /**
- * npm run bench:fanout — live push fan-out. Connects N socket.io-client viewers (websocket transport)
+ * npm run bench:fanout — live push fan-out. Connects N Socket.IO viewers (websocket transport)
  * to one ONAIR campaign, then sends sales-status changes one after the other through the HTTP API and
  * measures, for every viewer and every change, the time from the HTTP request being sent to the
  * goods.salesStatus event arriving at that viewer. Prints delivered/expected, p50, p99, max and the
@@ -15,14 +15,60 @@
  *          --profile=DIR (V8 tick profile of each server into DIR/<mode>-<node>.log; read it with
  *          `node --prof-process DIR/single-A.log`)  --node-args=--max-semi-space-size=64,... (extra
  *          node flags for the server processes, comma-separated, to try GC settings)
+ *          --client=raw|socket.io (default raw: a minimal Socket.IO v5 protocol client on `ws`, so that
+ *          the load generator, which shares the 2 cores with the server, spends little CPU per
+ *          message; socket.io: the full socket.io-client)
  * The load generator (this process) runs on the same machine as the server(s).
  */
+
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { io, Socket } from 'socket.io-client';
+import { io } from 'socket.io-client';
+import WebSocket from 'ws';
 import { BenchServer, peakRssMb, startServer } from './support';
+
+interface ViewerHandlers {
+  snapshot(seq: number): void;
+  status(seq: number): void;
+  fail(reason: string): void;
+}
+
+interface ViewerConnection {
+  close(): void;
+}
+
+const SEQ = /"seq":(\d+)/;
+
+/**
+ * One viewer speaking just enough of the Socket.IO protocol over a plain WebSocket: Engine.IO open
+ * (0) → connect to /live with auth (40/live,{…}) → events (42/live,[name,payload]), answering pings
+ * (2 → 3). Only the event name and the payload's top-level seq are read.
+ */
+function rawViewer(baseUrl: string, auth: Record<string, string>, on: ViewerHandlers): ViewerConnection {
+  const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`, { perMessageDeflate: false });
+  ws.on('message', (data: Buffer) => {
+    const msg = data.toString();
+    if (msg === '2') return ws.send('3');
+    if (msg.startsWith('0')) return ws.send(`40/live,${JSON.stringify(auth)}`);
+    if (msg.startsWith('42/live,["goods.salesStatus"')) return on.status(Number(SEQ.exec(msg)?.[1]));
+    if (msg.startsWith('42/live,["campaign.snapshot"')) return on.snapshot(Number(SEQ.exec(msg)?.[1]));
+    if (msg.startsWith('44/live')) return on.fail(`connect_error ${msg.slice(8)}`);
+  });
+  ws.on('error', (err) => on.fail(err.message));
+  ws.on('close', () => on.fail('closed'));
+  return { close: () => ws.close() };
+}
+
+function socketIoViewer(baseUrl: string, auth: Record<string, string>, on: ViewerHandlers): ViewerConnection {
+  const socket = io(`${baseUrl}/live`, { transports: ['websocket'], auth, reconnection: false, forceNew: true, timeout: 60_000 });
+  socket.on('goods.salesStatus', (p: { seq: number }) => on.status(p.seq));
+  socket.on('campaign.snapshot', (p: { seq: number }) => on.snapshot(p.seq));
+  socket.on('connect_error', (err) => on.fail(`connect_error ${err.message}`));
+  socket.on('disconnect', (reason) => on.fail(reason));
+  return { close: () => socket.close() };
+}
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const VIEWERS = Number(arg('viewers', '10000'));
@@ -37,6 +83,7 @@ const profiled = (name: string): string[] => [
   ...NODE_ARGS,
   ...(PROFILE_DIR ? ['--prof', '--no-logfile-per-isolate', `--logfile=${PROFILE_DIR}/${name}.log`] : []),
 ];
+const CLIENT = arg('client', 'raw');
 const GOODS = 5;
 const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
 
@@ -121,7 +168,8 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
   const snapshotSeq = new Float64Array(VIEWERS).fill(NaN);
   let baseSeq = -1;
   let unexpected = 0;
-  const sockets: Socket[] = [];
+  const sockets: ViewerConnection[] = [];
+  const connect = CLIENT === 'socket.io' ? socketIoViewer : rawViewer;
 
   const connectStarted = performance.now();
   for (let start = 0; start < VIEWERS; start += BATCH) {
@@ -129,31 +177,31 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
     for (let v = start; v < Math.min(VIEWERS, start + BATCH); v += 1) {
       const node = v % nodes.length;
       nodeOf[v] = node;
-      const socket = io(`${nodes[node].baseUrl}/live`, {
-        transports: ['websocket'],
-        auth: { accessKey: origin.accessKey, campaignKey: key },
-        reconnection: false,
-        forceNew: true,
-        timeout: 60_000,
-      });
-      sockets.push(socket);
-      socket.on('goods.salesStatus', (p: { seq: number }) => {
-        const now = performance.now();
-        const change = p.seq - baseSeq - 1;
-        if (baseSeq < 0 || change < 0 || change >= CHANGES) {
-          unexpected += 1;
-          return;
-        }
-        arrival[v * CHANGES + change] = now - sentAt[change];
-      });
       batch.push(
         new Promise<void>((resolve, reject) => {
-          socket.once('campaign.snapshot', (s: { seq: number }) => {
-            snapshotSeq[v] = s.seq;
-            resolve();
-          });
-          socket.once('connect_error', (err) => reject(new Error(`viewer ${v}: connect_error ${err.message}`)));
-          socket.once('disconnect', (reason) => reject(new Error(`viewer ${v}: disconnected (${reason}) before its snapshot`)));
+          let joined = false;
+          sockets.push(
+            connect(nodes[node].baseUrl, { accessKey: origin.accessKey, campaignKey: key }, {
+              status: (seq) => {
+                const now = performance.now();
+                const change = seq - baseSeq - 1;
+                if (baseSeq < 0 || change < 0 || change >= CHANGES) {
+                  unexpected += 1;
+                  return;
+                }
+                arrival[v * CHANGES + change] = now - sentAt[change];
+              },
+              snapshot: (seq) => {
+                if (joined) return;
+                joined = true;
+                snapshotSeq[v] = seq;
+                resolve();
+              },
+              fail: (reason) => {
+                if (!joined) reject(new Error(`viewer ${v}: ${reason} before its snapshot`));
+              },
+            }),
+          );
         }),
       );
     }

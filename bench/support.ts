@@ -110,7 +110,7 @@ export async function startServer(engine: Engine, port: number, name: string, op
     accessKey = customer.accessKey;
     auth = `Bearer ${token}`;
   }
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? SERVER_NODE_ARGS), join(root, 'dist/main.js')], {
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(options.nodeArgs ?? []), join(root, 'dist/main.js')], {
     env,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
