@@ -1,4 +1,5 @@
 import { EntityManager } from 'typeorm';
+import { Media } from '../media/entities/media.entity';
 import { Goods } from './entities/goods.entity';
 
 /**
@@ -88,4 +89,59 @@ export async function goodsByIds(em: EntityManager, customerId: number, ids: num
 export async function readCatalogVersion(em: EntityManager, customerId: number): Promise<number> {
   const rows: Array<{ v: number | string }> = await em.query('SELECT catalogVersion AS v FROM customers WHERE id = ?', [customerId]);
   return Number(rows[0]?.v ?? 0);
+}
+
+interface MediaRow {
+  id: number | string;
+  customerId: number | string;
+  goodsId: number | string;
+  mediaType: string;
+  originalUrl: string;
+  checksum: string;
+  contentType: string;
+  fileKey: string;
+  size: number | string;
+  width: number | string;
+  height: number | string;
+  thumbnails: string;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+}
+
+/** SQLite hands back TypeORM's UTC 'YYYY-MM-DD HH:MM:SS.SSS' text; mysql2 a Date already. */
+function utcDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`);
+}
+
+/** The media of a page of goods, by goods id (plain SQL: this runs on every list request). */
+export async function mediaOfPage(em: EntityManager, goodsIds: number[]): Promise<Map<number, Media>> {
+  const found = new Map<number, Media>();
+  if (!goodsIds.length) return found;
+  const rows: MediaRow[] = await em.query(
+    'SELECT id, customerId, goodsId, mediaType, originalUrl, checksum, contentType, fileKey, size, width, height, thumbnails, createdAt, updatedAt ' +
+      `FROM media WHERE goodsId IN (${goodsIds.map(() => '?').join(', ')})`,
+    goodsIds,
+  );
+  for (const r of rows) {
+    found.set(
+      Number(r.goodsId),
+      Object.assign(new Media(), {
+        id: Number(r.id),
+        customerId: Number(r.customerId),
+        goodsId: Number(r.goodsId),
+        mediaType: r.mediaType,
+        originalUrl: r.originalUrl,
+        checksum: r.checksum,
+        contentType: r.contentType,
+        fileKey: r.fileKey,
+        size: Number(r.size),
+        width: Number(r.width),
+        height: Number(r.height),
+        thumbnails: JSON.parse(r.thumbnails),
+        createdAt: utcDate(r.createdAt),
+        updatedAt: utcDate(r.updatedAt),
+      }),
+    );
+  }
+  return found;
 }

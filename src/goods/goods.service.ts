@@ -25,7 +25,7 @@ import { GoodsListResponse, GoodsResponse, toGoodsResponse } from './dto/goods-r
 import { Goods } from './entities/goods.entity';
 import { keyHash, normalizeForSearch } from './goods-keys';
 import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
-import { countMatches, goodsByIds, matchingIds, pageOfMatches, readCatalogVersion } from './goods-list.queries';
+import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 
 interface SavedGoods {
@@ -75,7 +75,7 @@ export class GoodsService {
         ? await goodsByIds(em, tenant.id, entry.ids.slice(offset, offset + query.count))
         : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
     }
-    const media = await this.media.forGoods(em, rows.map((g) => g.id));
+    const media = await mediaOfPage(em, rows.map((g) => g.id));
     return {
       results: rows.map((g) => toGoodsResponse(g, tenant, { media: media.get(g.id), withMediaUrl: false })),
       totalCount: entry.count,

@@ -307,15 +307,23 @@ export class GoodsBatchWriter {
       if (w.url !== undefined) urlHashes.add(keyHash(w.url));
     }
     const found = new Map<number, Goods>();
-    const load = async (column: 'id' | 'skuHash' | 'urlHash', values: Array<number | string>) => {
+    // Usually sku and url name the same item: find ids first (index-only), then load each row once.
+    const idsOf = async (column: 'skuHash' | 'urlHash', values: string[]) => {
       for (let i = 0; i < values.length; i += CHUNK) {
-        const rows = await em.find(Goods, { where: { customerId: tenant.id, [column]: In(values.slice(i, i + CHUNK)) } });
-        for (const g of rows) found.set(g.id, g);
+        const rows = await em.find(Goods, {
+          select: { id: true },
+          where: { customerId: tenant.id, [column]: In(values.slice(i, i + CHUNK)) },
+        });
+        for (const g of rows) ids.add(g.id);
       }
     };
-    await load('id', [...ids]);
-    await load('skuHash', [...skuHashes]);
-    await load('urlHash', [...urlHashes]);
+    await idsOf('skuHash', [...skuHashes]);
+    await idsOf('urlHash', [...urlHashes]);
+    const all = [...ids];
+    for (let i = 0; i < all.length; i += CHUNK) {
+      const rows = await em.find(Goods, { where: { customerId: tenant.id, id: In(all.slice(i, i + CHUNK)) } });
+      for (const g of rows) found.set(g.id, g);
+    }
     return [...found.values()];
   }
 
