@@ -6,7 +6,7 @@ import { buildSearchText, keyHash } from './goods-keys';
 
 const DECIMALS = new Set(['originalPrice', 'discountedPrice', 'discountPercentage']);
 
-const WRITABLE = [
+export const WRITABLE_FIELDS = [
   'name',
   'brand',
   'description',
@@ -18,7 +18,7 @@ const WRITABLE = [
   'discountPercentage',
 ] as const;
 
-export type WritableField = (typeof WRITABLE)[number];
+export type WritableField = (typeof WRITABLE_FIELDS)[number];
 
 /**
  * Applies a validated write to an item: present fields replace, absent ones keep, null clears
@@ -28,7 +28,7 @@ export type WritableField = (typeof WRITABLE)[number];
 export function applyGoodsWrite(goods: Goods, write: GoodsWrite): WritableField[] {
   const changed: WritableField[] = [];
   const target = goods as unknown as Record<WritableField, unknown>;
-  for (const field of WRITABLE) {
+  for (const field of WRITABLE_FIELDS) {
     const value = (write as Record<string, unknown>)[field];
     if (value === undefined) continue;
     // Decimals take the value the column will hold, so responses show what was stored.

@@ -15,7 +15,7 @@ import { toMediaResponse } from '../media/dto/media-response.dto';
 import { Media } from '../media/entities/media.entity';
 import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
-import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
+import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods, WRITABLE_FIELDS } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
 
 /** One element to apply: its row number in the caller's numbering and the raw submitted value. */
@@ -48,18 +48,8 @@ const UPDATED_COLUMNS = [
   'searchText',
   'updatedAt',
 ] as const;
-const ECHOED = [
-  'id',
-  'name',
-  'brand',
-  'description',
-  'url',
-  'sku',
-  'mediaUrl',
-  'originalPrice',
-  'discountedPrice',
-  'discountPercentage',
-] as const;
+/** What a FAIL row echoes of the submitted element. */
+const ECHOED = ['id', ...WRITABLE_FIELDS] as const;
 
 interface Item {
   goods: Goods;

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import type { Goods } from '../../goods/entities/goods.entity';
-import { mediaFileUrl, ThumbnailResponse } from '../../media/dto/media-response.dto';
+import { mediaFileUrl, ThumbnailResponse, toMediaResponse } from '../../media/dto/media-response.dto';
 import type { Media } from '../../media/entities/media.entity';
 import type { CampaignChat } from '../entities/campaign-chat.entity';
 import type { Campaign, CampaignStatus } from '../entities/campaign.entity';
@@ -85,13 +85,7 @@ function toCampaignMedia(media: Media, baseUrl: string): CampaignGoodsMediaRespo
     height: media.height,
     size: String(media.size),
     historyId: String(media.id),
-    thumbnails: media.thumbnails.map((t) => ({
-      imageUrl: mediaFileUrl(baseUrl, t.key),
-      original: false,
-      width: t.width,
-      height: t.height,
-      size: t.size,
-    })),
+    thumbnails: toMediaResponse(media, baseUrl).thumbnails,
     createdAt: media.createdAt.getTime(),
     updatedAt: media.updatedAt.getTime(),
   };
