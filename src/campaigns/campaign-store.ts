@@ -4,6 +4,7 @@ import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
+import { isMysql } from '../database/engine';
 import { Transactions } from '../database/transactions';
 import { LiveEventLog } from '../live/live-event-log';
 import { LiveEvent, PendingEvent } from '../live/live-events';
@@ -41,8 +42,7 @@ export class CampaignStore {
       .createQueryBuilder(Campaign, 'c')
       .where('c.customerId = :customerId', { customerId: tenant.id })
       .andWhere('c.campaignKey = :campaignKey', { campaignKey });
-    const type = em.connection.options.type;
-    if (forUpdate && (type === 'mysql' || type === 'mariadb')) qb.setLock('pessimistic_write');
+    if (forUpdate && isMysql(em)) qb.setLock('pessimistic_write');
     const campaign = await qb.getOne();
     if (!campaign) throw campaignNotFound(campaignKey);
     return campaign;

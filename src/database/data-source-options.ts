@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { isMysql } from './engine';
 import { Customer } from '../customers/entities/customer.entity';
 import { Goods } from '../goods/entities/goods.entity';
 import { Campaign } from '../campaigns/entities/campaign.entity';
@@ -87,7 +88,7 @@ export async function resolveDataSourceOptions(config: AppConfig): Promise<DataS
  * migrating concurrently; SQLite is one process by nature.
  */
 export async function runMigrations(dataSource: DataSource): Promise<void> {
-  if (dataSource.options.type !== 'mysql' && dataSource.options.type !== 'mariadb') {
+  if (!isMysql(dataSource)) {
     await dataSource.runMigrations({ transaction: 'each' });
     return;
   }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { Customer } from '../customers/entities/customer.entity';
+import { lockRow } from '../database/engine';
 
 export interface ListCacheEntry {
   version: number;
@@ -49,11 +50,8 @@ export class GoodsListCache {
  * to one catalog run one at a time (and inserting goods, whose foreign key takes a shared lock on that
  * row, cannot deadlock with the version bump). SQLite runs one write transaction at a time anyway.
  */
-export async function lockCatalog(em: EntityManager, customerId: number): Promise<void> {
-  const type = em.connection.options.type;
-  if (type === 'mysql' || type === 'mariadb') {
-    await em.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
-  }
+export function lockCatalog(em: EntityManager, customerId: number): Promise<void> {
+  return lockRow(em, 'customers', customerId);
 }
 
 /** Marks the customer's catalog as changed; call it as the last statement of a goods write transaction. */

@@ -6,7 +6,8 @@ import type { Tenant } from '../auth/decorators';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Transactions } from '../database/transactions';
 import { CampaignViews } from '../live/campaign-views';
-import { LiveEventLog, lockCampaign } from '../live/live-event-log';
+import { lockRow } from '../database/engine';
+import { LiveEventLog } from '../live/live-event-log';
 import { LiveEvent } from '../live/live-events';
 import { LiveNotifier } from '../live/live-notifier';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
@@ -191,7 +192,7 @@ export class GoodsService {
       const campaignIds = (await em.find(CampaignGoods, { select: { campaignId: true }, where: { goodsId: goods.id } }))
         .map((l) => l.campaignId)
         .sort((a, b) => a - b);
-      for (const campaignId of campaignIds) await lockCampaign(em, campaignId);
+      for (const campaignId of campaignIds) await lockRow(em, 'campaigns', campaignId);
       const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
       await bumpCatalogVersion(em, tenant.id);

@@ -4,12 +4,6 @@ import { CampaignEvent } from '../campaigns/entities/campaign-event.entity';
 import { Campaign } from '../campaigns/entities/campaign.entity';
 import { LiveEvent, PendingEvent } from './live-events';
 
-/** Locks a campaign row for the rest of the transaction (MySQL; SQLite has one writer at a time anyway). */
-export async function lockCampaign(em: EntityManager, campaignId: number): Promise<void> {
-  const type = em.connection.options.type;
-  if (type === 'mysql' || type === 'mariadb') await em.query('SELECT id FROM campaigns WHERE id = ? FOR UPDATE', [campaignId]);
-}
-
 /** Events kept per campaign for resync; a viewer further behind gets a fresh snapshot instead. */
 export const EVENTS_KEPT = 500;
 

@@ -13,6 +13,7 @@ import type { Namespace, Socket } from 'socket.io';
 import { DataSource } from 'typeorm';
 import { Campaign } from '../campaigns/entities/campaign.entity';
 import { AppConfig } from '../config/app-config';
+import { isMysql } from '../database/engine';
 import { CustomersService } from '../customers/customers.service';
 import { CampaignViews } from './campaign-views';
 import { LiveEventLog } from './live-event-log';
@@ -131,9 +132,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       const userCount = await this.counter.count(campaignId);
       // On MySQL one REPEATABLE READ transaction gives a consistent snapshot (seq and state from the same
       // instant); SQLite's single connection reads between write transactions anyway.
-      const type = this.dataSource.options.type;
-      const snapshot =
-        type === 'mysql' || type === 'mariadb'
+      const snapshot = isMysql(this.dataSource)
           ? await this.dataSource.transaction('REPEATABLE READ', (em) => this.views.snapshot(em, campaignId, currency, baseUrl, userCount))
           : await this.views.snapshot(this.dataSource.manager, campaignId, currency, baseUrl, userCount);
       if (snapshot) socket.emit('campaign.snapshot', snapshot);

@@ -17,7 +17,7 @@ import {
   MinLength,
   ValidateIf,
 } from 'class-validator';
-import { HttpUrlField, IntQuery, TextField } from '../../common/validation/decorators';
+import { booleanText, HttpUrlField, IntQuery, TextField } from '../../common/validation/decorators';
 import { CAMPAIGN_STATUSES, CampaignStatus } from '../entities/campaign.entity';
 import { SALES_STATUSES, SalesStatus } from '../entities/campaign-goods.entity';
 
@@ -35,13 +35,6 @@ export function toDate({ value }: { value: unknown }): unknown {
   return value;
 }
 
-export const toBool = ({ value }: { value: unknown }): unknown => {
-  if (typeof value !== 'string') return value;
-  const v = value.trim().toLowerCase();
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  return value;
-};
 
 class CampaignFields {
   @ApiPropertyOptional({ nullable: true, type: String, maxLength: 10000 })
@@ -78,7 +71,7 @@ class CampaignFields {
   operatorName?: string | null;
 
   @ApiPropertyOptional({ type: Boolean, default: false, description: 'Listed publicly (collection-view visibility)' })
-  @Transform(toBool)
+  @booleanText
   @IsOptional()
   @IsBoolean()
   collectionVisible?: boolean;
@@ -149,7 +142,7 @@ export class GoodsOrderDto {
 
 export class ShowingDto {
   @ApiProperty({ example: true })
-  @Transform(toBool)
+  @booleanText
   @IsDefined({ message: 'showingNow is required' })
   @IsBoolean({ message: 'showingNow must be true or false' })
   showingNow: boolean;
@@ -163,7 +156,7 @@ export class ChatDto {
   message: string;
 
   @ApiPropertyOptional({ default: false, description: 'Pin as the notice instead of a chat line' })
-  @Transform(toBool)
+  @booleanText
   @IsOptional()
   @IsBoolean()
   pinned?: boolean;
@@ -183,7 +176,7 @@ export class SalesStatusParams {
   salesStatus: SalesStatus;
 
   @ApiPropertyOptional({ default: true, description: 'Push the change to viewers now' })
-  @Transform(toBool)
+  @booleanText
   @IsOptional()
   @IsBoolean({ message: 'notify must be true or false' })
   notify?: boolean;

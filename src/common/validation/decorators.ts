@@ -24,6 +24,15 @@ export interface Presence {
 
 const trim = Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value));
 
+/** "true"/"1" and "false"/"0" (query strings, form fields) become booleans; anything else is left to the validators. */
+export const booleanText = Transform(({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  return value;
+});
+
 /** Numeric text ("19.99") becomes a number; anything else is left for the validators to refuse. */
 const numericText = Transform(({ value }: { value: unknown }) =>
   typeof value === 'string' && /^\s*-?(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : value,

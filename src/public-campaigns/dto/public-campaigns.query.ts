@@ -1,8 +1,8 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsDate, IsIn, IsOptional } from 'class-validator';
-import { toBool, toDate } from '../../campaigns/dto/campaign-requests.dto';
-import { IntQuery } from '../../common/validation/decorators';
+import { toDate } from '../../campaigns/dto/campaign-requests.dto';
+import { booleanText, IntQuery } from '../../common/validation/decorators';
 
 const STATUSES = ['READY', 'ONAIR', 'CLOSED'];
 
@@ -34,7 +34,7 @@ export class PublicCampaignListQuery {
   count: number = 10;
 
   @ApiPropertyOptional({ default: false, description: 'Add description and the goods with their statuses' })
-  @Transform(toBool)
+  @booleanText
   @IsOptional()
   @IsBoolean({ message: 'detail must be true or false' })
   detail?: boolean;
@@ -42,13 +42,13 @@ export class PublicCampaignListQuery {
 
 export class UpcomingQuery {
   @ApiPropertyOptional({ default: true, description: 'Answer the running campaign when there is one' })
-  @Transform(toBool)
+  @booleanText
   @IsOptional()
   @IsBoolean({ message: 'includeOnAir must be true or false' })
   includeOnAir?: boolean;
 
   @ApiPropertyOptional({ default: false, description: 'Consider campaigns that are not collection-visible too' })
-  @Transform(toBool)
+  @booleanText
   @IsOptional()
   @IsBoolean({ message: 'includePrivate must be true or false' })
   includePrivate?: boolean;
