@@ -2,6 +2,7 @@ import type { Response } from 'supertest';
 import { CampaignEvent } from '../src/campaigns/entities/campaign-event.entity';
 import { Transactions } from '../src/database/transactions';
 import { EVENTS_KEPT, LiveEventLog } from '../src/live/live-event-log';
+import { LiveNotifier } from '../src/live/live-notifier';
 import type { PendingEvent } from '../src/live/live-events';
 import { ImageServer, startImageServer } from './support/image-server';
 import { closeAllViewers, eventually, listenOn, Payload, Viewer } from './support/live-client';
@@ -854,6 +855,37 @@ describeEngines(
         expect(events.map((e) => e.payload.seq)).toEqual(Array.from({ length: 20 }, (_, i) => s0 + i + 1));
         await v.settle(200);
         expect(v.unread).toEqual([]);
+      });
+
+      it('long-polling and upgrading viewers get the same events in the same order as WebSocket viewers (written to directly)', async () => {
+        const { key, goods } = await liveCampaign(A, 3);
+        const auth = { accessKey: A.accessKey, campaignKey: key };
+        const notifier = ctx().app.get(LiveNotifier);
+        const before = notifier.writes;
+        const ws = await Viewer.connect(base, auth, 10_000, 'websocket');
+        const polling = await Viewer.connect(base, auth, 10_000, 'polling');
+        const upgrading = await Viewer.connect(base, auth, 10_000, 'upgrade');
+        const s0 = (await ws.next('campaign.snapshot')).seq;
+        for (const v of [polling, upgrading]) expect((await v.next('campaign.snapshot')).seq).toBe(s0);
+        // A burst while the third viewer may still be upgrading from polling to WebSocket.
+        const statuses = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
+        const results = await Promise.all(
+          Array.from({ length: 15 }, (_, i) => salesStatus(A, key, 'id', { goodsId: goods[i % 3].id, salesStatus: statuses[i % 3] })),
+        );
+        for (const r of results) expectOk(r);
+        const expected = Array.from({ length: 15 }, (_, i) => s0 + i + 1);
+        for (const v of [ws, polling, upgrading]) {
+          const events = await v.take(15);
+          expect(events.map((e) => [e.type, e.payload.seq])).toEqual(expected.map((seq) => ['goods.salesStatus', seq]));
+        }
+        expect(polling.socket.io.engine.transport.name).toBe('polling');
+        const after = notifier.writes;
+        // The WebSocket viewer's snapshot and 15 events went straight to its WebSocket; the polling
+        // viewer's 16 through socket.io's queue. (If engine.io's internals change, the direct count
+        // stays put and this fails, instead of every viewer silently taking the slower path.)
+        expect(after.direct - before.direct).toBeGreaterThanOrEqual(16);
+        expect(after.engine - before.engine).toBeGreaterThanOrEqual(16);
+        expect(after.direct - before.direct + (after.engine - before.engine)).toBe(3 * 16);
       });
 
       it('a viewer that disconnects, misses three events and reconnects gets exactly those three on resync', async () => {

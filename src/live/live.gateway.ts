@@ -123,7 +123,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       await this.sendSnapshot(socket);
       return;
     }
-    for (const event of missed) socket.emit(event.type, event.payload as never);
+    for (const event of missed) this.notifier.sendTo(socket, event.type, event.payload);
   }
 
   private async sendSnapshot(socket: ViewerSocket): Promise<void> {
@@ -135,7 +135,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       const snapshot = isMysql(this.dataSource)
           ? await this.dataSource.transaction('REPEATABLE READ', (em) => this.views.snapshot(em, campaignId, currency, baseUrl, userCount))
           : await this.views.snapshot(this.dataSource.manager, campaignId, currency, baseUrl, userCount);
-      if (snapshot) socket.emit('campaign.snapshot', snapshot);
+      if (snapshot) this.notifier.sendTo(socket, 'campaign.snapshot', snapshot);
       else socket.disconnect(true);
     } catch (err) {
       this.logger.error(`snapshot for campaign ${campaignId} failed: ${err instanceof Error ? err.stack : err}`);

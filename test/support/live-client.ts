@@ -39,8 +39,12 @@ export function closeAllViewers(): void {
   for (const v of [...open]) v.close();
 }
 
-function socketFor(baseUrl: string, auth: ViewerAuth | Record<string, unknown>): Socket {
-  return io(`${baseUrl}/live`, { transports: ['websocket'], auth, reconnection: false, forceNew: true, timeout: 5000 });
+/** 'websocket' (the default here), 'polling' (long polling only) or 'upgrade' (polling, then upgraded to WebSocket: socket.io-client's own default). */
+export type ViewerTransport = 'websocket' | 'polling' | 'upgrade';
+
+function socketFor(baseUrl: string, auth: ViewerAuth | Record<string, unknown>, transport: ViewerTransport = 'websocket'): Socket {
+  const transports = transport === 'upgrade' ? ['polling', 'websocket'] : [transport];
+  return io(`${baseUrl}/live`, { transports, auth, reconnection: false, forceNew: true, timeout: 5000 });
 }
 
 /**
@@ -69,8 +73,8 @@ export class Viewer {
   }
 
   /** Connects and resolves with the viewer once its join snapshot has arrived (which `next()` then returns first). */
-  static async connect(baseUrl: string, auth: ViewerAuth, timeoutMs = 10_000): Promise<Viewer> {
-    const viewer = new Viewer(socketFor(baseUrl, auth));
+  static async connect(baseUrl: string, auth: ViewerAuth, timeoutMs = 10_000, transport: ViewerTransport = 'websocket'): Promise<Viewer> {
+    const viewer = new Viewer(socketFor(baseUrl, auth, transport));
     try {
       await new Promise<void>((resolve, reject) => {
         viewer.socket.once('connect_error', (err) => reject(new Error(`connect_error: ${err.message}`)));

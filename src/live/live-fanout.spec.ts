@@ -1,0 +1,89 @@
+import type { Namespace, Socket } from 'socket.io';
+import { Encoder } from 'socket.io-parser';
+import { LiveFanout } from './live-fanout';
+
+interface FakeSocket {
+  id: string;
+  conn: Record<string, unknown>;
+  emit: jest.Mock;
+  sent: Buffer[];
+}
+
+/** A viewer socket as socket.io and engine.io shape it, with a WebSocket that records what it is sent. */
+function fakeSocket(id: string, engine: { transport?: string; writable?: boolean; queued?: number; upgrading?: boolean; state?: string; wsState?: number } = {}): FakeSocket {
+  const sent: Buffer[] = [];
+  const ws = { readyState: engine.wsState ?? 1, send: (data: Buffer, opts: { binary: boolean }) => (expect(opts.binary).toBe(false), sent.push(data)) };
+  return {
+    id,
+    sent,
+    emit: jest.fn(),
+    conn: {
+      readyState: engine.state ?? 'open',
+      upgrading: engine.upgrading ?? false,
+      writeBuffer: Array.from({ length: engine.queued ?? 0 }, () => ({ type: 'message' })),
+      transport: { name: engine.transport ?? 'websocket', writable: engine.writable ?? true, socket: ws },
+    },
+  };
+}
+
+function namespaceOf(sockets: FakeSocket[], rooms: Record<string, string[]>): Namespace {
+  return {
+    name: '/live',
+    server: { encoder: new Encoder() },
+    sockets: new Map(sockets.map((s) => [s.id, s])),
+    adapter: { rooms: new Map(Object.entries(rooms).map(([room, ids]) => [room, new Set(ids)])) },
+  } as unknown as Namespace;
+}
+
+describe('LiveFanout', () => {
+  const payload = { seq: 7, goodsId: '12', salesStatus: 'SOLD_OUT', note: 'ünïcode "quoted"' };
+  const frame = `42/live,${JSON.stringify(['goods.salesStatus', payload])}`;
+
+  it('writes the Engine.IO message a socket.io emit would carry straight to each idle WebSocket of the room', () => {
+    const [a, b, other] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
+    const fanout = new LiveFanout(namespaceOf([a, b, other], { r1: ['a', 'b'], r2: ['c'] }));
+    expect(fanout.toRoom('r1', 'goods.salesStatus', payload)).toBe(2);
+    for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
+    expect(a.sent[0]).toBe(b.sent[0]); // encoded once
+    expect(other.sent).toEqual([]);
+    expect(fanout.counts).toEqual({ direct: 2, engine: 0 });
+  });
+
+  it.each([
+    ['long polling', { transport: 'polling' }],
+    ['an upgrade in progress', { upgrading: true }],
+    ['packets queued in engine.io', { queued: 1 }],
+    ['a write in flight (transport not writable)', { writable: false }],
+    ['a closing connection', { state: 'closing' }],
+    ['a WebSocket no longer open', { wsState: 2 }],
+  ])('hands the event to socket.io (queued behind what is pending) for %s', (_name, engine) => {
+    const s = fakeSocket('a', engine);
+    const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
+    fanout.toRoom('r', 'goods.salesStatus', payload);
+    expect(s.sent).toEqual([]);
+    expect(s.emit).toHaveBeenCalledWith('goods.salesStatus', payload);
+    expect(fanout.counts).toEqual({ direct: 0, engine: 1 });
+  });
+
+  it('an engine.io socket without the expected internals takes socket.io’s path', () => {
+    const s = fakeSocket('a');
+    delete s.conn.writeBuffer;
+    const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
+    fanout.toRoom('r', 'goods.salesStatus', payload);
+    expect(s.emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('an empty or unknown room reaches nobody; a room member already gone is skipped', () => {
+    const s = fakeSocket('a');
+    const fanout = new LiveFanout(namespaceOf([s], { r: ['a', 'gone'] }));
+    expect(fanout.toRoom('nobody', 'goods.salesStatus', payload)).toBe(0);
+    expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(1);
+  });
+
+  it('toSocket writes one event to one socket the same way', () => {
+    const s = fakeSocket('a');
+    const fanout = new LiveFanout(namespaceOf([s], {}));
+    fanout.toSocket(s as unknown as Socket, 'goods.salesStatus', payload);
+    expect(s.sent.map((d) => d.toString())).toEqual([frame]);
+  });
+});
