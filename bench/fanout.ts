@@ -18,7 +18,9 @@
  *          --client=raw|socket.io (default raw: a minimal WebSocket + Socket.IO v5 client on a plain TCP
  *          socket, so that the load generator, which shares the 2 cores with the server, spends little
  *          CPU per message; socket.io: the full socket.io-client, for comparison)
- * The load generator (this process) runs on the same machine as the server(s).
+ * The load generator (this process) runs on the same machine as the server(s). A delivery
+ * counts for a change when it is a goods.salesStatus event whose seq is that change's; any other seq is
+ * reported as unexpected.
  */
 
 import { execFileSync } from 'node:child_process';
