@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
+import { AppConfig } from '../src/config/app-config';
 import { createNodeCustomer, Node, NodeCustomer, startNode } from './support/cluster-app';
 import { closeAllViewers, eventually, Payload, Received, Viewer } from './support/live-client';
 import { dropDatabase, engineUnavailable, testConfig } from './support/test-app';
@@ -30,17 +31,20 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
   let C: NodeCustomer;
   let dataDir = '';
   let database = '';
+  let env: Record<string, string> = {};
+  const PREFIX = `lgtest-${process.pid}-${Date.now().toString(36)}`;
 
   beforeAll(async () => {
     if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-    const setup = await testConfig('mysql', __filename, { REDIS_URL });
+    const setup = await testConfig('mysql', __filename, { REDIS_URL, REDIS_PREFIX: PREFIX });
+    env = setup.env;
     dataDir = setup.dataDir;
     database = setup.database;
     // One after the other: the first one migrates the shared database.
     A = await startNode(setup.config);
     B = await startNode(setup.config);
-    // Other runs may share this Redis (same channel names, same viewer-count keys); campaign ids far
-    // from theirs keep this run's rooms and counts apart.
+    // Other runs may share this Redis; their own REDIS_PREFIX keeps them apart, and campaign ids far
+    // from theirs would too.
     const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
     await A.app.get(DataSource).query(`ALTER TABLE campaigns AUTO_INCREMENT = ${base}`);
     C = await createNodeCustomer(A, 'Cluster');
@@ -182,6 +186,36 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
     expect(await eventually(count(B), (c) => c === 3, 1500)).toBe(3);
     for (const v of viewers) v.close();
     expect(await eventually(count(B), (c) => c === 0, 1500)).toBe(0);
+  });
+
+  it('a node of another deployment (another REDIS_PREFIX) on the same Redis hears none of these events and counts none of these viewers', async () => {
+    const other = await startNode(AppConfig.fromEnv({ ...env, REDIS_PREFIX: `${PREFIX}-other` }));
+    try {
+      // Same database too, so the same campaign (same room name): only the prefix separates them.
+      const { key, goods } = await campaign(1);
+      const onA = await viewerOn(A, key);
+      const onB = await viewerOn(B, key);
+      const elsewhere = await viewerOn(other, key);
+      const s0 = (await onA.next('campaign.snapshot')).seq;
+      await onB.next('campaign.snapshot');
+      expect((await elsewhere.next('campaign.snapshot')).seq).toBe(s0);
+      expectOk(await ops(A).salesStatus(key, goods[0], 'SOLD_OUT'));
+      expectOk(await ops(B).chat(key, 'hello'));
+      for (const v of [onA, onB]) expect((await v.take(2)).map((e) => e.payload.seq)).toEqual([s0 + 1, s0 + 2]);
+      await elsewhere.settle(500);
+      expect(elsewhere.unread).toEqual([]);
+      const count = (node: Node) => async () => (await ops(node).public(key)).body.userCount as number;
+      expect(await eventually(count(A), (c) => c === 2, 1500)).toBe(2);
+      expect(await eventually(count(other), (c) => c === 1, 1500)).toBe(1);
+      // Its own events still reach its own viewers.
+      expectOk(await other.http.put(`/v1/goods/${C.accessKey}/campaign/${key}/salesStatus/id`).set('Authorization', C.auth()).send({ goodsId: goods[0], salesStatus: 'ON_SALE' }));
+      expect(await elsewhere.next('goods.salesStatus')).toMatchObject({ seq: s0 + 3, salesStatus: 'ON_SALE' });
+      await onA.settle(300);
+      expect(onA.unread).toEqual([]);
+    } finally {
+      closeAllViewers();
+      await other.close();
+    }
   });
 
   it('deleting the campaign through A tells the viewers on B NOT_EXIST and disconnects them', async () => {

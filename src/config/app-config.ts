@@ -55,6 +55,8 @@ export class AppConfig {
     readonly media: MediaConfig,
     readonly limits: LimitsConfig,
     readonly redisUrl?: string,
+    /** Prefix of the Redis channels and keys of this deployment (REDIS_PREFIX). */
+    readonly redisPrefix = 'livegoods',
   ) {}
 
   static fromEnv(raw: Record<string, unknown>): AppConfig {
@@ -98,6 +100,7 @@ export class AppConfig {
         excelParseTimeoutMs: env.EXCEL_PARSE_TIMEOUT_MS,
       },
       env.REDIS_URL,
+      env.REDIS_PREFIX,
     );
   }
 

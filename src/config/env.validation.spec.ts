@@ -25,6 +25,7 @@ describe('validateEnv', () => {
       MEDIA_ALLOW_PRIVATE_HOSTS: false,
       SYNC_MAX_ITEMS: 10000,
       LOG_LEVEL: 'log',
+      REDIS_PREFIX: 'livegoods',
     });
     expect(env.REDIS_URL).toBeUndefined();
     expect(env.PUBLIC_BASE_URL).toBeUndefined();
@@ -91,6 +92,11 @@ describe('validateEnv', () => {
   ])('reads the boolean %p as %p', (text, value) => {
     expect(validateEnv({ MEDIA_ALLOW_PRIVATE_HOSTS: text }).MEDIA_ALLOW_PRIVATE_HOSTS).toBe(value);
     expect(validateEnv({ TRUST_PROXY: text }).TRUST_PROXY).toBe(value);
+  });
+
+  it('takes a REDIS_PREFIX of letters, digits, _ . -, and refuses anything else (spaces, *, :)', () => {
+    expect(validateEnv({ REDIS_PREFIX: 'shop-staging_2.eu' }).REDIS_PREFIX).toBe('shop-staging_2.eu');
+    for (const bad of ['', 'has space', 'glob*', 'a:b', 'x'.repeat(65)]) expect(refusal({ REDIS_PREFIX: bad }).message).toContain('REDIS_PREFIX');
   });
 
   it('refuses a boolean it cannot read', () => {

@@ -66,6 +66,14 @@ export class EnvironmentVariables {
   @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
   REDIS_URL?: string;
 
+  /**
+   * Prefix of every Redis channel and key this deployment uses (Socket.IO adapter, viewer counts), so
+   * that two deployments sharing one Redis (whose pub/sub ignores the database number) never hear each
+   * other's events.
+   */
+  @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'REDIS_PREFIX must be 1-64 letters, digits, _ . or -' })
+  REDIS_PREFIX = 'livegoods';
+
   @Transform(emptyToUndefined) @IsOptional()
   @IsUrl({ protocols: ['http', 'https'], require_tld: false, require_protocol: true })
   PUBLIC_BASE_URL?: string;

@@ -33,11 +33,10 @@ export interface FanoutCounts {
  * in progress, packets still queued) gets it through `socket.emit`, which queues behind what is pending,
  * so every viewer still receives its events in order.
  *
- * Why not `namespace.to(room).emit()`: measured with 10,000 viewers on this 2-core machine
- * (`npm run bench:fanout`), socket.io's broadcast spends about 13 µs of CPU per viewer and event, most of
- * it engine.io's per-packet bookkeeping (packet objects, flush and drain events, a write callback per
- * socket); the direct write spends about 9 µs, nearly all of it the kernel's send. With one event costing
- * ~10,000 sends, that is the difference between ~130 ms and ~90 ms for the last viewer to be told.
+ * Why not `namespace.to(room).emit()`: with 10,000 viewers on the 2-core development machine
+ * (`npm run bench:fanout`, one process) the server spent 15–16.5 µs of CPU per viewer and event with it,
+ * and 10–13 µs with this writer; the difference is engine.io's per-packet bookkeeping (packet objects,
+ * flush and drain events, a write callback per socket), what is left is mostly the kernel's send.
  */
 export class LiveFanout {
   readonly counts: FanoutCounts = { direct: 0, engine: 0 };

@@ -6,8 +6,8 @@ import type { Server, ServerOptions } from 'socket.io';
 import { RedisConnection } from '../redis/redis.module';
 
 /**
- * Socket.IO server settings for the viewer channel; with REDIS_URL, the Redis adapter, so that an event
- * emitted on any node reaches the viewers connected to every node.
+ * Socket.IO server settings for the viewer channel; with REDIS_URL, the Redis adapter (its channels
+ * under REDIS_PREFIX), so that an event published on any node reaches the viewers of every node.
  */
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
@@ -16,6 +16,7 @@ export class LiveIoAdapter extends IoAdapter {
   constructor(
     app: INestApplicationContext,
     private readonly redisUrl?: string,
+    private readonly redisPrefix = 'livegoods',
   ) {
     super(app);
   }
@@ -32,7 +33,7 @@ export class LiveIoAdapter extends IoAdapter {
       const pub = RedisConnection.open(this.redisUrl, this.logger);
       const sub = pub.duplicate();
       this.clients.push(pub, sub);
-      server.adapter(createAdapter(pub, sub));
+      server.adapter(createAdapter(pub, sub, { key: `${this.redisPrefix}:socket.io` }));
     }
     return server;
   }

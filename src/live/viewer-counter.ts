@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { RedisConnection } from '../redis/redis.module';
 
-const PREFIX = 'livegoods:viewers:';
 const FLUSH_DELAY_MS = 100;
 const REFRESH_MS = 5_000;
 const TTL_SECONDS = 15;
@@ -10,18 +10,26 @@ const REMOTE_CACHE_MS = 200;
 
 /**
  * Viewers connected right now, per campaign. Each node counts its own sockets; with Redis it also keeps
- * its counts in a hash of its own (expiring, so a crashed node drops out) and a count sums all nodes.
+ * its counts in a hash of its own (`<REDIS_PREFIX>:viewers:<node>`, expiring, so a crashed node drops
+ * out) and lists itself in a sorted set of nodes scored by that expiry (`<REDIS_PREFIX>:viewers`); a
+ * count reads the hashes of the nodes still listed as alive, never scanning the keyspace.
  */
 @Injectable()
 export class ViewerCounter implements OnModuleDestroy {
   private readonly logger = new Logger(ViewerCounter.name);
   private readonly local = new Map<number, number>();
-  private readonly key = `${PREFIX}${randomUUID()}`;
+  private readonly nodes: string;
+  private readonly key: string;
   private flushTimer: NodeJS.Timeout | null = null;
   private remote: { until: number; counts: Map<number, number> } | null = null;
   private readonly refresh: NodeJS.Timeout | null = null;
 
-  constructor(private readonly redis: RedisConnection) {
+  constructor(
+    private readonly redis: RedisConnection,
+    config: AppConfig,
+  ) {
+    this.nodes = `${config.redisPrefix}:viewers`;
+    this.key = `${this.nodes}:${randomUUID()}`;
     if (redis.client) {
       this.refresh = setInterval(() => void this.flush(), REFRESH_MS);
       this.refresh.unref();
@@ -58,15 +66,8 @@ export class ViewerCounter implements OnModuleDestroy {
       return out;
     }
     try {
-      const keys: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await client.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 200);
-        cursor = next;
-        keys.push(...batch);
-      } while (cursor !== '0');
       // Our own node counts from memory (always current), the others from Redis.
-      const others = keys.filter((k) => k !== this.key);
+      const others = (await client.zrangebyscore(this.nodes, now, '+inf')).filter((k) => k !== this.key);
       const pipeline = client.pipeline();
       for (const key of others) pipeline.hmget(key, ...campaignIds.map(String));
       const results = (await pipeline.exec()) ?? [];
@@ -99,11 +100,15 @@ export class ViewerCounter implements OnModuleDestroy {
     const client = this.redis.client;
     if (!client) return;
     try {
+      const now = Date.now();
       const multi = client.multi().del(this.key);
       if (this.local.size) {
         multi.hset(this.key, Object.fromEntries([...this.local].map(([id, n]) => [String(id), String(n)])));
         multi.expire(this.key, TTL_SECONDS);
-      }
+        multi.zadd(this.nodes, now + TTL_SECONDS * 1000, this.key);
+      } else multi.zrem(this.nodes, this.key);
+      // Nodes that stopped refreshing (crashed) leave the list once their hash has expired.
+      multi.zremrangebyscore(this.nodes, '-inf', now);
       await multi.exec();
     } catch (err) {
       this.logger.warn(`publishing viewer counts failed: ${err instanceof Error ? err.message : err}`);
@@ -113,6 +118,11 @@ export class ViewerCounter implements OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     if (this.refresh) clearInterval(this.refresh);
     if (this.flushTimer) clearTimeout(this.flushTimer);
-    await this.redis.client?.del(this.key).catch(() => undefined);
+    await this.redis.client
+      ?.multi()
+      .del(this.key)
+      .zrem(this.nodes, this.key)
+      .exec()
+      .catch(() => undefined);
   }
 }
