@@ -29,7 +29,7 @@ export function configureApp(app: NestExpressApplication): void {
       exceptionFactory: validationException,
     }),
   );
-  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redisUrl, config.redisPrefix));
+  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis));
   app.enableShutdownHooks();
   setupSwagger(app);
 }

@@ -43,6 +43,13 @@ export interface LimitsConfig {
   excelParseTimeoutMs: number;
 }
 
+export interface RedisConfig {
+  /** REDIS_URL: several nodes share viewers' events and counts through it; unset = one process. */
+  url?: string;
+  /** REDIS_PREFIX: first part of every Redis channel and key of this deployment. */
+  prefix: string;
+}
+
 /**
  * The validated, typed settings of the service, one section per area.
  * Built once at boot (and by the admin CLI) from the environment and `.env`.
@@ -54,9 +61,7 @@ export class AppConfig {
     readonly database: DatabaseConfig,
     readonly media: MediaConfig,
     readonly limits: LimitsConfig,
-    readonly redisUrl?: string,
-    /** Prefix of the Redis channels and keys of this deployment (REDIS_PREFIX). */
-    readonly redisPrefix = 'livegoods',
+    readonly redis: RedisConfig,
   ) {}
 
   static fromEnv(raw: Record<string, unknown>): AppConfig {
@@ -99,8 +104,7 @@ export class AppConfig {
         excelMaxUncompressedBytes: env.EXCEL_MAX_UNCOMPRESSED_BYTES,
         excelParseTimeoutMs: env.EXCEL_PARSE_TIMEOUT_MS,
       },
-      env.REDIS_URL,
-      env.REDIS_PREFIX,
+      { url: env.REDIS_URL, prefix: env.REDIS_PREFIX },
     );
   }
 

@@ -3,6 +3,7 @@ import { IoAdapter } from '@nestjs/platform-socket.io';
 import { createAdapter } from '@socket.io/redis-adapter';
 import type Redis from 'ioredis';
 import type { Server, ServerOptions } from 'socket.io';
+import type { RedisConfig } from '../config/app-config';
 import { RedisConnection } from '../redis/redis.module';
 
 /**
@@ -15,8 +16,7 @@ export class LiveIoAdapter extends IoAdapter {
 
   constructor(
     app: INestApplicationContext,
-    private readonly redisUrl?: string,
-    private readonly redisPrefix = 'livegoods',
+    private readonly redis: RedisConfig,
   ) {
     super(app);
   }
@@ -29,11 +29,11 @@ export class LiveIoAdapter extends IoAdapter {
       pingTimeout: 20_000,
       perMessageDeflate: false,
     } as ServerOptions);
-    if (this.redisUrl) {
-      const pub = RedisConnection.open(this.redisUrl, this.logger);
+    if (this.redis.url) {
+      const pub = RedisConnection.open(this.redis.url, this.logger);
       const sub = pub.duplicate();
       this.clients.push(pub, sub);
-      server.adapter(createAdapter(pub, sub, { key: `${this.redisPrefix}:socket.io` }));
+      server.adapter(createAdapter(pub, sub, { key: `${this.redis.prefix}:socket.io` }));
     }
     return server;
   }

@@ -33,7 +33,7 @@ export class LiveNotifier {
   }
 
   private get clustered(): boolean {
-    return Boolean(this.config.redisUrl);
+    return Boolean(this.config.redis.url);
   }
 
   /**

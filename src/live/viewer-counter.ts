@@ -28,7 +28,7 @@ export class ViewerCounter implements OnModuleDestroy {
     private readonly redis: RedisConnection,
     config: AppConfig,
   ) {
-    this.nodes = `${config.redisPrefix}:viewers`;
+    this.nodes = `${config.redis.prefix}:viewers`;
     this.key = `${this.nodes}:${randomUUID()}`;
     if (redis.client) {
       this.refresh = setInterval(() => void this.flush(), REFRESH_MS);

@@ -12,7 +12,7 @@ export class RedisConnection implements OnModuleDestroy {
   readonly client: Redis | null;
 
   constructor(config: AppConfig) {
-    this.client = config.redisUrl ? RedisConnection.open(config.redisUrl, this.logger) : null;
+    this.client = config.redis.url ? RedisConnection.open(config.redis.url, this.logger) : null;
   }
 
   static open(url: string, logger: Logger): Redis {
