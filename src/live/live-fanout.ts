@@ -70,14 +70,14 @@ export class LiveFanout {
   }
 
   private write(socket: Socket, data: Buffer | null, type: string, payload: unknown): void {
-    const ws = data ? directWebSocket(socket) : null;
-    if (ws && data) {
+    const ws = data && directWebSocket(socket);
+    if (ws) {
       ws.send(data, { binary: false });
       this.counts.direct += 1;
-    } else {
-      (socket.emit as (event: string, ...args: unknown[]) => boolean)(type, payload);
-      this.counts.engine += 1;
+      return;
     }
+    (socket.emit as (event: string, ...args: unknown[]) => boolean)(type, payload);
+    this.counts.engine += 1;
   }
 }
 
