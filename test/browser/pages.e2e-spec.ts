@@ -14,15 +14,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { Test } from '@nestjs/testing';
 import { sign } from 'jsonwebtoken';
 import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
-import { AppModule } from '../../src/app.module';
-import { configureApp } from '../../src/app.setup';
 import { AppConfig } from '../../src/config/app-config';
 import { CustomersService } from '../../src/customers/customers.service';
+import { buildApp } from '../support/test-app';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -49,12 +47,7 @@ const required = process.env.REQUIRE_SERVICES === '1';
 
 async function startApp(dataDir: string, port: number): Promise<NestExpressApplication> {
   const config = AppConfig.fromEnv({ DATA_DIR: dataDir, DB_TYPE: 'sqlite', LOG_LEVEL: 'error', MEDIA_ALLOW_PRIVATE_HOSTS: 'true' });
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
-    .overrideProvider(AppConfig)
-    .useValue(config)
-    .compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error'] });
-  configureApp(app);
+  const app = await buildApp(config);
   await app.listen(port, '127.0.0.1');
   return app;
 }

@@ -1,12 +1,10 @@
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { Test } from '@nestjs/testing';
 import { sign } from 'jsonwebtoken';
 import request from 'supertest';
-import { AppModule } from '../../src/app.module';
-import { configureApp } from '../../src/app.setup';
 import { AppConfig } from '../../src/config/app-config';
 import { CustomersService } from '../../src/customers/customers.service';
 import { listenOn } from './live-client';
+import { buildApp } from './test-app';
 
 /**
  * One node of a multi-node test: the real app (same modules and setup as main.ts) on a given config,
@@ -21,12 +19,7 @@ export interface Node {
 }
 
 export async function startNode(config: AppConfig): Promise<Node> {
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
-    .overrideProvider(AppConfig)
-    .useValue(config)
-    .compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error'] });
-  configureApp(app);
+  const app = await buildApp(config);
   await app.init();
   const base = await listenOn(app);
   return { app, base, http: request(base), close: () => app.close() };

@@ -88,15 +88,24 @@ export async function testConfig(engine: Engine, specFile: string, extra: Record
   return { config: AppConfig.fromEnv(env), env, dataDir, database };
 }
 
-/** Boots the real app (same modules, same setup as main.ts) on the given engine. */
-export async function createTestApp(engine: Engine, specFile: string, extra: Record<string, string> = {}): Promise<TestApp> {
-  const { config, dataDir, database } = await testConfig(engine, specFile, extra);
+/**
+ * The real app (same modules, same setup as main.ts) on the given settings, configured but not yet
+ * initialized: call `init()` or `listen()`.
+ */
+export async function buildApp(config: AppConfig): Promise<NestExpressApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
     .overrideProvider(AppConfig)
     .useValue(config)
     .compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error'] });
   configureApp(app);
+  return app;
+}
+
+/** Boots the real app (same modules, same setup as main.ts) on the given engine. */
+export async function createTestApp(engine: Engine, specFile: string, extra: Record<string, string> = {}): Promise<TestApp> {
+  const { config, dataDir, database } = await testConfig(engine, specFile, extra);
+  const app = await buildApp(config);
   await app.init();
   const server = app.getHttpServer();
   const customers = app.get(CustomersService);
