@@ -48,74 +48,49 @@ async function main(): Promise<void> {
       // Warm-up so that the first figures do not include JIT and cache warm-up.
       await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 5 });
 
-      lines.push(`${engine}: ` + (await run('list, no keyword (count=30)', { url: `${listUrl}?page=1&count=30`, headers })));
-      console.log(lines[lines.length - 1]);
+      const measure = async (title: string, options: autocannon.Options): Promise<void> => {
+        lines.push(`${engine}: ${await run(title, options)}`);
+        console.log(lines[lines.length - 1]);
+      };
+      /** Every request built anew: `next()` gives its path (and body). */
+      const varying = (method: 'GET' | 'POST', next: () => { path: string; body?: string }): autocannon.Options => ({
+        url: listUrl,
+        headers,
+        requests: [{ method, setupRequest: (req) => ({ ...req, ...next() }) }],
+      });
+      const listPath = `/v1/goods/${server.accessKey}`;
+
+      await measure('list, no keyword (count=30)', { url: `${listUrl}?page=1&count=30`, headers });
       let k = 0;
-      lines.push(
-        `${engine}: ` +
-          (await run('list, keyword (8 keywords rotating)', {
-            url: listUrl,
-            headers,
-            requests: [
-              {
-                method: 'GET',
-                setupRequest: (req) => ({
-                  ...req,
-                  path: `/v1/goods/${server.accessKey}?searchKeyword=${encodeURIComponent(KEYWORDS[k++ % KEYWORDS.length])}&page=1&count=30`,
-                }),
-              },
-            ],
-          })),
+      await measure(
+        'list, keyword (8 keywords rotating)',
+        varying('GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(KEYWORDS[k++ % KEYWORDS.length])}&page=1&count=30` })),
       );
-      console.log(lines[lines.length - 1]);
       let cold = 0;
-      lines.push(
-        `${engine}: ` +
-          (await run('list, a new keyword every request', {
-            url: listUrl,
-            headers,
-            requests: [
-              {
-                method: 'GET',
-                setupRequest: (req) => ({
-                  ...req,
-                  path: `/v1/goods/${server.accessKey}?searchKeyword=${encodeURIComponent(`sku-${String(cold++ * 37 % 99991).padStart(5, '0')}`)}`,
-                }),
-              },
-            ],
-          })),
+      await measure(
+        'list, a new keyword every request',
+        varying('GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(`sku-${String((cold++ * 37) % 99991).padStart(5, '0')}`)}` })),
       );
-      console.log(lines[lines.length - 1]);
       let n = 0;
       const tag = Date.now().toString(36);
-      lines.push(
-        `${engine}: ` +
-          (await run('register (POST one item)', {
-            url: listUrl,
-            headers,
-            requests: [
-              {
-                method: 'POST',
-                setupRequest: (req) => {
-                  n += 1;
-                  return {
-                    ...req,
-                    body: JSON.stringify({
-                      name: `Bench item ${n}`,
-                      brand: 'Bench',
-                      sku: `B-${tag}-${n}`,
-                      url: `https://shop.example.com/bench/${tag}/${n}`,
-                      originalPrice: 19.99,
-                      discountedPrice: 17.99,
-                      discountPercentage: 10,
-                    }),
-                  };
-                },
-              },
-            ],
-          })),
+      await measure(
+        'register (POST one item)',
+        varying('POST', () => {
+          n += 1;
+          return {
+            path: listPath,
+            body: JSON.stringify({
+              name: `Bench item ${n}`,
+              brand: 'Bench',
+              sku: `B-${tag}-${n}`,
+              url: `https://shop.example.com/bench/${tag}/${n}`,
+              originalPrice: 19.99,
+              discountedPrice: 17.99,
+              discountPercentage: 10,
+            }),
+          };
+        }),
       );
-      console.log(lines[lines.length - 1]);
       lines.push(`${engine}: server peak RSS ${peakRssMb(server.pid)} MB`);
     } finally {
       await server.stop();
