@@ -1,4 +1,5 @@
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,7 +89,14 @@ export async function startServer(engine: Engine, port: number, name: string, op
     ...(process.env as Record<string, string>),
     ...(options.join
       ? options.join.env
-      : { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DB_TYPE: 'sqlite', ...(engine === 'mysql' ? mysqlEnv(`lgbench_${name}`) : {}) }),
+      : {
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'warn',
+          DB_TYPE: 'sqlite',
+          // Load generators send thousands of requests per second from one address.
+          RATE_LIMIT_ENABLED: 'false',
+          ...(engine === 'mysql' ? mysqlEnv(`lgbench_${name}`) : {}),
+        }),
     ...options.env,
     PORT: String(port),
   };
@@ -98,7 +106,8 @@ export async function startServer(engine: Engine, port: number, name: string, op
     ({ accessKey, auth } = options.join);
   } else {
     if (engine === 'mysql') await recreateMysqlDatabase(env);
-    const created = execFileSync(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], {
+    // Not execFileSync: the bench process may itself carry the database link (bench:chaos's fault proxy).
+    const { stdout: created } = await promisify(execFile)(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], {
       env,
       encoding: 'utf8',
     });

@@ -1,4 +1,4 @@
-// The reference client of the /live viewer channel (CONTRACT §7), used by the viewer page and the console.
+// The reference client of the /live viewer channel (docs/live-protocol.md), used by the viewer page and the console.
 //
 //   const live = new LiveClient({accessKey, campaignKey, onSnapshot, onEvent, onConnection});
 //   live.start();
@@ -57,7 +57,7 @@ const RESYNC_RETRY_MS = 2000;
 
 export class LiveClient {
   /**
-   * @param {{accessKey: string, campaignKey: string, role?: 'operator',
+   * @param {{accessKey: string, campaignKey: string, role?: 'operator', token?: string,
    *   onSnapshot: (snapshot: object) => void,
    *   onEvent: (type: string, payload: object) => void,
    *   onConnection?: (state: 'connecting'|'live'|'reconnecting'|'offline', detail?: string) => void}} options
@@ -77,11 +77,11 @@ export class LiveClient {
   }
 
   start() {
-    const { accessKey, campaignKey, role } = this.options;
+    const { accessKey, campaignKey, role, token } = this.options;
     this.setConnection('connecting');
     const socket = io('/live', {
-      // An operator's console says so: it is not counted as a viewer.
-      auth: role ? { accessKey, campaignKey, role } : { accessKey, campaignKey },
+      // An operator's console says so, with the customer's token: it is not counted as a viewer.
+      auth: role ? { accessKey, campaignKey, role, token } : { accessKey, campaignKey },
       transports: ['websocket', 'polling'],
       tryAllTransports: true,
     });
@@ -106,6 +106,10 @@ export class LiveClient {
       if (this.stopped) return;
       if (socket.active) {
         this.setConnection('reconnecting', err.message); // network or server down: socket.io retries by itself
+      } else if (err.data && err.data.retryable) {
+        // The server is busy, restarting or limiting this address: it says when to come back.
+        this.setConnection('reconnecting', err.message);
+        this.retryLater(Math.max(250, Number(err.data.retryAfterMs) || 2000) + Math.random() * 1000);
       } else {
         this.setConnection('offline', err.message); // refused (unknown campaign): try again later
         this.retryLater(15000);

@@ -86,7 +86,10 @@ export function salesStatusOf(status) {
   return SALES_STATUS[status] ?? { label: String(status), className: 'badge-unknown' };
 }
 
-/** Campaign statuses: the label and its CSS class. */
+/**
+ * Campaign statuses: the label viewers read and its CSS class. The console shows the API's own value
+ * with it ("ONAIR (live)"), so operators read the vocabulary of the API and the README.
+ */
 export const CAMPAIGN_STATUS = {
   READY: { label: 'Upcoming', className: 'pill-ready' },
   ONAIR: { label: 'Live', className: 'pill-onair' },
@@ -104,11 +107,17 @@ export function salesBadge(status) {
   return el('span', { class: `badge ${s.className}`, dataset: { status } }, s.label);
 }
 
-export function setPill(node, status) {
+/** The console's wording of a campaign status: the API value, then the viewers' word ("READY (upcoming)"). */
+export function operatorStatusLabel(status) {
+  return `${status} (${campaignStatusOf(status).label.toLowerCase()})`;
+}
+
+/** Fills a status pill; `{ operator: true }` (the console) shows the API value with the viewers' word. */
+export function setPill(node, status, { operator = false } = {}) {
   const s = campaignStatusOf(status);
-  node.className = `pill ${s.className}`;
+  node.className = `pill ${s.className}${operator ? ' pill-operator' : ''}`;
   node.dataset.status = status;
-  node.textContent = s.label;
+  node.textContent = operator ? operatorStatusLabel(status) : s.label;
 }
 
 /** Keeps keyboard focus across a re-render: elements carry data-focus keys. */

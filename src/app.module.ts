@@ -1,20 +1,24 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
-import { CampaignsModule } from './campaigns/campaigns.module';
+import { CampaignGoodsModule } from './campaign-goods/campaign-goods.module';
+import { CampaignLiveSourceModule, CampaignsModule } from './campaigns/campaigns.module';
 import { AppConfigModule } from './config/config.module';
 import { CustomersModule } from './customers/customers.module';
 import { DatabaseModule } from './database/database.module';
 import { ExcelModule } from './excel/excel.module';
 import { GoodsModule } from './goods/goods.module';
 import { HealthModule } from './health/health.module';
+import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { LiveModule } from './live/live.module';
 import { MediaModule } from './media/media.module';
 import { PagesModule } from './pages/pages.module';
 import { PublicCampaignsModule } from './public-campaigns/public-campaigns.module';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
+import { ENTITIES } from './schema';
 import { SyncModule } from './sync/sync.module';
 
 @Module({
-  imports: [AppConfigModule, DatabaseModule, CustomersModule, AuthModule, GoodsModule, MediaModule, SyncModule, ExcelModule, RedisModule, LiveModule, CampaignsModule, PublicCampaignsModule, HealthModule, PagesModule],
+  imports: [AppConfigModule, LifecycleModule, DatabaseModule.forRoot(ENTITIES), CustomersModule, RedisModule, RateLimitModule, AuthModule, GoodsModule, MediaModule, SyncModule, ExcelModule, LiveModule, CampaignsModule, CampaignLiveSourceModule, CampaignGoodsModule, PublicCampaignsModule, HealthModule, PagesModule],
 })
 export class AppModule {}

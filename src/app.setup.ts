@@ -1,10 +1,13 @@
 import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { ApiExceptionFilter } from './common/errors/api-exception.filter';
+import { ApiExceptionFilter } from './http/api-exception.filter';
+import { BodyParserInterceptor } from './http/body-parser.interceptor';
 import { validationException } from './common/errors/validation';
-import { requestIdMiddleware } from './common/http/request-id.middleware';
+import { requestIdMiddleware } from './http/request-id.middleware';
 import { AppConfig } from './config/app-config';
+import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
 
 /**
@@ -14,11 +17,14 @@ import { LiveIoAdapter } from './live/live-io.adapter';
 export function configureApp(app: NestExpressApplication): void {
   const config = app.get(AppConfig);
   app.use(requestIdMiddleware);
+  const lifecycle = app.get(Lifecycle);
+  lifecycle.watch(app.getHttpServer());
+  app.use(lifecycle.track);
   app.disable('x-powered-by');
   if (config.server.trustProxy) app.set('trust proxy', true);
-  app.useBodyParser('json', { limit: config.server.bodyLimit });
-  app.useBodyParser('urlencoded', { limit: config.server.bodyLimit, extended: true });
   app.useGlobalFilters(new ApiExceptionFilter());
+  // Bodies are read per route, after routing and authentication (see BodyParserInterceptor).
+  app.useGlobalInterceptors(new BodyParserInterceptor(app.get(Reflector), config));
   app.useGlobalPipes(
     new ValidationPipe({
       transform: true,
@@ -30,7 +36,7 @@ export function configureApp(app: NestExpressApplication): void {
     }),
   );
   app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis));
-  app.enableShutdownHooks();
+  // Signals are handled by main.ts (Lifecycle.shutdown): requests in flight finish before the app closes.
   setupSwagger(app);
 }
 
@@ -41,7 +47,8 @@ function setupSwagger(app: INestApplication): void {
       .setTitle('livegoods API')
       .setDescription(
         'Goods catalog, campaigns and live sales status. Authenticated routes take `Authorization: Bearer <JWT>` ' +
-          'signed HS256 by the customer with its secretKey, carrying `accessKey` (equal to the path segment) and `exp`. ' +
+          'signed HS256 by the customer with its secretKey, carrying `accessKey` (equal to the path segment) and `exp` ' +
+          '(at most TOKEN_MAX_TTL, 30 days by default, ahead). ' +
           'Errors are `{"_s": <code>, "_e": "<message>"}` (plus `errors[]` for validation failures).',
       )
       .setVersion('1')

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,7 +21,12 @@ interface CliResult {
 
 /** Runs the admin CLI from source, as `npm run admin` would run its build. */
 function admin(dataDir: string, ...args: string[]): Promise<CliResult> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, DB_TYPE: 'sqlite', LOG_LEVEL: 'error' };
+  return adminWith({}, dataDir, ...args);
+}
+
+/** The same, with some settings of its own. */
+function adminWith(settings: Record<string, string>, dataDir: string, ...args: string[]): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, DB_TYPE: 'sqlite', LOG_LEVEL: 'error', ...settings };
   return new Promise((done, fail) => {
     execFile(
       process.execPath,
@@ -38,6 +44,10 @@ describe('admin CLI [sqlite]', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'livegoods-admin-'));
   let created: { accessKey: string; secretKey: string; name: string; currency: string };
   let token = '';
+  let other: { accessKey: string; secretKey: string; currency: string };
+  let otherOldToken = '';
+  let rotatedSecret = '';
+  let tokenAfterRotation = '';
 
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -63,7 +73,7 @@ describe('admin CLI [sqlite]', () => {
   it('a second customer gets different keys', async () => {
     const res = await admin(dataDir, 'customer', 'create', '--name', 'Other shop');
     expect(res.code).toBe(0);
-    const other = JSON.parse(res.stdout);
+    other = JSON.parse(res.stdout);
     expect(other.currency).toBe('KRW');
     expect(other.accessKey).not.toBe(created.accessKey);
     expect(other.secretKey).not.toBe(created.secretKey);
@@ -113,6 +123,18 @@ describe('admin CLI [sqlite]', () => {
     expect(res.stdout).toBe('');
   });
 
+  it('takes any access key, also one starting with "-" (issued before keys started with a letter or digit)', async () => {
+    const made = await admin(dataDir, 'customer', 'create', '--name', 'Dashed');
+    const { accessKey } = JSON.parse(made.stdout) as { accessKey: string };
+    const dashed = `-${accessKey.slice(1)}`;
+    const db = new Database(join(dataDir, 'livegoods.sqlite'));
+    db.prepare('UPDATE customers SET accessKey = ? WHERE accessKey = ?').run(dashed, accessKey);
+    db.close();
+    const res = await admin(dataDir, 'token', '--access-key', dashed, '--ttl', '10m');
+    expect(res.code).toBe(0);
+    expect((decode(res.stdout.trim()) as JwtPayload).accessKey).toBe(dashed);
+  });
+
   it('token for an unknown access key fails', async () => {
     const res = await admin(dataDir, 'token', '--access-key', 'no-such-access-key-0000');
     expect(res.code).not.toBe(0);
@@ -125,6 +147,74 @@ describe('admin CLI [sqlite]', () => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/ttl/);
     expect(res.stdout).toBe('');
+  });
+
+  it('token refuses a --ttl longer than TOKEN_MAX_TTL (default 30d): the service would refuse that token', async () => {
+    const tooLong = await admin(dataDir, 'token', '--access-key', created.accessKey, '--ttl', '31d');
+    expect(tooLong.code).not.toBe(0);
+    expect(tooLong.stderr).toMatch(/--ttl must be at most TOKEN_MAX_TTL \(30d\)/);
+    expect(tooLong.stdout).toBe('');
+    const longest = await admin(dataDir, 'token', '--access-key', created.accessKey, '--ttl', '30d');
+    expect(longest.code).toBe(0);
+    const payload = decode(longest.stdout.trim()) as JwtPayload;
+    expect((payload.exp as number) - (payload.iat as number)).toBe(30 * 86400);
+
+    const limited = await adminWith({ TOKEN_MAX_TTL: '1h' }, dataDir, 'token', '--access-key', created.accessKey, '--ttl', '2h');
+    expect(limited.code).not.toBe(0);
+    expect(limited.stderr).toMatch(/TOKEN_MAX_TTL \(1h\)/);
+    expect(limited.stdout).toBe('');
+    expect((await adminWith({ TOKEN_MAX_TTL: '1h' }, dataDir, 'token', '--access-key', created.accessKey, '--ttl', '3600')).code).toBe(0);
+  });
+
+  it('customer rotate-secret prints one JSON line: the new secret key and until when the old one is accepted (default 24h)', async () => {
+    const before = Date.now();
+    const res = await admin(dataDir, 'customer', 'rotate-secret', '--access-key', created.accessKey);
+    expect(res.code).toBe(0);
+    const lines = res.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    const rotated = JSON.parse(lines[0]);
+    expect(Object.keys(rotated).sort()).toEqual(['accessKey', 'previousKeyValidUntil', 'secretKey']);
+    expect(rotated.accessKey).toBe(created.accessKey);
+    expect(rotated.secretKey).not.toBe(created.secretKey);
+    expect(Buffer.from(rotated.secretKey, 'base64')).toHaveLength(32);
+    expect(Buffer.from(rotated.secretKey, 'base64').toString('base64')).toBe(rotated.secretKey);
+    expect(rotated.previousKeyValidUntil).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    const until = Date.parse(rotated.previousKeyValidUntil);
+    expect(until).toBeGreaterThanOrEqual(before + 24 * 3600_000 - 1000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 24 * 3600_000 + 1000);
+    rotatedSecret = rotated.secretKey;
+
+    // The token command now signs with the new key.
+    const minted = await admin(dataDir, 'token', '--access-key', created.accessKey, '--ttl', '10m');
+    expect(minted.code).toBe(0);
+    tokenAfterRotation = minted.stdout.trim();
+    expect(() => verify(tokenAfterRotation, Buffer.from(rotatedSecret, 'base64'), { algorithms: ['HS256'] })).not.toThrow();
+    expect(() => verify(tokenAfterRotation, Buffer.from(created.secretKey, 'base64'), { algorithms: ['HS256'] })).toThrow();
+  });
+
+  it('customer rotate-secret --grace 2h / --grace 0 (the old key stops at once: previousKeyValidUntil null)', async () => {
+    otherOldToken = (await admin(dataDir, 'token', '--access-key', other.accessKey)).stdout.trim();
+    const twoHours = JSON.parse((await admin(dataDir, 'customer', 'rotate-secret', '--access-key', other.accessKey, '--grace', '2h')).stdout);
+    expect(Math.abs(Date.parse(twoHours.previousKeyValidUntil) - (Date.now() + 7200_000))).toBeLessThan(60_000);
+    const res = await admin(dataDir, 'customer', 'rotate-secret', '--access-key', other.accessKey, '--grace', '0');
+    expect(res.code).toBe(0);
+    const now = JSON.parse(res.stdout);
+    expect(now).toEqual({ accessKey: other.accessKey, secretKey: expect.any(String), previousKeyValidUntil: null });
+    expect(now.secretKey).not.toBe(twoHours.secretKey);
+  });
+
+  it('customer rotate-secret refuses an unknown access key, a missing --access-key and a bad --grace', async () => {
+    const unknown = await admin(dataDir, 'customer', 'rotate-secret', '--access-key', 'no-such-access-key-0000');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain('no-such-access-key-0000');
+    expect(unknown.stdout).toBe('');
+    const missing = await admin(dataDir, 'customer', 'rotate-secret');
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/--access-key/);
+    const bad = await admin(dataDir, 'customer', 'rotate-secret', '--access-key', created.accessKey, '--grace', 'a while');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--grace/);
+    expect(bad.stdout).toBe('');
   });
 
   describe('the app started on the same DATA_DIR', () => {
@@ -143,6 +233,18 @@ describe('admin CLI [sqlite]', () => {
 
     afterAll(async () => {
       await app?.close();
+    });
+
+    it('accepts the token minted before the rotation (old key, within the grace period) and the one minted after', async () => {
+      for (const t of [token, tokenAfterRotation]) {
+        await request(app!.getHttpServer()).get(`/v1/goods/${created.accessKey}`).set('Authorization', `Bearer ${t}`).expect(200);
+      }
+    });
+
+    it('refuses the old key of a customer rotated with --grace 0', async () => {
+      expect(otherOldToken).not.toBe('');
+      const res = await request(app!.getHttpServer()).get(`/v1/goods/${other.accessKey}`).set('Authorization', `Bearer ${otherOldToken}`).expect(401);
+      expect(res.body._s).toBe(-102);
     });
 
     it('accepts the token minted by the CLI', async () => {

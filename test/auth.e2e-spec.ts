@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
 import type { Response } from 'supertest';
+import { CustomersService } from '../src/customers/customers.service';
 import { describeEngines, TestCustomer } from './support/test-app';
 
-/** Authentication (CONTRACT §1) and tenant isolation, on every engine. */
+/** Authentication (docs/authentication.md) and tenant isolation, on every engine. */
 
 const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -131,6 +132,29 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       await expectRefused(`Bearer ${token}`);
     });
 
+    it('a token living longer than TOKEN_MAX_TTL (default 30 days, + 60 s skew) → 401 -102 saying so', async () => {
+      const tooLong = sign({ accessKey: a.accessKey, exp: now() + 31 * 86400 }, keyOf(a), { algorithm: 'HS256' });
+      const res = await ctx().http.get(goodsPath(a)).set('Authorization', `Bearer ${tooLong}`);
+      expectUnauthorized(res, itemA.name);
+      expect(res.body._e).toMatch(/TOKEN_MAX_TTL/);
+      await expectRefused(`Bearer ${tooLong}`);
+      // Just inside the limit is fine.
+      const longest = sign({ accessKey: a.accessKey, exp: now() + 30 * 86400 }, keyOf(a), { algorithm: 'HS256' });
+      await ctx().http.get(goodsPath(a)).set('Authorization', `Bearer ${longest}`).expect(200);
+    });
+
+    it('exp = 1e308 or Infinity (JSON 1e999) → 401 -102 (tokens never live forever)', async () => {
+      const huge = sign({ accessKey: a.accessKey, exp: 1e308 }, keyOf(a), { algorithm: 'HS256' });
+      await expectRefused(`Bearer ${huge}`);
+      // jsonwebtoken cannot write Infinity; sign the JSON text by hand.
+      const header = b64url({ alg: 'HS256', typ: 'JWT' });
+      const payload = Buffer.from(`{"accessKey":"${a.accessKey}","iat":${now()},"exp":1e999}`).toString('base64url');
+      const signature = createHmac('sha256', keyOf(a)).update(`${header}.${payload}`).digest('base64url');
+      const res = await ctx().http.get(goodsPath(a)).set('Authorization', `Bearer ${header}.${payload}.${signature}`);
+      expectUnauthorized(res, itemA.name);
+      expect(res.body._e).toMatch(/finite/);
+    });
+
     it('a token without an accessKey claim → 401 -102', async () => {
       const token = sign({ sub: 'op-1' }, keyOf(a), { algorithm: 'HS256', expiresIn: 3600 });
       await expectRefused(`Bearer ${token}`);
@@ -177,7 +201,7 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       for (const res of responses) expectUnauthorized(res, itemA.name);
     });
 
-    it('a token signed with the RAW secretKey string as HMAC key is accepted (CONTRACT §1)', async () => {
+    it('a token signed with the RAW secretKey string as HMAC key is accepted', async () => {
       const token = sign({ accessKey: a.accessKey }, a.secretKey, { algorithm: 'HS256', expiresIn: 3600 });
       const res = await ctx().http.get(goodsPath(a)).set('Authorization', `Bearer ${token}`).expect(200);
       expect(res.body.results.map((g: { sku: string }) => g.sku)).toEqual([itemA.sku]);
@@ -192,6 +216,63 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       expect(res.body.results[0]).toMatchObject(itemA);
       const other = await ctx().http.get(goodsPath(b)).set('Authorization', b.auth()).expect(200);
       expect(other.body.totalCount).toBe(0);
+    });
+  });
+
+  describe('secret-key rotation with a grace period', () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const signWith = (c: TestCustomer, key: Buffer | string) => sign({ accessKey: c.accessKey }, key, { algorithm: 'HS256', expiresIn: 3600 });
+    const list = (c: TestCustomer, token: string) => ctx().http.get(goodsPath(c)).set('Authorization', `Bearer ${token}`);
+
+    it('old tokens keep working until previousKeyValidUntil, then 401; new tokens work at once', async () => {
+      const c = await ctx().createCustomer('Rotating');
+      const oldToken = c.token();
+      const oldRawToken = signWith(c, c.secretKey); // the raw-string form of the old key
+      await list(c, oldToken).expect(200);
+      await list(c, oldRawToken).expect(200);
+
+      const rotated = await ctx().app.get(CustomersService).rotateSecret(c.accessKey, 3);
+      expect(rotated?.secretKey).toBeDefined();
+      const until = rotated!.previousKeyValidUntil!.getTime();
+      expect(rotated!.secretKey).not.toBe(c.secretKey);
+      const newKey = Buffer.from(rotated!.secretKey, 'base64');
+      await list(c, signWith(c, newKey)).expect(200);
+      await list(c, signWith(c, rotated!.secretKey)).expect(200);
+      // Within the grace period: the old key, in both forms, tokens made before and after the rotation.
+      await list(c, oldToken).expect(200);
+      await list(c, oldRawToken).expect(200);
+      await list(c, signWith(c, keyOf(c))).expect(200);
+
+      await sleep(Math.max(0, until - Date.now()) + 200);
+      for (const t of [oldToken, oldRawToken, signWith(c, keyOf(c))]) {
+        const res = await list(c, t);
+        expectUnauthorized(res);
+        expect(res.body._e).toMatch(/previous secret key/);
+      }
+      await list(c, signWith(c, newKey)).expect(200);
+    });
+
+    it('grace 0: the old key is refused at once; a second rotation retires the key it replaces', async () => {
+      const c = await ctx().createCustomer('Rotating now');
+      const oldToken = c.token();
+      await list(c, oldToken).expect(200);
+      const customers = ctx().app.get(CustomersService);
+      const first = await customers.rotateSecret(c.accessKey, 0);
+      expect(first).toMatchObject({ previousSecretKey: null, previousKeyValidUntil: null });
+      expectUnauthorized(await list(c, oldToken));
+      const firstToken = signWith(c, Buffer.from(first!.secretKey, 'base64'));
+      await list(c, firstToken).expect(200);
+
+      const second = await customers.rotateSecret(c.accessKey, 3600);
+      await list(c, firstToken).expect(200); // the key just replaced: within its grace period
+      expectUnauthorized(await list(c, oldToken)); // the one before it: never again
+      await list(c, signWith(c, Buffer.from(second!.secretKey, 'base64'))).expect(200);
+      const row = await ctx().dataSource.query('SELECT previousSecretKey FROM customers WHERE accessKey = ?', [c.accessKey]);
+      expect(row[0].previousSecretKey).toBe(first!.secretKey);
+    });
+
+    it('rotating an unknown access key changes nothing', async () => {
+      expect(await ctx().app.get(CustomersService).rotateSecret(`unknownKey${randomBytes(6).toString('hex')}`, 60)).toBeNull();
     });
   });
 

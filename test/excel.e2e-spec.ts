@@ -16,7 +16,7 @@ import {
 } from './support/sheet-fixtures';
 import { describeEngines, TestApp, TestCustomer } from './support/test-app';
 
-/** POST /v1/goods/{accessKey}/excel and GET .../excel/template (interface endpoint 9, CONTRACT §4). */
+/** POST /v1/goods/{accessKey}/excel and GET .../excel/template (docs/api-reference.md, spreadsheet import). */
 
 type Row = Record<string, unknown> & { row: number; status: string; message: string | null; id?: number };
 interface Envelope {
@@ -70,6 +70,10 @@ const millionRowsCsv = once(async () => {
   return Buffer.from(lines.join('\n'));
 });
 const bomb = once(zipBombXlsx);
+/** Files of nothing but blank rows under a header: 19 MB of empty lines, 18 MB of `,,` lines, 1,000,000 empty <row>s. */
+const blankLinesCsv = once(async () => Buffer.concat([Buffer.from('sku,name,url\n'), Buffer.alloc(19 * 1000 * 1000, '\n')]));
+const blankCommasCsv = once(async () => Buffer.from(`sku,name,url\n${',,\n'.repeat(6_000_000)}`));
+const blankRowsXlsx = once(() => minimalXlsx(['sku', 'name', 'url'], 1_000_000, () => []));
 
 describeEngines(
   'POST /v1/goods/{accessKey}/excel',
@@ -415,7 +419,7 @@ describeEngines(
     });
 
     describe('the template', () => {
-      it('downloads as an .xlsx attachment: header of field names, Korean labels, an example row, widths, a column guide', async () => {
+      it('downloads as an .xlsx attachment: header of field names, Korean labels, widths, an example sheet, a column guide; unchanged it imports nothing', async () => {
         const c = await ctx().createCustomer();
         const res = await ctx()
           .http.get(`/v1/goods/${c.accessKey}/excel/template`)
@@ -434,24 +438,31 @@ describeEngines(
 
         const workbook = new ExcelJS.Workbook();
         await workbook.xlsx.load(file as unknown as ExcelJS.Buffer);
-        const [goods, guide] = workbook.worksheets;
-        expect(goods.name).toBe('Goods');
+        const [goods, example, guide] = workbook.worksheets;
+        expect([goods.name, example.name, guide.name]).toEqual(['Goods', 'Example', 'Columns']);
         expect((goods.getRow(1).values as unknown[]).slice(1)).toEqual(HEADER);
         HEADER.forEach((_, i) => {
           expect(String(goods.getRow(1).getCell(i + 1).note ? JSON.stringify(goods.getRow(1).getCell(i + 1).note) : '')).toContain(KOREAN[i]);
           expect(goods.getColumn(i + 1).width).toBeGreaterThan(5);
         });
-        expect(goods.getRow(2).getCell(2).value).toBe('SW-7');
-        expect(goods.rowCount).toBe(2);
+        expect(goods.rowCount).toBe(1);
+        expect((example.getRow(1).values as unknown[]).slice(1)).toEqual(HEADER);
+        expect(example.getRow(2).getCell(2).value).toBe('SW-7');
         const guideText = JSON.stringify(guide.getSheetValues());
         for (const label of [...HEADER, ...KOREAN]) expect(guideText).toContain(label);
 
-        // Uploaded as is, its example row creates one item at row 2.
+        // Uploaded unchanged, it imports nothing (an item with the example's sku stays as it is).
+        const existing = await ctx()
+          .http.post(`/v1/goods/${c.accessKey}`)
+          .set('Authorization', c.auth())
+          .send({ name: 'Mine', sku: 'SW-7', url: 'https://shop.example.com/mine/SW-7', originalPrice: 1 });
+        expect(existing.status).toBe(200);
         const env = await uploadOk(c, file, 'goods-template.xlsx');
-        expect(env.results).toEqual([expect.objectContaining({ row: 2, status: 'CREATE', sku: 'SW-7', name: '스마트 워치 7' })]);
-        // Filled in (example row replaced, Korean data appended), it uploads as is too.
-        goods.getRow(2).getCell(2).value = 'FILLED-1';
-        goods.getRow(2).getCell(3).value = 'https://shop.example.com/filled/1';
+        expect(env).toMatchObject({ results: [], totalCount: 0, createCount: 0, updateCount: 0, failCount: 0 });
+        const after = await ctx().http.get(`/v1/goods/${c.accessKey}/sku`).query({ value: 'SW-7' }).set('Authorization', c.auth());
+        expect(after.body).toMatchObject({ name: 'Mine', url: 'https://shop.example.com/mine/SW-7', originalPrice: 1 });
+        // Filled in, it uploads as is.
+        goods.addRow([null, 'FILLED-1', 'https://shop.example.com/filled/1', 'Filled', null, null, null, 1000]);
         goods.addRow([null, 'FILLED-2', 'https://shop.example.com/filled/2', '린넨 셔츠', null, null, null, 59000]);
         const filled = Buffer.from(await workbook.xlsx.writeBuffer());
         const env2 = await uploadOk(c, filled, 'goods-template.xlsx');
@@ -564,6 +575,21 @@ describeEngines(
         const c = await ctx().createCustomer();
         await refused(c, await tenThousandAndOne(), 'over.xlsx', 413, -413, /10,000/);
       }, 60_000);
+
+      it('a file of blank rows (19 MB of empty lines, 18 MB of ",," lines, an .xlsx of empty rows) → 413 at the first one over the cap', async () => {
+        const c = await ctx().createCustomer();
+        const files: Array<[Buffer, string]> = [
+          [await blankLinesCsv(), 'blank.csv'],
+          [await blankCommasCsv(), 'commas.csv'],
+          [await blankRowsXlsx(), 'blank.xlsx'],
+        ];
+        for (const [file, filename] of files) {
+          const res = await upload(c, file, filename);
+          expectError(res, 413, -413, /more than 10,000 rows without goods values .* reading stopped at row 10,002\. Delete the empty rows/);
+        }
+        expect(await rowCount(ctx(), c)).toBe(0);
+        await ctx().http.get('/health').expect(200);
+      }, 120_000);
 
       it('a file over 20 MB → 413', async () => {
         const c = await ctx().createCustomer();

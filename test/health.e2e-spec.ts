@@ -12,6 +12,22 @@ describeEngines('health and API docs', __filename, (ctx) => {
     expect(res.body).toEqual({ status: 'ok', checks: { database: 'up' } });
   });
 
+  it('GET /health/metrics is read-only: ?reset=true no longer clears the event-loop figures', async () => {
+    // Hold the event loop (the app runs in this process) so the histogram records a long delay.
+    const until = Date.now() + 150;
+    while (Date.now() < until) {
+      // busy
+    }
+    const before = await ctx().http.get('/health/metrics').expect(200);
+    expect(before.body.eventLoopDelayMs.max).toBeGreaterThanOrEqual(100);
+    await ctx().http.get('/health/metrics').query({ reset: 'true' }).expect(200);
+    await ctx().http.get('/health/metrics').query({ reset: '1' }).expect(200);
+    const after = await ctx().http.get('/health/metrics').expect(200);
+    expect(after.body.eventLoopDelayMs.max).toBeGreaterThanOrEqual(before.body.eventLoopDelayMs.max);
+    const docs = await ctx().http.get('/docs-json').expect(200);
+    expect(docs.body.paths['/health/metrics'].get.parameters ?? []).toEqual([]);
+  });
+
   it('echoes a caller X-Request-Id', async () => {
     const res = await ctx().http.get('/health').set('X-Request-Id', 'trace-abc.123').expect(200);
     expect(res.headers['x-request-id']).toBe('trace-abc.123');

@@ -4,11 +4,11 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../src/config/app-config';
 import { createNodeCustomer, Node, NodeCustomer, startNode } from './support/cluster-app';
 import { closeAllViewers, eventually, Payload, Received, Viewer } from './support/live-client';
-import { dropDatabase, engineUnavailable, testConfig } from './support/test-app';
+import { dropDatabase, engineUnavailable, recreateDatabase, testConfig } from './support/test-app';
 
 /**
- * Two app instances sharing one MariaDB database and one Redis (CONTRACT §7: "With REDIS_URL set, every
- * node delivers every event to its own viewers"; §6: userCount is across all nodes). SQLite cannot be
+ * Two app instances sharing one MariaDB database and one Redis: with REDIS_URL set, every node delivers
+ * every event to its own viewers, and userCount counts the viewers of all nodes. SQLite cannot be
  * shared between processes safely, so this runs on MariaDB only. A missing MariaDB or Redis skips the
  * suite (and says so), or fails it with REQUIRE_SERVICES=1.
  */
@@ -188,17 +188,31 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
     expect(await eventually(count(B), (c) => c === 0, 1500)).toBe(0);
   });
 
-  it('a node of another deployment (another REDIS_PREFIX) on the same Redis hears none of these events and counts none of these viewers', async () => {
-    const other = await startNode(AppConfig.fromEnv({ ...env, REDIS_PREFIX: `${PREFIX}-other` }));
+  it('a node of another deployment (another REDIS_PREFIX and database) on the same Redis hears none of these events and counts none of these viewers', async () => {
+    // Its own database, where a campaign gets the very same id (so the same room name): only the prefix
+    // keeps the two deployments apart on the shared Redis.
+    const otherDb = `${database}_other`.slice(0, 64);
+    await recreateDatabase(otherDb);
+    const other = await startNode(AppConfig.fromEnv({ ...env, DB_NAME: otherDb, REDIS_PREFIX: `${PREFIX}-other` }));
     try {
-      // Same database too, so the same campaign (same room name): only the prefix separates them.
       const { key, goods } = await campaign(1);
+      const id = Number((await A.app.get(DataSource).query('SELECT id FROM campaigns WHERE campaignKey = ?', [key]))[0].id);
+      const D = await createNodeCustomer(other, 'Other deployment');
+      await other.app.get(DataSource).query(`ALTER TABLE campaigns AUTO_INCREMENT = ${id}`);
+      const created = await other.http.post(`/v1/console/${D.accessKey}/campaigns`).set('Authorization', D.auth()).send({ title: 'Elsewhere' });
+      expectOk(created);
+      expect(Number(created.body.campaignId)).toBe(id);
+      const item = await other.http.post(`/v1/goods/${D.accessKey}`).set('Authorization', D.auth()).send({ name: 'E', sku: 'E-1', url: 'https://shop.example.com/e/1' });
+      expectOk(item);
+      const otherKey = created.body.campaignKey as string;
+      expectOk(await other.http.post(`/v1/console/${D.accessKey}/campaigns/${otherKey}/goods`).set('Authorization', D.auth()).send({ goodsIds: [item.body.id] }));
+
       const onA = await viewerOn(A, key);
       const onB = await viewerOn(B, key);
-      const elsewhere = await viewerOn(other, key);
+      const elsewhere = await Viewer.connect(other.base, { accessKey: D.accessKey, campaignKey: otherKey });
       const s0 = (await onA.next('campaign.snapshot')).seq;
       await onB.next('campaign.snapshot');
-      expect((await elsewhere.next('campaign.snapshot')).seq).toBe(s0);
+      const e0 = (await elsewhere.next('campaign.snapshot')).seq;
       expectOk(await ops(A).salesStatus(key, goods[0], 'SOLD_OUT'));
       expectOk(await ops(B).chat(key, 'hello'));
       for (const v of [onA, onB]) expect((await v.take(2)).map((e) => e.payload.seq)).toEqual([s0 + 1, s0 + 2]);
@@ -206,15 +220,19 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
       expect(elsewhere.unread).toEqual([]);
       const count = (node: Node) => async () => (await ops(node).public(key)).body.userCount as number;
       expect(await eventually(count(A), (c) => c === 2, 1500)).toBe(2);
-      expect(await eventually(count(other), (c) => c === 1, 1500)).toBe(1);
-      // Its own events still reach its own viewers.
-      expectOk(await other.http.put(`/v1/goods/${C.accessKey}/campaign/${key}/salesStatus/id`).set('Authorization', C.auth()).send({ goodsId: goods[0], salesStatus: 'ON_SALE' }));
-      expect(await elsewhere.next('goods.salesStatus')).toMatchObject({ seq: s0 + 3, salesStatus: 'ON_SALE' });
+      const otherCount = async () => (await other.http.get(`/v1/campaigns/${D.accessKey}/${otherKey}`)).body.userCount as number;
+      expect(await eventually(otherCount, (c) => c === 1, 1500)).toBe(1);
+      // Its own events reach its own viewers only.
+      expectOk(
+        await other.http.put(`/v1/goods/${D.accessKey}/campaign/${otherKey}/salesStatus/id`).set('Authorization', D.auth()).send({ goodsId: item.body.id, salesStatus: 'SOLD_OUT' }),
+      );
+      expect(await elsewhere.next('goods.salesStatus')).toMatchObject({ seq: e0 + 1, salesStatus: 'SOLD_OUT' });
       await onA.settle(300);
       expect(onA.unread).toEqual([]);
     } finally {
       closeAllViewers();
       await other.close();
+      await dropDatabase(otherDb);
     }
   });
 

@@ -8,7 +8,7 @@ import { HUGE_DECLARED_BYTES, ImageServer, startImageServer, watchConnections } 
 import { describeEngines, mysqlServer, TestApp, TestCustomer } from './support/test-app';
 
 /**
- * Media (interface "Media" and "Thumbnail", CONTRACT §5) against a real image server on loopback:
+ * Media (docs/api-reference.md, Media and Thumbnail) against a real image server on loopback:
  * stored copies and thumbnails, serving, refetch rules, replacement and removal, hostile inputs, and
  * the address guard with private hosts refused.
  */
@@ -131,7 +131,7 @@ async function checkMedia(t: TestApp, medias: Body[], e: Expected, opts: { base:
   expect(Buffer.isBuffer(original.body)).toBe(true);
   expect((original.body as Buffer).equals(e.bytes)).toBe(true);
 
-  expect(m.thumbnails).toHaveLength(3);
+  expect(m.thumbnails).toHaveLength(e.thumbs.length);
   expect(m.thumbnails.map((th: Body) => [th.width, th.height])).toEqual(e.thumbs);
   for (const th of m.thumbnails as Body[]) {
     expect(Object.keys(th).sort()).toEqual(opts.fileSize ? [...THUMB_KEYS, 'fileSize'].sort() : THUMB_KEYS);
@@ -152,7 +152,7 @@ async function checkMedia(t: TestApp, medias: Body[], e: Expected, opts: { base:
       orientation: 1,
     });
   }
-  expect(new Set(fileUrls(m)).size).toBe(4);
+  expect(new Set(fileUrls(m)).size).toBe(1 + e.thumbs.length); // the copy and one file per listed thumbnail
   return m;
 }
 
@@ -306,7 +306,7 @@ describeEngines(
         }
       });
 
-      it('an image smaller than 120 px: three thumbnails of its own size', async () => {
+      it('an image smaller than 120 px: one thumbnail, of its own size (never enlarged, each width listed once)', async () => {
         const c = await ctx().createCustomer();
         const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/tiny.png') })));
         await checkMedia(
@@ -317,11 +317,7 @@ describeEngines(
             format: 'png',
             width: 50,
             height: 30,
-            thumbs: [
-              [50, 30],
-              [50, 30],
-              [50, 30],
-            ],
+            thumbs: [[50, 30]],
           },
           { base: REQUEST_HOST, fileSize: true },
         );
@@ -772,4 +768,106 @@ describeEngines(
     MEDIA_FETCH_TIMEOUT_MS: '1500',
     PUBLIC_BASE_URL: 'https://cdn.livegoods.test',
   },
+);
+
+describeEngines(
+  'media: the catalog changes while a sync fetches images',
+  __filename,
+  (ctx) => {
+    // A sync plans once to learn which images to fetch, fetches them, then plans again inside its
+    // transaction. Here another request changes an item between the two, so that the transaction's
+    // plan needs an image the first plan did not: it must be fetched outside the transaction.
+    const held = (tag: string) => images.url1(`/held/${tag}-${ctx().engine}/photo.jpg`);
+    const hold = (tag: string) => images.hold(`${tag}-${ctx().engine}`);
+    const hits = (tag: string) => images.hits(`/held/${tag}-${ctx().engine}/photo.jpg`);
+
+    it('an image needed only after the catalog changed is fetched with no transaction open, then written', async () => {
+      const c = await ctx().createCustomer();
+      const goods = api(ctx, c);
+      const a = held('again');
+      const registered = await ok(goods.register(item('s', { mediaUrl: a })));
+      expect(hits('again')).toBe(1);
+
+      // The sync keeps the item's image A (unchanged URL) and adds an item whose image G is slow.
+      const slow = hold('slow');
+      const again = hold('again');
+      const call = ok(goods.sync([{ sku: 'SKU-s', mediaUrl: a, name: 'Renamed' }, item('g', { mediaUrl: held('slow') })]));
+      await slow.arrived;
+      // Meanwhile the item gets another image: inside the sync's transaction, A must be fetched again.
+      const b = images.url1(`/v/other-${ctx().engine}/photo.jpg`);
+      expect(await ok(goods.update({ sku: 'SKU-s', mediaUrl: b }, '/sku'))).toMatchObject({ mediaUrl: b, medias: [expect.anything()] });
+      slow.release();
+      await again.arrived;
+      // While A is being fetched, another write of the same customer goes through at once: no
+      // transaction holds the catalog (on SQLite none at all). Fetching inside the transaction,
+      // this write waited until A's fetch gave up, and the item was saved without its image.
+      await ok(goods.register(item('meanwhile')));
+      again.release();
+
+      const body = await call;
+      const rows = body.results as Body[];
+      expect(rows.map((r) => [r.status, r.message, r.mediaUrl])).toEqual([
+        ['UPDATE', null, a],
+        ['CREATE', null, held('slow')],
+      ]);
+      expect(hits('again')).toBe(2);
+      const media = await checkMedia(ctx(), rows[0].medias, VARIANT(`again-${ctx().engine}`), { base: REQUEST_HOST });
+      expect(media.id).not.toBe(registered.medias[0].id);
+      await checkMedia(ctx(), rows[1].medias, VARIANT(`slow-${ctx().engine}`), { base: REQUEST_HOST });
+      expect(await ok(goods.bySku('SKU-s'))).toMatchObject({ name: 'Renamed', mediaUrl: a, medias: [{ id: media.id }] });
+    });
+
+    it('when the catalog keeps changing, the last attempt saves the rows without the images it still lacks', async () => {
+      const c = await ctx().createCustomer();
+      const goods = api(ctx, c);
+      for (const n of [1, 2, 3]) await ok(goods.register(item(n, { mediaUrl: held(`keep-${n}`) })));
+      const changeImage = (n: number) =>
+        ok(goods.update({ sku: `SKU-${n}`, mediaUrl: images.url1(`/v/changed-${n}-${ctx().engine}/photo.jpg`) }, '/sku'));
+
+      // Each fetch round is held until the next item has been changed: every plan inside the
+      // transaction needs one more image than was fetched before it.
+      const slow = hold('slow-2');
+      const rounds = [hold('keep-1'), hold('keep-2')];
+      const call = ok(
+        goods.sync([
+          { sku: 'SKU-1', mediaUrl: held('keep-1') },
+          { sku: 'SKU-2', mediaUrl: held('keep-2') },
+          { sku: 'SKU-3', mediaUrl: held('keep-3') },
+          item('new', { mediaUrl: held('slow-2') }),
+        ]),
+      );
+      await slow.arrived;
+      await changeImage(1);
+      slow.release();
+      for (const [i, round] of rounds.entries()) {
+        await round.arrived;
+        await changeImage(i + 2);
+        round.release();
+      }
+
+      const rows = (await call).results as Body[];
+      expect(rows.map((r) => [r.status, r.message])).toEqual([
+        ['UPDATE', null],
+        ['UPDATE', null],
+        ['UPDATE', expect.stringMatching(/^saved without image: .*changed/)],
+        ['CREATE', null],
+      ]);
+      expect([1, 2, 3].map((n) => hits(`keep-${n}`))).toEqual([2, 2, 1]);
+      expect(rows[2]).toMatchObject({ mediaUrl: held('keep-3'), medias: [] });
+      expect(await ok(goods.bySku('SKU-3'))).toMatchObject({ mediaUrl: held('keep-3'), medias: [] });
+      for (const n of [1, 2]) {
+        expect(await ok(goods.bySku(`SKU-${n}`))).toMatchObject({ mediaUrl: held(`keep-${n}`), medias: [{ id: rows[n - 1].medias[0].id }] });
+      }
+      // Sending the row again fetches the image.
+      const retried = await ok(goods.sync([{ sku: 'SKU-3', mediaUrl: held('keep-3') }]));
+      expect(retried.results[0]).toMatchObject({ status: 'UPDATE', message: null, medias: [expect.anything()] });
+    });
+
+    it('images fetched for rounds that were rolled back leave no orphaned files', async () => {
+      const rows = await ctx().dataSource.getRepository(Media).find();
+      const referenced = new Set(rows.flatMap((m) => [m.fileKey, ...m.thumbnails.map((th) => th.key)]));
+      expect(filesOnDisk(ctx())).toEqual([...referenced].sort());
+    });
+  },
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', MEDIA_FETCH_TIMEOUT_MS: '5000' },
 );

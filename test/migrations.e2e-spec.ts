@@ -1,6 +1,8 @@
 import { rmSync } from 'node:fs';
 import { DataSource } from 'typeorm';
-import { MIGRATIONS, openDataSource, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
+import { openDataSource, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
+import { MIGRATIONS } from '../src/database/migrations';
+import { ENTITIES } from '../src/schema';
 import { dropDatabase, Engine, ENGINES, engineUnavailable, testConfig } from './support/test-app';
 
 /**
@@ -72,7 +74,7 @@ for (const engine of ENGINES) {
       const test = await testConfig(engine, __filename);
       dataDir = test.dataDir;
       database = test.database;
-      ds = await openDataSource(await resolveDataSourceOptions(test.config));
+      ds = await openDataSource(await resolveDataSourceOptions(test.config, ENTITIES));
       alignSqliteGeneratedKeys(ds);
     });
 
@@ -125,6 +127,35 @@ for (const engine of ENGINES) {
       const left: Array<{ customerId: number | string }> = await d.query('SELECT customerId FROM goods');
       expect(left.map((g) => Number(g.customerId))).toEqual([b]);
       await d.query('DELETE FROM customers');
+    });
+
+    it('the secret-rotation migration keeps existing customers and their goods (SQLite rebuilds the table)', async () => {
+      const d = current();
+      expect(MIGRATION_NAMES[MIGRATION_NAMES.length - 1]).toBe('AddPreviousSecretKey1764000000000');
+      await d.undoLastMigration({ transaction: 'each' });
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-before-rotation-000',
+        'c2VjcmV0',
+        'Before',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-before-rotation-000']);
+      await d.query(
+        'INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [id, 'n', 'U1', 'u:U1', 'S1', 's:S1', 'n', now, now],
+      );
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+      const [customer] = await d.query('SELECT accessKey, secretKey, previousSecretKey, previousKeyValidUntil FROM customers WHERE id = ?', [id]);
+      expect(customer).toEqual({ accessKey: 'ak-before-rotation-000', secretKey: 'c2VjcmV0', previousSecretKey: null, previousKeyValidUntil: null });
+      const goods: Array<{ sku: string }> = await d.query('SELECT sku FROM goods WHERE customerId = ?', [id]);
+      expect(goods.map((g) => g.sku)).toEqual(['S1']);
+      await d.query('DELETE FROM customers WHERE id = ?', [id]);
+      expect(await d.query('SELECT id FROM goods WHERE customerId = ?', [id])).toEqual([]); // the foreign key still cascades
+      expect(await pendingSchemaChanges(d)).toEqual([]);
     });
 
     it('revert drops the tables, and migrating again restores the same schema', async () => {

@@ -281,6 +281,25 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await rowCount(ctx(), c)).toBe(1);
   });
 
+  it('an element with text that is not well-formed Unicode (a lone surrogate) is a FAIL row; the others are stored', async () => {
+    const c = await ctx().createCustomer();
+    const env = await syncOk(c, [
+      goodsItem('ok-1'),
+      goodsItem('lone-name', { name: 'Half \ud83d emoji' }),
+      goodsItem('lone-desc', { description: '\udc00' }),
+      goodsItem('ok-2', { name: 'Whole 😀 emoji' }),
+    ]);
+    expect(env).toMatchObject({ createCount: 2, failCount: 2 });
+    expect(env.results.map((r) => r.status)).toEqual(['CREATE', 'FAIL', 'FAIL', 'CREATE']);
+    expect(env.results[1].message).toMatch(/name must be well-formed Unicode/);
+    expect(env.results[2].message).toMatch(/description must be well-formed Unicode/);
+    expect(env.results[1]).toMatchObject({ sku: 'SKU-lone-name', name: 'Half \ud83d emoji' }); // the element echoed as sent
+    expect((await bySku(c, 'SKU-lone-name')).status).toBe(404);
+    expect((await bySku(c, 'SKU-lone-desc')).status).toBe(404);
+    expect((await stored(c, 'SKU-ok-2')).name).toBe('Whole 😀 emoji');
+    expect(await rowCount(ctx(), c)).toBe(2);
+  });
+
   it('a failing element never rolls back the others', async () => {
     const c = await ctx().createCustomer();
     const [existing] = (await syncOk(c, [goodsItem('old', { originalPrice: 10 })])).results;
@@ -412,7 +431,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(env.results[0].status).toBe('CREATE');
     const item = await stored(c, 'SKU-r');
     expect(item).toMatchObject({ originalPrice: 1.0001, discountedPrice: 10 });
-    // "A row result is the stored Goods" (CONTRACT §4).
+    // A row result is the stored Goods.
     expect(goodsPart(env.results[0])).toEqual(item);
   });
 

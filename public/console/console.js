@@ -190,7 +190,7 @@ async function loadCampaigns(page) {
 function renderCampaigns() {
   const rows = view.campaigns.map((c) => {
     const pill = el('span', { class: 'pill' });
-    setPill(pill, c.campaignStatus);
+    setPill(pill, c.campaignStatus, { operator: true });
     const current = view.current && view.current.campaignKey === c.campaignKey;
     return el(
       'tr',
@@ -274,7 +274,7 @@ function renderCampaign() {
   $('campaign').dataset.campaignKey = c.campaignKey;
   $('campaign').dataset.status = c.campaignStatus;
   $('campaign-title').textContent = c.title;
-  setPill($('campaign-status'), c.campaignStatus);
+  setPill($('campaign-status'), c.campaignStatus, { operator: true });
   $('campaign-key').textContent = c.campaignKey;
   $('campaign-viewers').textContent = `${c.userCount} watching now`;
   $('viewer-link').href = `/watch/${ak()}/${encodeURIComponent(c.campaignKey)}`;
@@ -428,10 +428,10 @@ async function removeGoods(item, button) {
 
 async function setStatus(campaignStatus, button) {
   const c = view.current;
-  if (campaignStatus === 'CLOSED' && !window.confirm(`End "${c.title}"? Viewers see that it has ended, and it cannot go on air again.`)) return;
+  if (campaignStatus === 'CLOSED' && !window.confirm(`End "${c.title}" (ONAIR → CLOSED)? Viewers see that it has ended, and it cannot go on air again.`)) return;
   await act(campaignStatus === 'ONAIR' ? 'Starting the broadcast' : 'Ending the broadcast', async () => {
     await api('PUT', `${campaignPath(c.campaignKey)}/status`, { campaignStatus });
-    flash(campaignStatus === 'ONAIR' ? 'The broadcast is on air' : 'The broadcast has ended');
+    flash(campaignStatus === 'ONAIR' ? 'The broadcast is ONAIR (live)' : 'The broadcast is CLOSED (ended)');
     await reloadCurrent(false);
     await loadCampaigns(view.page);
   }, { button });
@@ -526,6 +526,7 @@ function connectLive(campaignKey) {
     accessKey: session.accessKey,
     campaignKey,
     role: 'operator',
+    token: session.token,
     onSnapshot: (snapshot) => {
       view.chat = snapshot.chat.slice();
       renderChatLog();

@@ -1,47 +1,65 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { ExecutionContext, Injectable, OnModuleInit } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { IAuthModuleOptions, AuthGuard as PassportAuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { ApiException } from '../common/errors/api.exception';
-import { CustomersService } from '../customers/customers.service';
-import { baseUrlOf } from '../common/http/base-url';
-import { AppConfig } from '../config/app-config';
-import { AuthenticatedRequest, IS_PUBLIC, tenantOf } from './decorators';
-import { TokenRejected, verifyCustomerToken } from './token-verifier';
+import { ErrorCode } from '../common/errors/error-codes';
+import { clientIp, RateLimiter } from '../rate-limit/rate-limiter';
+import { AuthenticatedRequest, IS_PUBLIC, Tenant } from './decorators';
+import { CUSTOMER_JWT, JwtStrategy } from './jwt.strategy';
+import { TokenRejected } from './token-verifier';
 
 /**
  * Global guard: every route needs `Authorization: Bearer <JWT>` signed by the customer whose accessKey
- * is in the path, unless marked @Public(). Every refusal is the same 401 -102 shape, and an unknown
- * accessKey reads exactly like a bad signature.
+ * is in the path (passport, JwtStrategy), unless marked @Public(). Every refusal is the same 401 -102
+ * shape with the reason, an unknown accessKey reads exactly like a bad signature, and refusals count
+ * against the client IP's limit of refused authentications (429 past it).
  */
 @Injectable()
-export class AuthGuard implements CanActivate {
+export class AuthGuard extends PassportAuthGuard() implements OnModuleInit {
   constructor(
     private readonly reflector: Reflector,
-    private readonly customers: CustomersService,
-    private readonly config: AppConfig,
-  ) {}
+    private readonly limiter: RateLimiter,
+    private readonly strategy: JwtStrategy,
+  ) {
+    super({ defaultStrategy: CUSTOMER_JWT });
+  }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  /** This app's own strategy (see JwtStrategy.passportName), not whichever app registered the name last. */
+  onModuleInit(): void {
+    const self = this as unknown as { options: IAuthModuleOptions };
+    self.options = { ...self.options, defaultStrategy: this.strategy.passportName };
+  }
+
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
-    const isPublic = this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
-    if (isPublic) return true;
-
-    const req = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
-    const accessKey = req.params?.accessKey;
-    if (typeof accessKey !== 'string' || !accessKey) throw ApiException.unauthorized();
-    const header = req.header('authorization') ?? '';
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw ApiException.unauthorized('Missing bearer token (Authorization: Bearer <JWT>)');
-
-    const customer = await this.customers.findByAccessKey(accessKey);
-    if (!customer) throw ApiException.unauthorized('Invalid token');
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
     try {
-      const claims = verifyCustomerToken(match[1], customer.secretKey, accessKey);
-      req.tenant = tenantOf(customer, baseUrlOf(req, this.config), { name: claims.name, sub: claims.sub });
-      return true;
+      return (await super.canActivate(context)) as boolean;
     } catch (err) {
-      if (err instanceof TokenRejected) throw ApiException.unauthorized(err.message);
+      if (err instanceof ApiException && err.code === ErrorCode.Unauthorized) {
+        const req = context.switchToHttp().getRequest<Request>();
+        const verdict = await this.limiter.hit('auth-failures', clientIp(req));
+        if (!verdict.allowed) throw ApiException.rateLimited(`Too many refused authentications from your address; retry after ${verdict.retryAfterSeconds} s`, verdict.retryAfterSeconds);
+      }
       throw err;
     }
   }
+
+  /** Passport's outcome in the service's words; the tenant goes where @CurrentTenant() reads it. */
+  override handleRequest<T = Tenant>(err: unknown, user: unknown, info: unknown, context: ExecutionContext): T {
+    if (err && !(err instanceof TokenRejected)) throw err;
+    if (!user) throw ApiException.unauthorized(refusalOf(err ?? info));
+    context.switchToHttp().getRequest<AuthenticatedRequest>().tenant = user as Tenant;
+    return user as T;
+  }
+}
+
+/** Why a token was refused, as the 401 says it. */
+function refusalOf(reason: unknown): string {
+  if (reason instanceof TokenRejected) return reason.message;
+  const message = reason instanceof Error ? reason.message : '';
+  if (message === 'No auth token') return 'Missing bearer token (Authorization: Bearer <JWT>)';
+  if (/expired/i.test(message)) return 'Token expired';
+  return 'Invalid token';
 }

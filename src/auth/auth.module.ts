@@ -1,11 +1,22 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { CustomersModule } from '../customers/customers.module';
+import { CustomerRateLimitGuard, IpRateLimitGuard } from '../rate-limit/rate-limit.guards';
+import { PassportModule } from '@nestjs/passport';
 import { AuthGuard } from './auth.guard';
+import { JwtStrategy } from './jwt.strategy';
 
-/** Registers the global authentication guard (secure by default; opt out with @Public()). */
+/**
+ * The global guards, in this order: the per-IP rate limit (before any work, even for a bad token), the
+ * authentication (secure by default; opt out with @Public()), the per-customer rate limit.
+ */
 @Module({
-  imports: [CustomersModule],
-  providers: [{ provide: APP_GUARD, useClass: AuthGuard }],
+  imports: [CustomersModule, PassportModule],
+  providers: [
+    JwtStrategy,
+    { provide: APP_GUARD, useClass: IpRateLimitGuard },
+    { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_GUARD, useClass: CustomerRateLimitGuard },
+  ],
 })
 export class AuthModule {}

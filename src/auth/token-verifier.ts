@@ -1,5 +1,6 @@
 import { createSecretKey, KeyObject } from 'node:crypto';
 import { JsonWebTokenError, JwtPayload, TokenExpiredError, verify } from 'jsonwebtoken';
+import { formatDuration } from '../common/util/duration';
 
 export const CLOCK_SKEW_SECONDS = 60;
 
@@ -11,10 +12,28 @@ export interface VerifiedClaims {
   sub?: string;
 }
 
+/**
+ * The keys a customer's tokens may be signed with: the secret key, and after a rotation the previous
+ * one until `previousKeyValidUntil` (the customers row carries these columns).
+ */
+export interface SigningKeys {
+  secretKey: string;
+  previousSecretKey?: string | null;
+  previousKeyValidUntil?: Date | null;
+}
+
 export class TokenRejected extends Error {}
 
 const keyCache = new Map<string, KeyObject[]>();
-const verifiedTokens = new Map<string, VerifiedClaims>();
+
+/** A token that verified before: its claims, the key that signed it, and until when (epoch s) it stays valid. */
+export interface VerifiedToken {
+  claims: VerifiedClaims;
+  key: KeyObject;
+  validUntil: number;
+}
+
+const verifiedTokens = new Map<string, VerifiedToken>();
 
 /**
  * The two accepted HMAC keys of a secretKey, as KeyObjects (given raw bytes, jsonwebtoken would first
@@ -31,50 +50,91 @@ function hmacKeys(secretKey: string): KeyObject[] {
 }
 
 /**
- * Verifies a customer-signed JWT: HS256 only, `exp` required, 60 s of clock skew. The HMAC key is the
- * base64-decoded secretKey; the raw secretKey string is accepted as key too (CONTRACT §1).
+ * Verifies a customer-signed JWT: HS256 only, `exp` required, finite and at most `maxTtlSeconds`
+ * (TOKEN_MAX_TTL) ahead, 60 s of clock skew. The HMAC key is the base64-decoded secretKey; the raw
+ * secretKey string is accepted as key too. After a rotation, the previous secret key (both forms)
+ * verifies too until `previousKeyValidUntil`.
  */
-export function verifyCustomerToken(token: string, secretKey: string, accessKey: string): VerifiedClaims {
-  // Clients send the same token many times; one that verified before needs only its expiry checked.
-  const cacheKey = `${secretKey}\n${accessKey}\n${token}`;
-  const known = verifiedTokens.get(cacheKey);
-  if (known) {
-    if (known.exp + CLOCK_SKEW_SECONDS > Date.now() / 1000) return known;
-    verifiedTokens.delete(cacheKey);
-  }
-  const claims = verifyUncached(token, secretKey, accessKey);
-  if (verifiedTokens.size >= 10_000) verifiedTokens.clear();
-  verifiedTokens.set(cacheKey, claims);
-  return claims;
+export function verifyCustomerToken(token: string, keys: SigningKeys | string, accessKey: string, maxTtlSeconds: number): VerifiedClaims {
+  return verifiedToken(token, keys, accessKey, maxTtlSeconds).claims;
 }
 
-function verifyUncached(token: string, secretKey: string, accessKey: string): VerifiedClaims {
-  const keys = hmacKeys(secretKey);
-  let payload: JwtPayload | undefined;
-  let lastError: unknown;
+/**
+ * A token that passed every rule of verifyCustomerToken: its claims, and the HMAC key (one of the
+ * customer's accepted keys) that signed it, which a JWT library verifying the token again needs (see
+ * JwtStrategy). Cached like verifyCustomerToken.
+ */
+export function verifiedToken(token: string, keys: SigningKeys | string, accessKey: string, maxTtlSeconds: number): VerifiedToken {
+  const signing: SigningKeys = typeof keys === 'string' ? { secretKey: keys } : keys;
+  const now = Date.now() / 1000;
+  // Clients send the same token many times; one that verified before needs only its validity checked.
+  // The entry never outlives the token's exp (+ skew) nor, for the previous key, that key's end.
+  const cacheKey = [signing.secretKey, signing.previousSecretKey ?? '', signing.previousKeyValidUntil?.getTime() ?? '', accessKey, token].join('\n');
+  const known = verifiedTokens.get(cacheKey);
+  if (known) {
+    if (known.validUntil > now && known.claims.exp - now <= maxTtlSeconds + CLOCK_SKEW_SECONDS) return known;
+    verifiedTokens.delete(cacheKey);
+  }
+  const verified = verifyUncached(token, signing, accessKey, maxTtlSeconds, now);
+  if (verifiedTokens.size >= 10_000) verifiedTokens.clear();
+  verifiedTokens.set(cacheKey, verified);
+  return verified;
+}
+
+/** The payload and the key when one of the keys signed the token; undefined when none did. */
+function verifyWith(token: string, keys: KeyObject[]): { payload: JwtPayload; key: KeyObject } | undefined {
   for (const key of keys) {
     try {
       const decoded = verify(token, key, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SECONDS });
       if (typeof decoded === 'string') throw new TokenRejected('Token payload must be a JSON object');
-      payload = decoded;
-      break;
+      return { payload: decoded, key };
     } catch (err) {
-      lastError = err;
+      if (err instanceof TokenRejected) throw err;
+      // jsonwebtoken checks the signature first: "expired" means this key signed it.
       if (err instanceof TokenExpiredError) throw new TokenRejected('Token expired');
-      if (err instanceof JsonWebTokenError && err.message !== 'invalid signature') break;
+      // Malformed, another algorithm, not yet valid (nbf): no other key changes that.
+      if (!(err instanceof JsonWebTokenError) || err.message !== 'invalid signature') throw new TokenRejected('Invalid token');
     }
   }
-  if (!payload) {
-    if (lastError instanceof TokenRejected) throw lastError;
-    throw new TokenRejected('Invalid token');
+  return undefined;
+}
+
+/**
+ * An optional text claim (name, sub: they become adminName/adminId): trimmed, at most 255 characters
+ * (code points, so a surrogate pair is never cut), and ignored when blank, not a string or not
+ * well-formed Unicode (the database would store U+FFFD for a lone surrogate).
+ */
+function claimText(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !value.isWellFormed()) return undefined;
+  const text = value.trim();
+  return text ? [...text].slice(0, 255).join('') : undefined;
+}
+
+function verifyUncached(token: string, keys: SigningKeys, accessKey: string, maxTtlSeconds: number, now: number): VerifiedToken {
+  let signed = verifyWith(token, hmacKeys(keys.secretKey));
+  let keyValidUntil = Infinity;
+  if (!signed && keys.previousSecretKey) {
+    const previousUntil = (keys.previousKeyValidUntil?.getTime() ?? 0) / 1000;
+    signed = verifyWith(token, hmacKeys(keys.previousSecretKey));
+    if (signed && previousUntil <= now) {
+      throw new TokenRejected(`Token signed with the previous secret key, which was replaced (not accepted since ${new Date(previousUntil * 1000).toISOString()})`);
+    }
+    keyValidUntil = previousUntil;
   }
-  if (typeof payload.exp !== 'number') throw new TokenRejected('Token must carry an exp claim');
+  if (!signed) throw new TokenRejected('Invalid token');
+  const { payload, key } = signed;
+  if (payload.exp === undefined) throw new TokenRejected('Token must carry an exp claim');
+  if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp)) throw new TokenRejected('Token exp must be a finite number of seconds');
+  if (payload.exp - now > maxTtlSeconds + CLOCK_SKEW_SECONDS) {
+    throw new TokenRejected(`Token lives too long: exp may be at most ${formatDuration(maxTtlSeconds)} ahead (TOKEN_MAX_TTL)`);
+  }
   if (payload.accessKey !== accessKey) throw new TokenRejected('Invalid token');
-  return {
+  const claims: VerifiedClaims = {
     accessKey: payload.accessKey,
     exp: payload.exp,
     iat: typeof payload.iat === 'number' ? payload.iat : undefined,
-    name: typeof payload.name === 'string' && payload.name.trim() ? payload.name.trim().slice(0, 255) : undefined,
-    sub: typeof payload.sub === 'string' && payload.sub ? payload.sub.slice(0, 255) : undefined,
+    name: claimText(payload.name),
+    sub: claimText(payload.sub),
   };
+  return { claims, key, validUntil: Math.min(payload.exp + CLOCK_SKEW_SECONDS, keyValidUntil) };
 }

@@ -1,39 +1,31 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, In } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { Transactions } from '../database/transactions';
-import { Goods } from '../goods/entities/goods.entity';
-import { keyHash } from '../goods/goods-keys';
-import { CampaignViews } from '../live/campaign-views';
+import { CampaignViews } from './campaign-views';
 import { PendingEvent } from '../live/live-events';
 import { LiveNotifier } from '../live/live-notifier';
 import { ViewerCounter } from '../live/viewer-counter';
-import { CampaignStore, newCampaignKey } from './campaign-store';
+import { adminNameOf, CampaignWriter, newCampaignKey } from './campaign-writer';
 import {
-  CampaignGoodsListResponse,
   CampaignListResponse,
   CampaignResponse,
   ChatLineResponse,
   NoticeResponse,
   noticeOf,
-  toCampaignGoodsResponse,
   toCampaignResponse,
   toChatLine,
 } from './dto/campaign-response.dto';
 import {
-  CampaignGoodsRefsDto,
   CampaignStatusDto,
   ChatDto,
   CreateCampaignDto,
-  GoodsOrderDto,
   ListCampaignsQuery,
   UpdateCampaignDto,
 } from './dto/campaign-requests.dto';
 import { CampaignChat } from './entities/campaign-chat.entity';
-import { CampaignGoods } from './entities/campaign-goods.entity';
 import { Campaign, CampaignStatus } from './entities/campaign.entity';
 
 /** The only moves of the status machine. */
@@ -45,17 +37,21 @@ export interface ChatResult {
   _s: number;
 }
 
-export function notInCampaign(goodsId: number, campaignKey: string): ApiException {
-  return new ApiException(ErrorCode.GoodsNotInCampaign, `Goods ${goodsId} is not in campaign ${campaignKey}`);
+/** A schedule ending before it starts is refused (either end may be unknown). */
+function checkSchedule(campaign: Pick<Campaign, 'scheduledAt' | 'scheduledEndAt'>): void {
+  const { scheduledAt, scheduledEndAt } = campaign;
+  if (scheduledAt && scheduledEndAt && scheduledEndAt.getTime() < scheduledAt.getTime()) {
+    const message = 'scheduledEndAt must not be before scheduledAt';
+    throw ApiException.invalid(`Invalid argument: ${message}`, [{ field: 'scheduledEndAt', message }]);
+  }
 }
 
-/** The campaigns console (CONTRACT §6): campaigns, their goods, status and operator messages. */
+/** The campaigns console: campaigns, their status and operator messages (their goods: CampaignGoodsService). */
 @Injectable()
 export class CampaignsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly transactions: Transactions,
-    private readonly store: CampaignStore,
+    private readonly db: Transactions,
+    private readonly store: CampaignWriter,
     private readonly views: CampaignViews,
     private readonly counter: ViewerCounter,
     private readonly notifier: LiveNotifier,
@@ -84,7 +80,8 @@ export class CampaignsService {
       createdAt: now,
       updatedAt: now,
     });
-    await this.transactions.run(async (em) => {
+    checkSchedule(campaign);
+    await this.db.run(async (em) => {
       // A copy: after an insert TypeORM writes raw default values back into the object (MySQL's 1 for true).
       const result = await em.insert(Campaign, { ...campaign });
       campaign.id = Number(result.identifiers[0]?.id);
@@ -93,7 +90,7 @@ export class CampaignsService {
   }
 
   async list(tenant: Tenant, query: ListCampaignsQuery): Promise<CampaignListResponse> {
-    const [rows, totalCount] = await this.dataSource.manager.findAndCount(Campaign, {
+    const [rows, totalCount] = await this.db.manager.findAndCount(Campaign, {
       where: { customerId: tenant.id },
       order: { id: 'DESC' },
       skip: (query.page - 1) * query.count,
@@ -104,18 +101,19 @@ export class CampaignsService {
   }
 
   async get(tenant: Tenant, campaignKey: string): Promise<CampaignResponse> {
-    const em = this.dataSource.manager;
+    const em = this.db.manager;
     const campaign = await this.store.find(em, tenant, campaignKey);
     const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl);
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 
   update(tenant: Tenant, campaignKey: string, body: UpdateCampaignDto): Promise<CampaignResponse> {
-    return this.store.mutate(tenant, campaignKey, async (em, campaign) => {
+    return this.store.change(tenant, campaignKey, async (em, campaign) => {
       const fields = ['title', 'description', 'scheduledAt', 'scheduledEndAt', 'posterUrl', 'liveUrl', 'operatorName', 'collectionVisible'] as const;
       for (const field of fields) {
         if (body[field] !== undefined) (campaign as unknown as Record<string, unknown>)[field] = body[field];
       }
+      checkSchedule(campaign);
       campaign.updatedAt = new Date();
       const { customer: _omit, ...columns } = campaign;
       await em.update(Campaign, { id: campaign.id }, columns);
@@ -124,7 +122,7 @@ export class CampaignsService {
   }
 
   setStatus(tenant: Tenant, campaignKey: string, body: CampaignStatusDto): Promise<CampaignResponse> {
-    return this.store.mutate(tenant, campaignKey, async (em, campaign) => {
+    return this.store.change(tenant, campaignKey, async (em, campaign) => {
       if (NEXT[campaign.campaignStatus] !== body.campaignStatus) {
         throw new ApiException(
           ErrorCode.InvalidTransition,
@@ -151,7 +149,7 @@ export class CampaignsService {
 
   /** Deletes the campaign; its viewers get a last campaign.status NOT_EXIST and are disconnected. */
   async remove(tenant: Tenant, campaignKey: string): Promise<void> {
-    const campaign = await this.transactions.run(async (em) => {
+    const campaign = await this.db.run(async (em) => {
       const found = await this.store.find(em, tenant, campaignKey, true);
       await em.delete(Campaign, { id: found.id });
       return found;
@@ -167,84 +165,10 @@ export class CampaignsService {
     setTimeout(() => this.notifier.disconnectCampaign(campaign.id), 200).unref();
   }
 
-  async listGoods(tenant: Tenant, campaignKey: string): Promise<CampaignGoodsListResponse> {
-    const em = this.dataSource.manager;
-    const campaign = await this.store.find(em, tenant, campaignKey);
-    const rows = await this.views.goodsRows(em, campaign.id);
-    return { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 };
-  }
-
-  /** Appends goods (by ids, skus or urls) in the given order with ON_SALE; ones already in are skipped. */
-  addGoods(tenant: Tenant, campaignKey: string, body: CampaignGoodsRefsDto): Promise<CampaignGoodsListResponse> {
-    return this.store.mutate(tenant, campaignKey, async (em, campaign) => {
-      const ids = await this.resolveGoods(em, tenant, body);
-      const existing = await em.find(CampaignGoods, { where: { campaignId: campaign.id } });
-      const present = new Set(existing.map((l) => l.goodsId));
-      let order = existing.reduce((max, l) => Math.max(max, l.sortOrder), 0);
-      const now = new Date();
-      const added = ids
-        .filter((id, i) => !present.has(id) && ids.indexOf(id) === i)
-        .map((goodsId) =>
-          Object.assign(new CampaignGoods(), {
-            campaignId: campaign.id,
-            goodsId,
-            sortOrder: (order += 1),
-            showingNow: false,
-            salesStatus: 'ON_SALE' as const,
-            adminName: null,
-            adminId: '',
-            createdAt: now,
-            updatedAt: now,
-          }),
-        );
-      if (added.length) await em.insert(CampaignGoods, added);
-      return this.listAfterChange(em, tenant, campaign, added.length > 0);
-    });
-  }
-
-  reorder(tenant: Tenant, campaignKey: string, body: GoodsOrderDto): Promise<CampaignGoodsListResponse> {
-    return this.store.mutate(tenant, campaignKey, async (em, campaign) => {
-      const links = await em.find(CampaignGoods, { where: { campaignId: campaign.id }, order: { sortOrder: 'ASC' } });
-      const byId = new Map(links.map((l) => [l.goodsId, l]));
-      for (const id of body.goodsIds) if (!byId.has(id)) throw notInCampaign(id, campaignKey);
-      const listed = new Set(body.goodsIds);
-      const ordered = [...new Set(body.goodsIds)].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
-      let changed = false;
-      for (const [i, link] of ordered.entries()) {
-        if (link.sortOrder === i + 1) continue;
-        changed = true;
-        await em.update(CampaignGoods, { campaignId: campaign.id, goodsId: link.goodsId }, { sortOrder: i + 1 });
-      }
-      return this.listAfterChange(em, tenant, campaign, changed);
-    });
-  }
-
-  /** At most one item shows at a time: showing one stops the others. */
-  setShowing(tenant: Tenant, campaignKey: string, goodsId: number, showingNow: boolean): Promise<CampaignGoodsListResponse> {
-    return this.store.mutate(tenant, campaignKey, async (em, campaign) => {
-      const link = await em.findOne(CampaignGoods, { where: { campaignId: campaign.id, goodsId } });
-      if (!link) throw notInCampaign(goodsId, campaignKey);
-      const now = new Date();
-      if (showingNow) {
-        await em.update(CampaignGoods, { campaignId: campaign.id, showingNow: true }, { showingNow: false, updatedAt: now });
-      }
-      await em.update(CampaignGoods, { campaignId: campaign.id, goodsId }, { showingNow, updatedAt: now });
-      return this.listAfterChange(em, tenant, campaign, link.showingNow !== showingNow || showingNow);
-    });
-  }
-
-  removeGoods(tenant: Tenant, campaignKey: string, goodsId: number): Promise<CampaignGoodsListResponse> {
-    return this.store.mutate(tenant, campaignKey, async (em, campaign) => {
-      const result = await em.delete(CampaignGoods, { campaignId: campaign.id, goodsId });
-      if (!result.affected) throw notInCampaign(goodsId, campaignKey);
-      return this.listAfterChange(em, tenant, campaign, true);
-    });
-  }
-
   /** A chat line, or (pinned) the notice; an empty pinned message unpins. */
   chat(tenant: Tenant, campaignKey: string, body: ChatDto): Promise<ChatResult> {
-    return this.store.mutate<ChatResult>(tenant, campaignKey, async (em, campaign) => {
-      const adminName = body.name?.trim() || tenant.operator.name || campaign.operatorName || null;
+    return this.store.change<ChatResult>(tenant, campaignKey, async (em, campaign) => {
+      const adminName = adminNameOf(body.name, campaign, tenant);
       const message = body.message.trim();
       const now = new Date();
       if (body.pinned) {
@@ -283,32 +207,4 @@ export class CampaignsService {
     line.id = Number(inserted.identifiers[0]?.id);
     return { line, event: { type: 'chat.message', payload: { id: String(line.id), message, adminName, createdAt: now.getTime() } } };
   }
-
-  private async listAfterChange(
-    em: EntityManager,
-    tenant: Tenant,
-    campaign: Campaign,
-    changed: boolean,
-  ): Promise<{ result: CampaignGoodsListResponse; events: PendingEvent[] }> {
-    const rows = await this.views.goodsRows(em, campaign.id);
-    const result = { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 };
-    if (!changed) return { result, events: [] };
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl);
-    return { result, events: [{ type: 'goods.list', payload: { goods } }] };
-  }
-
-  private async resolveGoods(em: EntityManager, tenant: Tenant, refs: CampaignGoodsRefsDto): Promise<number[]> {
-    const given = [refs.goodsIds, refs.skus, refs.urls].filter((r) => r !== undefined);
-    if (given.length !== 1) {
-      throw ApiException.invalid('Send exactly one of goodsIds, skus or urls', [{ field: 'goodsIds', message: 'exactly one of goodsIds, skus or urls' }]);
-    }
-    const column = refs.goodsIds ? 'id' : refs.skus ? 'skuHash' : 'urlHash';
-    const keys: Array<number | string> = refs.goodsIds ?? (refs.skus ?? refs.urls ?? []).map((k) => keyHash(k.trim()));
-    const found = await em.find(Goods, { select: { id: true, skuHash: true, urlHash: true }, where: { customerId: tenant.id, [column]: In(keys) } });
-    const idByKey = new Map(found.map((g) => [column === 'id' ? g.id : column === 'skuHash' ? g.skuHash : g.urlHash, g.id] as const));
-    const missing = keys.map((k, i) => (idByKey.has(k) ? null : (refs.goodsIds ?? refs.skus ?? refs.urls ?? [])[i])).filter((k) => k !== null);
-    if (missing.length) throw ApiException.notFound(`Goods not found: ${missing.slice(0, 20).join(', ')}`);
-    return keys.map((k) => idByKey.get(k) as number);
-  }
 }
-

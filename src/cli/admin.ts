@@ -2,11 +2,14 @@ import 'reflect-metadata';
 import { parseArgs } from 'node:util';
 import { sign } from 'jsonwebtoken';
 import { ApiException } from '../common/errors/api.exception';
+import { formatDuration, parseDuration } from '../common/util/duration';
 import { AppConfig } from '../config/app-config';
 import { ConfigValidationError } from '../config/env.validation';
 import { CustomersService } from '../customers/customers.service';
 import { Customer } from '../customers/entities/customer.entity';
 import { openDataSource, resolveDataSourceOptions } from '../database/data-source-options';
+import { Transactions } from '../database/transactions';
+import { ENTITIES } from '../schema';
 
 const USAGE = `livegoods admin CLI (reads the same settings as the service: environment and .env)
 
@@ -14,17 +17,31 @@ const USAGE = `livegoods admin CLI (reads the same settings as the service: envi
       Creates a customer; prints {"accessKey","secretKey","name","currency"} as JSON.
   npm run admin -- customer list
       Lists customers (access keys and names, no secrets) as JSON lines.
+  npm run admin -- customer rotate-secret --access-key <accessKey> [--grace 24h]
+      Gives the customer a new secret key; prints {"accessKey","secretKey","previousKeyValidUntil"}.
+      Tokens signed with the old key are accepted until previousKeyValidUntil (--grace from now;
+      --grace 0: not at all). Running nodes pick the new key up within 30 s.
   npm run admin -- token --access-key <accessKey> [--ttl 1h] [--name <operator>] [--sub <operatorId>]
       Prints an HS256 JWT signed with the customer's secret key, for trying the API.
+      --ttl may not exceed TOKEN_MAX_TTL (default 30d).
 `;
 
-/** "90s", "15m", "1h", "7d" or plain seconds. */
-export function parseTtl(text: string): number {
-  const match = /^(\d+)\s*([smhd]?)$/i.exec(text.trim());
-  if (!match) throw new Error(`--ttl must look like 3600, 90s, 15m, 1h or 7d (got "${text}")`);
-  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2].toLowerCase() as '' | 's' | 'm' | 'h' | 'd'];
-  const seconds = Number(match[1]) * unit;
-  if (seconds < 1 || seconds > 366 * 86400) throw new Error('--ttl must be between 1 second and 366 days');
+/** "90s", "15m", "1h", "7d" or plain seconds; from 1 second to maxSeconds (TOKEN_MAX_TTL). */
+export function parseTtl(text: string, maxSeconds: number): number {
+  const seconds = parseDuration(text);
+  if (seconds === undefined) throw new Error(`--ttl must look like 3600, 90s, 15m, 1h or 7d (got "${text}")`);
+  if (seconds < 1) throw new Error('--ttl must be at least 1 second');
+  if (seconds > maxSeconds) {
+    throw new Error(`--ttl must be at most TOKEN_MAX_TTL (${formatDuration(maxSeconds)}): the service refuses tokens that live longer`);
+  }
+  return seconds;
+}
+
+/** --grace of rotate-secret: "24h", "90m", "0" or plain seconds; at most 366 days. */
+export function parseGrace(text: string): number {
+  const seconds = parseDuration(text);
+  if (seconds === undefined) throw new Error(`--grace must look like 0, 3600, 90m, 24h or 7d (got "${text}")`);
+  if (seconds > 366 * 86400) throw new Error('--grace must be at most 366 days');
   return seconds;
 }
 
@@ -39,36 +56,52 @@ export function mintToken(customer: Pick<Customer, 'accessKey' | 'secretKey'>, t
   });
 }
 
+const STRING_OPTIONS = ['name', 'currency', 'access-key', 'ttl', 'grace', 'sub'] as const;
+
+/**
+ * `--option value` as `--option=value`, so that a value starting with "-" (an access key may, when it was
+ * issued before keys were made to start with a letter or digit) is taken as the value, not as an option.
+ */
+export function joinOptionValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i += 1) {
+    const option = /^--(.+)$/.exec(argv[i])?.[1];
+    if (option && (STRING_OPTIONS as readonly string[]).includes(option) && i + 1 < argv.length) {
+      out.push(`--${option}=${argv[i + 1]}`);
+      i += 1;
+    } else out.push(argv[i]);
+  }
+  return out;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
-    args: argv,
+    args: joinOptionValues(argv),
     allowPositionals: true,
     options: {
-      name: { type: 'string' },
-      currency: { type: 'string' },
-      'access-key': { type: 'string' },
-      ttl: { type: 'string' },
-      sub: { type: 'string' },
+      ...Object.fromEntries(STRING_OPTIONS.map((o) => [o, { type: 'string' as const }])),
       help: { type: 'boolean', short: 'h' },
     },
-  });
+  }) as { values: Partial<Record<(typeof STRING_OPTIONS)[number], string>> & { help?: boolean }; positionals: string[] };
   const command = positionals.join(' ');
   if (values.help || !command) {
     process.stdout.write(USAGE);
     return values.help ? 0 : 2;
   }
-  if (!['customer create', 'customer list', 'token'].includes(command)) {
+  if (!['customer create', 'customer list', 'customer rotate-secret', 'token'].includes(command)) {
     process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
   if (command === 'customer create' && !values.name) throw new Error('customer create needs --name <name>');
   if (command === 'token' && !values['access-key']) throw new Error('token needs --access-key <accessKey>');
-  const ttl = command === 'token' ? parseTtl(values.ttl ?? '1h') : 0;
+  if (command === 'customer rotate-secret' && !values['access-key']) throw new Error('customer rotate-secret needs --access-key <accessKey>');
+  const grace = command === 'customer rotate-secret' ? parseGrace(values.grace ?? '24h') : 0;
 
   const config = AppConfig.load();
-  const dataSource = await openDataSource(await resolveDataSourceOptions(config));
+  const ttl = command === 'token' ? parseTtl(values.ttl ?? '1h', config.auth.tokenMaxTtlSeconds) : 0;
+  const dataSource = await openDataSource(await resolveDataSourceOptions(config, ENTITIES));
   try {
-    const customers = new CustomersService(dataSource.getRepository(Customer));
+    const customers = new CustomersService(new Transactions(dataSource, config));
     if (command === 'customer create') {
       const c = await customers.create(values.name as string, values.currency ?? 'KRW');
       process.stdout.write(`${JSON.stringify({ accessKey: c.accessKey, secretKey: c.secretKey, name: c.name, currency: c.currency })}\n`);
@@ -76,6 +109,11 @@ async function main(argv: string[]): Promise<number> {
       for (const c of await customers.list()) {
         process.stdout.write(`${JSON.stringify({ accessKey: c.accessKey, name: c.name, currency: c.currency })}\n`);
       }
+    } else if (command === 'customer rotate-secret') {
+      const c = await customers.rotateSecret(values['access-key'] as string, grace);
+      if (!c) throw new Error(`no customer with access key ${values['access-key']}`);
+      const previousKeyValidUntil = c.previousKeyValidUntil?.toISOString() ?? null;
+      process.stdout.write(`${JSON.stringify({ accessKey: c.accessKey, secretKey: c.secretKey, previousKeyValidUntil })}\n`);
     } else {
       const customer = await customers.findByAccessKey(values['access-key'] as string);
       if (!customer) throw new Error(`no customer with access key ${values['access-key']}`);

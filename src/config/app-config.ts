@@ -1,13 +1,19 @@
 import { isAbsolute, resolve } from 'node:path';
 import { config as loadDotenv } from 'dotenv';
+import { parseDuration } from '../common/util/duration';
 import { EnvironmentVariables, validateEnv } from './env.validation';
 
 export interface ServerConfig {
   port: number;
   publicBaseUrl?: string;
+  /** Largest body of every route but sync. */
   bodyLimit: string;
+  /** Largest body of POST /sync. */
+  syncBodyLimit: string;
   trustProxy: boolean;
   logLevel: EnvironmentVariables['LOG_LEVEL'];
+  /** Longest wait for accepted requests on shutdown. */
+  shutdownTimeoutMs: number;
 }
 
 export interface DatabaseConfig {
@@ -21,6 +27,12 @@ export interface DatabaseConfig {
   database: string;
   poolSize: number;
   logging: boolean;
+  connectTimeoutMs: number;
+  queryTimeoutMs: number;
+  lockTimeoutMs: number;
+  transactionTimeoutMs: number;
+  /** How long start-up retries a database that does not answer. */
+  startupTimeoutMs: number;
 }
 
 export interface MediaConfig {
@@ -38,9 +50,23 @@ export interface LimitsConfig {
   syncMaxItems: number;
   listMaxCount: number;
   uploadMaxBytes: number;
+  /** Most data rows in a spreadsheet, and most rows without goods values besides them. */
   excelMaxRows: number;
   excelMaxUncompressedBytes: number;
   excelParseTimeoutMs: number;
+}
+
+export interface RateLimitConfig {
+  enabled: boolean;
+  windowMs: number;
+  /** Requests per window per client IP. */
+  ip: number;
+  /** Authenticated requests per window per customer. */
+  customer: number;
+  /** 401s per window per client IP before that IP is refused until the window ends. */
+  authFailures: number;
+  /** New /live connections per window per client IP. */
+  liveConnections: number;
 }
 
 export interface RedisConfig {
@@ -48,6 +74,11 @@ export interface RedisConfig {
   url?: string;
   /** REDIS_PREFIX: first part of every Redis channel and key of this deployment. */
   prefix: string;
+}
+
+export interface AuthConfig {
+  /** TOKEN_MAX_TTL in seconds: a token's exp may be at most this far ahead (plus the clock skew). */
+  tokenMaxTtlSeconds: number;
 }
 
 /**
@@ -62,6 +93,8 @@ export class AppConfig {
     readonly media: MediaConfig,
     readonly limits: LimitsConfig,
     readonly redis: RedisConfig,
+    readonly rateLimit: RateLimitConfig,
+    readonly auth: AuthConfig,
   ) {}
 
   static fromEnv(raw: Record<string, unknown>): AppConfig {
@@ -73,8 +106,10 @@ export class AppConfig {
         port: env.PORT,
         publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
         bodyLimit: env.BODY_LIMIT,
+        syncBodyLimit: env.SYNC_BODY_LIMIT,
         trustProxy: env.TRUST_PROXY,
         logLevel: env.LOG_LEVEL,
+        shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT * 1000,
       },
       {
         type: env.DB_TYPE,
@@ -86,6 +121,11 @@ export class AppConfig {
         database: env.DB_NAME,
         poolSize: env.DB_POOL_SIZE,
         logging: env.DB_LOGGING,
+        connectTimeoutMs: env.DB_CONNECT_TIMEOUT_MS,
+        queryTimeoutMs: env.DB_QUERY_TIMEOUT_MS,
+        lockTimeoutMs: env.DB_LOCK_TIMEOUT_MS,
+        transactionTimeoutMs: env.DB_TRANSACTION_TIMEOUT_MS,
+        startupTimeoutMs: env.DB_STARTUP_TIMEOUT_MS,
       },
       {
         dir: resolve(dataDir, 'media'),
@@ -105,6 +145,15 @@ export class AppConfig {
         excelParseTimeoutMs: env.EXCEL_PARSE_TIMEOUT_MS,
       },
       { url: env.REDIS_URL, prefix: env.REDIS_PREFIX },
+      {
+        enabled: env.RATE_LIMIT_ENABLED,
+        windowMs: env.RATE_LIMIT_WINDOW_MS,
+        ip: env.RATE_LIMIT_IP,
+        customer: env.RATE_LIMIT_CUSTOMER,
+        authFailures: env.RATE_LIMIT_AUTH_FAILURES,
+        liveConnections: env.RATE_LIMIT_LIVE_CONNECTIONS,
+      },
+      { tokenMaxTtlSeconds: parseDuration(env.TOKEN_MAX_TTL) as number },
     );
   }
 

@@ -1,3 +1,4 @@
+import { AppConfig } from './app-config';
 import { ConfigValidationError, validateEnv } from './env.validation';
 
 function refusal(raw: Record<string, unknown>): ConfigValidationError {
@@ -99,6 +100,20 @@ describe('validateEnv', () => {
     for (const bad of ['', 'has space', 'glob*', 'a:b', 'x'.repeat(65)]) expect(refusal({ REDIS_PREFIX: bad }).message).toContain('REDIS_PREFIX');
   });
 
+  it('TOKEN_MAX_TTL: 30 days by default; a duration such as 30d, 12h, 3600s or plain seconds', () => {
+    expect(validateEnv({}).TOKEN_MAX_TTL).toBe('30d');
+    expect(AppConfig.fromEnv({}).auth.tokenMaxTtlSeconds).toBe(30 * 86400);
+    for (const [text, seconds] of [['12h', 43200], ['3600s', 3600], ['3600', 3600], ['90m', 5400], [' 7d ', 604800], ['366d', 366 * 86400], ['60', 60]] as const) {
+      expect(AppConfig.fromEnv({ TOKEN_MAX_TTL: text }).auth.tokenMaxTtlSeconds).toBe(seconds);
+    }
+  });
+
+  it.each(['forever', '', '0', '59s', '367d', '30x', '1.5h', '-1d', '1e6'])('refuses TOKEN_MAX_TTL=%p naming it', (text) => {
+    const err = refusal({ TOKEN_MAX_TTL: text });
+    expect(err.message).toContain('TOKEN_MAX_TTL');
+    expect(err.message).toMatch(/from 1m to 366d/);
+  });
+
   it('refuses a boolean it cannot read', () => {
     expect(refusal({ MEDIA_ALLOW_PRIVATE_HOSTS: 'maybe' }).message).toContain('MEDIA_ALLOW_PRIVATE_HOSTS');
   });
@@ -107,6 +122,12 @@ describe('validateEnv', () => {
     const err = refusal({ PORT: 'abc', DB_TYPE: 'postgres', DB_NAME: 'bad-name!', LOG_LEVEL: 'loud', REDIS_URL: 'http://x' });
     for (const name of ['PORT', 'DB_TYPE', 'DB_NAME', 'LOG_LEVEL', 'REDIS_URL']) expect(err.message).toContain(name);
     expect(err.message.split('\n').filter((l) => l.startsWith('  - '))).toHaveLength(5);
+  });
+
+  it('never prints the credentials of a refused URL setting', () => {
+    const err = refusal({ REDIS_URL: 'http://admin:r3d1s-pw@cache:6379', PUBLIC_BASE_URL: 'ftp://u:base-pw@x' });
+    expect(err.message).toContain('REDIS_URL="http://***@cache:6379"');
+    expect(err.message).not.toMatch(/r3d1s-pw|base-pw|admin/);
   });
 
   it('never prints the DB_PASSWORD value', () => {

@@ -10,8 +10,11 @@ import {
   Max,
   Min,
   MinLength,
+  registerDecorator,
   validateSync,
 } from 'class-validator';
+import { formatDuration, parseDuration } from '../common/util/duration';
+import { redactCredentials } from '../common/util/redact';
 
 const toBool = ({ value }: { value: unknown }): unknown => {
   if (typeof value !== 'string') return value;
@@ -26,6 +29,24 @@ const toInt = ({ value }: { value: unknown }): unknown =>
 
 const emptyToUndefined = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string' && value.trim() === '' ? undefined : value;
+
+/** A duration (plain seconds, or with a unit: 90s, 15m, 12h, 30d) between min and max seconds. */
+function IsDuration(min: number, max: number): PropertyDecorator {
+  return (target, key) =>
+    registerDecorator({
+      name: 'isDuration',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (value: unknown) => {
+          const seconds = typeof value === 'string' ? parseDuration(value) : undefined;
+          return seconds !== undefined && seconds >= min && seconds <= max;
+        },
+        defaultMessage: () =>
+          `${String(key)} must be a duration such as 3600 (seconds), 3600s, 12h or 30d, from ${formatDuration(min)} to ${formatDuration(max)}`,
+      },
+    });
+}
 
 /**
  * Every setting the service reads from the environment (or `.env`), with its default.
@@ -61,6 +82,26 @@ export class EnvironmentVariables {
 
   @Transform(toBool) @IsBoolean()
   DB_LOGGING = false;
+
+  /** MySQL: longest wait for a new connection to open. */
+  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  DB_CONNECT_TIMEOUT_MS = 5000;
+
+  /** MySQL: longest one statement may run (enforced by the client, and by MariaDB itself) before it fails with 503. */
+  @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  DB_QUERY_TIMEOUT_MS = 10_000;
+
+  /** MySQL: longest a statement waits for a row lock another transaction holds (innodb_lock_wait_timeout, whole seconds). */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  DB_LOCK_TIMEOUT_MS = 5000;
+
+  /** MySQL: longest a write transaction may stay open; past it the transaction is rolled back and its connection closed. */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  DB_TRANSACTION_TIMEOUT_MS = 30_000;
+
+  /** How long start-up keeps retrying (with backoff) while the database does not answer; 0 = fail at once. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(3_600_000)
+  DB_STARTUP_TIMEOUT_MS = 60_000;
 
   @Transform(emptyToUndefined) @IsOptional()
   @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
@@ -114,21 +155,61 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
   EXCEL_PARSE_TIMEOUT_MS = 30_000;
 
-  @Matches(/^\d+(b|kb|mb)$/i, { message: 'BODY_LIMIT must look like 512kb or 32mb' })
-  BODY_LIMIT = '32mb';
+  /** Largest JSON/form body of every route but sync (one goods item, a campaign, a chat line, a reorder). */
+  @Matches(/^\d+(b|kb|mb)$/i, { message: 'BODY_LIMIT must look like 512kb or 1mb' })
+  BODY_LIMIT = '1mb';
+
+  /** Largest JSON body of POST /v1/goods/{accessKey}/sync. */
+  @Matches(/^\d+(b|kb|mb)$/i, { message: 'SYNC_BODY_LIMIT must look like 512kb or 32mb' })
+  SYNC_BODY_LIMIT = '32mb';
 
   @Transform(toBool) @IsBoolean()
   TRUST_PROXY = false;
 
+  /**
+   * Longest a customer token may live: its `exp` may be at most this far ahead (plus the 60 s clock
+   * skew). Also the longest `--ttl` the admin CLI's token command mints.
+   */
+  @IsDuration(60, 366 * 86400)
+  TOKEN_MAX_TTL = '30d';
+
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
   LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
+
+  /** On SIGTERM/SIGINT: longest wait, in seconds, for accepted requests to finish before closing anyway. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(3600)
+  SHUTDOWN_TIMEOUT = 25;
+
+  /** Rate limits on or off (off only for benchmarks and closed test setups). */
+  @Transform(toBool) @IsBoolean()
+  RATE_LIMIT_ENABLED = true;
+
+  /** The window every rate limit below counts in, in milliseconds. */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  RATE_LIMIT_WINDOW_MS = 10_000;
+
+  /** Requests per window from one client IP, on every route (public ones included). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  RATE_LIMIT_IP = 1000;
+
+  /** Authenticated requests per window for one customer (all its clients together). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  RATE_LIMIT_CUSTOMER = 3000;
+
+  /** Refused authentications (401) per window from one client IP; past it that IP gets 429 until the window ends. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  RATE_LIMIT_AUTH_FAILURES = 50;
+
+  /** New viewer-channel (Socket.IO /live) connections per window from one client IP. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  RATE_LIMIT_LIVE_CONNECTIONS = 300;
 }
 
 export class ConfigValidationError extends Error {}
 
-/** Hides a password in URL-like values (redis://user:secret@host) before they are printed. */
+/** Hides the credentials of URL-like values (redis://user:secret@host) before they are printed. */
 function maskCredentials(value: unknown): unknown {
-  return typeof value === 'string' ? value.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : value;
+  return typeof value === 'string' ? redactCredentials(value) : value;
 }
 
 /** Validates raw environment values; throws one error listing every bad setting. */

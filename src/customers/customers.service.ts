@@ -1,11 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
+import { lockRow, sameKey } from '../database/engine';
+import { Transactions } from '../database/transactions';
 import { Customer } from './entities/customer.entity';
 
-const CACHE_TTL_MS = 30_000;
+/**
+ * How long a node keeps a customer row (keys included). A secret-key rotation made elsewhere (the
+ * admin CLI, another node) reaches this node within that time.
+ */
+export const CACHE_TTL_MS = 30_000;
+
+/**
+ * A new access key: 24 url-safe characters (18 random bytes), starting with a letter or a digit, so that
+ * no command line takes it for an option (`--access-key -x…` would be "ambiguous").
+ */
+export function newAccessKey(): string {
+  for (;;) {
+    const key = randomBytes(18).toString('base64url');
+    if (/^[A-Za-z0-9]/.test(key)) return key;
+  }
+}
 const CURRENCY = /^[A-Z]{3}$/;
 
 /** Customers (tenants): creation by the admin CLI, look-up by access key for authentication. */
@@ -13,7 +28,7 @@ const CURRENCY = /^[A-Z]{3}$/;
 export class CustomersService {
   private readonly cache = new Map<string, { customer: Customer | null; until: number }>();
 
-  constructor(@InjectRepository(Customer) private readonly customers: Repository<Customer>) {}
+  constructor(private readonly db: Transactions) {}
 
   async create(name: string, currency = 'KRW'): Promise<Customer> {
     const trimmed = name.trim();
@@ -21,27 +36,63 @@ export class CustomersService {
     const code = currency.trim().toUpperCase();
     if (!CURRENCY.test(code)) throw ApiException.invalid('currency must be an ISO 4217 code such as KRW or USD');
     const now = new Date();
-    const customer = this.customers.create({
-      accessKey: randomBytes(18).toString('base64url'),
+    const customer = Object.assign(new Customer(), {
+      accessKey: newAccessKey(),
       secretKey: randomBytes(32).toString('base64'),
+      previousSecretKey: null,
+      previousKeyValidUntil: null,
       name: trimmed,
       currency: code,
       createdAt: now,
       updatedAt: now,
     });
-    return this.customers.save(customer);
+    await this.db.run(async (em) => {
+      const inserted = await em.insert(Customer, { ...customer, catalogVersion: 0 });
+      customer.id = Number(inserted.identifiers[0]?.id);
+    });
+    customer.catalogVersion = 0;
+    return customer;
+  }
+
+  /**
+   * Replaces the customer's secret key. For `graceSeconds` the previous one still verifies tokens
+   * (previousKeyValidUntil); with 0 it stops at once. A rotation during a grace period replaces the
+   * previous key: only the key just replaced stays valid. Null when the access key is unknown.
+   */
+  async rotateSecret(accessKey: string, graceSeconds: number): Promise<Customer | null> {
+    const rotated = await this.db.run(async (em) => {
+      const found = await em.findOne(Customer, { select: { id: true, accessKey: true }, where: { accessKey } });
+      if (!found || !sameKey(found.accessKey, accessKey)) return null;
+      await lockRow(em, 'customers', found.id);
+      const customer = await em.findOneOrFail(Customer, { where: { id: found.id } });
+      const now = new Date();
+      const changes = {
+        secretKey: randomBytes(32).toString('base64'),
+        previousSecretKey: graceSeconds > 0 ? customer.secretKey : null,
+        previousKeyValidUntil: graceSeconds > 0 ? new Date(now.getTime() + graceSeconds * 1000) : null,
+        updatedAt: now,
+      };
+      await em.update(Customer, { id: customer.id }, changes);
+      return Object.assign(customer, changes);
+    });
+    this.cache.delete(accessKey);
+    return rotated;
   }
 
   list(): Promise<Customer[]> {
-    return this.customers.find({ order: { id: 'ASC' } });
+    return this.db.manager.find(Customer, { order: { id: 'ASC' } });
   }
 
-  /** Cached for a few seconds: every authenticated request starts with this look-up. */
+  /**
+   * Cached for a few seconds: every authenticated request starts with this look-up (so do the public
+   * endpoints and the /live channel). The key must match exactly, see sameKey().
+   */
   async findByAccessKey(accessKey: string): Promise<Customer | null> {
     const hit = this.cache.get(accessKey);
     const now = Date.now();
     if (hit && hit.until > now) return hit.customer;
-    const customer = await this.customers.findOne({ where: { accessKey } });
+    const found = await this.db.manager.findOne(Customer, { where: { accessKey } });
+    const customer = found && sameKey(found.accessKey, accessKey) ? found : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(accessKey, { customer, until: now + CACHE_TTL_MS });
     return customer;

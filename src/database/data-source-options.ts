@@ -3,19 +3,12 @@ import { dirname } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { isMysql } from './engine';
-import { Customer } from '../customers/entities/customer.entity';
-import { Goods } from '../goods/entities/goods.entity';
-import { Campaign } from '../campaigns/entities/campaign.entity';
-import { CampaignChat } from '../campaigns/entities/campaign-chat.entity';
-import { CampaignEvent } from '../campaigns/entities/campaign-event.entity';
-import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
-import { Media } from '../media/entities/media.entity';
-import { InitialSchema1763700000000 } from './migrations/1763700000000-InitialSchema';
-import { AddMedia1763800000000 } from './migrations/1763800000000-AddMedia';
-import { AddCampaigns1763900000000 } from './migrations/1763900000000-AddCampaigns';
+import { MysqlGuard } from './mysql-guard';
+import { TypeOrmLogger } from './typeorm-logger';
+import { MIGRATIONS } from './migrations';
 
-export const ENTITIES = [Customer, Goods, Media, Campaign, CampaignGoods, CampaignChat, CampaignEvent];
-export const MIGRATIONS = [InitialSchema1763700000000, AddMedia1763800000000, AddCampaigns1763900000000];
+/** The entity classes of the application (src/schema.ts): the database layer does not know the domains. */
+export type EntityList = NonNullable<DataSourceOptions['entities']>;
 
 export type MysqlFlavor = 'mysql' | 'mariadb';
 
@@ -24,14 +17,15 @@ export type MysqlFlavor = 'mysql' | 'mariadb';
  * `flavor` tells TypeORM whether the MySQL-protocol server is MySQL or MariaDB (they report schemas
  * differently); `resolveDataSourceOptions` detects it.
  */
-export function buildDataSourceOptions(config: AppConfig, flavor: MysqlFlavor = 'mysql'): DataSourceOptions {
+export function buildDataSourceOptions(config: AppConfig, entities: EntityList, flavor: MysqlFlavor = 'mysql'): DataSourceOptions {
   const db = config.database;
   const common = {
-    entities: ENTITIES,
+    entities,
     migrations: MIGRATIONS,
     synchronize: false,
     migrationsRun: false,
     logging: db.logging,
+    logger: new TypeOrmLogger(db.logging),
   } as const;
   if (db.type === 'mysql') {
     return {
@@ -47,6 +41,16 @@ export function buildDataSourceOptions(config: AppConfig, flavor: MysqlFlavor = 
       supportBigNumbers: true,
       bigNumberStrings: true,
       poolSize: db.poolSize,
+      connectTimeout: db.connectTimeoutMs,
+      // Every statement gets mysql2's timeout (MysqlGuard abandons the connection when it fires).
+      enableQueryTimeout: true,
+      maxQueryExecutionTime: db.queryTimeoutMs,
+      extra: {
+        // Requests waiting for a connection beyond this fail at once (503) instead of queueing without end.
+        queueLimit: db.poolSize * 50,
+        enableKeepAlive: true,
+        keepAliveInitialDelay: 10_000,
+      },
     };
   }
   mkdirSync(dirname(db.sqlitePath), { recursive: true });
@@ -59,7 +63,8 @@ export function buildDataSourceOptions(config: AppConfig, flavor: MysqlFlavor = 
     prepareDatabase: (handle: { pragma(source: string): unknown }) => {
       handle.pragma('foreign_keys = ON');
       handle.pragma('synchronous = NORMAL');
-      handle.pragma('busy_timeout = 5000');
+      // How long a statement waits for another connection's write lock (SQLITE_BUSY, then 503).
+      handle.pragma(`busy_timeout = ${db.lockTimeoutMs}`);
     },
   };
 }
@@ -68,7 +73,7 @@ export function buildDataSourceOptions(config: AppConfig, flavor: MysqlFlavor = 
 export async function detectMysqlFlavor(config: AppConfig): Promise<MysqlFlavor> {
   const { createConnection } = await import('mysql2/promise');
   const db = config.database;
-  const conn = await createConnection({ host: db.host, port: db.port, user: db.username, password: db.password });
+  const conn = await createConnection({ host: db.host, port: db.port, user: db.username, password: db.password, connectTimeout: db.connectTimeoutMs });
   try {
     const [rows] = await conn.query('SELECT VERSION() AS version');
     const version = String((rows as Array<{ version: string }>)[0]?.version ?? '');
@@ -78,9 +83,9 @@ export async function detectMysqlFlavor(config: AppConfig): Promise<MysqlFlavor>
   }
 }
 
-export async function resolveDataSourceOptions(config: AppConfig): Promise<DataSourceOptions> {
+export async function resolveDataSourceOptions(config: AppConfig, entities: EntityList): Promise<DataSourceOptions> {
   const flavor = config.database.type === 'mysql' ? await detectMysqlFlavor(config) : undefined;
-  return buildDataSourceOptions(config, flavor);
+  return buildDataSourceOptions(config, entities, flavor);
 }
 
 /**
@@ -113,8 +118,11 @@ export async function runMigrations(dataSource: DataSource): Promise<void> {
   }
 }
 
-/** Opens the data source and brings the schema up to date. */
-export async function openDataSource(options: DataSourceOptions): Promise<DataSource> {
+/**
+ * Opens the data source and brings the schema up to date; on MySQL, then bounds every later use of a
+ * connection in time (MysqlGuard: session limits, statement and acquire timeouts).
+ */
+export async function openDataSource(options: DataSourceOptions, config?: AppConfig): Promise<DataSource> {
   const dataSource = await new DataSource(options).initialize();
   try {
     await runMigrations(dataSource);
@@ -122,5 +130,25 @@ export async function openDataSource(options: DataSourceOptions): Promise<DataSo
     await dataSource.destroy();
     throw err;
   }
+  if (config && isMysql(dataSource)) MysqlGuard.install(dataSource, config.database);
   return dataSource;
+}
+
+/**
+ * Opens the database at start-up, retrying with backoff (0.5 s doubling up to 5 s) while it does not answer
+ * yet, for at most DB_STARTUP_TIMEOUT_MS; each failed attempt is logged. A database that refuses our
+ * settings (wrong password, wrong character set) fails the same way once the time is up.
+ */
+export async function openDataSourceWithRetry(config: AppConfig, entities: EntityList, log: (message: string) => void): Promise<DataSource> {
+  const deadline = Date.now() + config.database.startupTimeoutMs;
+  for (let attempt = 1, delay = 500; ; attempt += 1, delay = Math.min(delay * 2, 5000)) {
+    try {
+      return await openDataSource(await resolveDataSourceOptions(config, entities), config);
+    } catch (err) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw err;
+      log(`database not reachable yet (attempt ${attempt}: ${err instanceof Error ? err.message : String(err)}); retrying in ${Math.min(delay, left)} ms`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left)));
+    }
+  }
 }

@@ -7,7 +7,10 @@ import { RawCell, RawSheetEvent } from './sheet-rows';
 
 /** Longest record (one row, all its cells) a CSV may have: far over 10 fields at their limits. */
 const MAX_RECORD_CHARS = 1024 * 1024;
-const SLICE = 64 * 1024;
+/** Bytes of the header line looked at to find the delimiter. */
+const HEADER_SCAN = 64 * 1024;
+/** Bytes handed to csv-parse at a time (see slices()). */
+const SLICE = 256;
 
 /**
  * The upload as UTF-8 bytes without a byte order mark. UTF-8 (with or without BOM) is the format;
@@ -35,7 +38,7 @@ export function detectDelimiter(bytes: Buffer): string {
     ['\t', 0],
   ]);
   let quoted = false;
-  for (let i = 0; i < Math.min(bytes.length, SLICE); i++) {
+  for (let i = 0; i < Math.min(bytes.length, HEADER_SCAN); i++) {
     const ch = String.fromCharCode(bytes[i]);
     if (ch === '"') quoted = !quoted;
     else if (!quoted && (ch === '\n' || ch === '\r')) break;
@@ -46,8 +49,18 @@ export function detectDelimiter(bytes: Buffer): string {
   return best;
 }
 
-function* slices(bytes: Buffer): Generator<Buffer> {
-  for (let i = 0; i < bytes.length; i += SLICE) yield bytes.subarray(i, i + SLICE);
+/**
+ * The bytes in small slices, pausing for the event loop between them (a long quoted cell spans many
+ * slices without a record). csv-parse turns one slice into records in one go, and a record whose
+ * field count differs from the header's is expensive for it (it builds an Error with a stack trace even
+ * under relax_column_count), so a large slice of empty lines would hold the event loop for long; small
+ * slices keep each step short (`npm run bench:abuse` measures it).
+ */
+async function* slices(bytes: Buffer, guard: ReadGuard): AsyncGenerator<Buffer> {
+  for (let i = 0; i < bytes.length; i += SLICE) {
+    await guard.breathe();
+    yield bytes.subarray(i, i + SLICE);
+  }
 }
 
 /**
@@ -64,7 +77,8 @@ export async function* readCsvRows(buffer: Buffer, guard: ReadGuard): AsyncGener
     skip_empty_lines: false,
     max_record_size: MAX_RECORD_CHARS,
   });
-  const source = Readable.from(slices(bytes), { objectMode: false });
+  const source = Readable.from(slices(bytes, guard), { objectMode: false });
+  source.on('error', (err) => guard.abort(err));
   source.pipe(parser);
   const records = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
   let row = 0;
@@ -75,7 +89,7 @@ export async function* readCsvRows(buffer: Buffer, guard: ReadGuard): AsyncGener
       row += 1;
       const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value }));
       yield { kind: 'row', row: { row, cells } };
-      if ((row & 0xff) === 0) await guard.breathe();
+      await guard.breathe();
     }
   } catch (err) {
     if (err instanceof CsvError) throw SheetError.unsupported(`The CSV file is malformed: ${err.message}`);

@@ -10,7 +10,7 @@ import {
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiErrors, ErrorResponse, TenantRoute } from '../common/http/api-docs.decorators';
+import { ApiErrors, ErrorResponse, TenantRoute } from '../http/api-docs.decorators';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
 import { ExcelUploadBody } from './dto/excel-upload.dto';
@@ -38,7 +38,8 @@ export class ExcelController {
       'discountedPrice, discountPercentage`) or their Korean labels (상품ID, 상품코드, 상품URL, 상품명, 브랜드, 설명, ' +
       '이미지URL, 정가, 할인가, 할인율), in any order; other columns are ignored (listed in the `X-Ignored-Columns` ' +
       'header). Each row is applied like one element of `POST /sync`; `row` in the results is the sheet row number ' +
-      '(first data row = 2). Empty cells leave a field unchanged; blank rows are skipped. The template: ' +
+      '(first data row = 2). Empty cells leave a field unchanged; blank rows are skipped (at most 10,000 of them ' +
+      'besides the data rows). The template: ' +
       '[GET /v1/goods/{accessKey}/excel/template](#/Goods/ExcelController_template). Limits: 20 MB per file, ' +
       '10,000 data rows, bounded decompressed size; a file over a limit is 413, a file that is not a readable ' +
       '.xlsx/CSV is 415, and nothing of a refused file is written.',
@@ -77,7 +78,8 @@ export class ExcelController {
   @ApiOperation({
     summary: 'Download the goods spreadsheet template (.xlsx)',
     description:
-      'Sheet "Goods": the field names as header (row 1; Korean labels in the header notes) and one example row; ' +
+      'Sheet "Goods": the field names as header (row 1; Korean labels in the header notes) and no rows, so that the ' +
+      'template uploaded unchanged imports nothing; sheet "Example": the same header and one filled-in row (never imported); ' +
       'sheet "Columns": every column with its Korean label, type, whether it is required, limits and an example. ' +
       'A filled template uploads as is to POST /v1/goods/{accessKey}/excel.',
   })

@@ -1,6 +1,6 @@
 import { GoodsLimits } from '../goods/goods.limits';
 
-/** The goods fields a sheet column can hold: the element fields of the JSON sync (CONTRACT §4). */
+/** The goods fields a sheet column can hold: the element fields of the JSON sync. */
 export const GOODS_FIELDS = [
   'id',
   'sku',
@@ -20,7 +20,7 @@ export type FieldKind = 'id' | 'text' | 'url' | 'decimal' | 'percent';
 
 export interface GoodsColumn {
   field: GoodsField;
-  /** The Korean header label of CONTRACT §4, accepted in place of the field name. */
+  /** The Korean header label, accepted in place of the field name. */
   label: string;
   kind: FieldKind;
   /** Text for the template's explanation sheet. */

@@ -12,9 +12,10 @@ import {
   zeros,
 } from '../../test/support/sheet-fixtures';
 import { fieldOfHeader, GOODS_COLUMNS, normalizeHeader } from './goods-sheet.columns';
-import { detectFormat, GoodsSheet, parseGoodsSheet, SheetLimits } from './goods-sheet.parser';
+import { collectGoodsSheet, detectFormat, GoodsSheet, parseGoodsSheet, SheetLimits } from './goods-sheet.parser';
 import { buildGoodsTemplate } from './goods-template';
 import { SheetError, SheetRefusal } from './sheet-error';
+import { RawSheetEvent } from './sheet-rows';
 import { firstSheetPath } from './xlsx-archive';
 import { MAX_SHARED_STRINGS, plainCellValue } from './xlsx-rows';
 
@@ -71,7 +72,7 @@ describe('goods sheet columns', () => {
     expect(fieldOfHeader(header)).toBeUndefined();
   });
 
-  it('every field and Korean label of CONTRACT §4 is known', () => {
+  it('every field and Korean label of the documented header is known', () => {
     expect(HEADER).toEqual(['id', 'sku', 'url', 'name', 'brand', 'description', 'mediaUrl', 'originalPrice', 'discountedPrice', 'discountPercentage']);
     expect(KOREAN).toEqual(['상품ID', '상품코드', '상품URL', '상품명', '브랜드', '설명', '이미지URL', '정가', '할인가', '할인율']);
     expect(normalizeHeader('Discounted Price')).toBe('discountedprice');
@@ -318,25 +319,11 @@ describe('parseGoodsSheet: .xlsx', () => {
     expect(rowsOf(await parse(file))).toEqual([[2, { sku: 'SEEN' }]]);
   });
 
-  it('the template built for downloads parses to its example row', async () => {
+  it('the template built for downloads parses to its header and no rows (the example is on another sheet)', async () => {
     const sheet = await parse(await buildGoodsTemplate({ maxRows: 10_000, uploadMaxBytes: 20 * 1024 * 1024 }));
     expect(sheet.columns.map((c) => c.field)).toEqual(HEADER);
     expect(sheet.ignoredColumns).toEqual([]);
-    expect(rowsOf(sheet)).toEqual([
-      [
-        2,
-        {
-          sku: 'SW-7',
-          url: 'https://shop.example.com/goods/SW-7',
-          name: '스마트 워치 7',
-          brand: 'Sampletech',
-          description: '45 mm case, GPS',
-          originalPrice: 399000,
-          discountedPrice: 359100,
-          discountPercentage: 10,
-        },
-      ],
-    ]);
+    expect(rowsOf(sheet)).toEqual([]);
   });
 
   describe('refusals', () => {
@@ -351,7 +338,7 @@ describe('parseGoodsSheet: .xlsx', () => {
       expect(err.message).toMatch(message);
     });
 
-    it('more data rows than the cap is too large; blank rows and the header do not count', async () => {
+    it('more data rows than the cap is too large; blank rows and the header do not count toward it', async () => {
       const rows: ExcelJS.CellValue[][] = [['sku']];
       for (let i = 0; i < 5; i++) rows.push([`R-${i}`], []);
       expect((await parse(await xlsx(rows), 'goods.xlsx', { maxRows: 5 })).rows).toHaveLength(5);
@@ -359,6 +346,40 @@ describe('parseGoodsSheet: .xlsx', () => {
       const err = await refusal(parse(await xlsx(rows), 'goods.xlsx', { maxRows: 5 }));
       expect(err.refusal).toBe(SheetRefusal.TooLarge);
       expect(err.message).toMatch(/more than 5 data rows/);
+    });
+
+    it('more rows without goods values than the cap, besides the data rows, is too large', async () => {
+      // Skipped rows: blank, only an ignored column, or repeating the header.
+      const rows: ExcelJS.CellValue[][] = [['sku', 'memo'], ['sku', 'memo']];
+      for (let i = 0; i < 5; i++) rows.push([`R-${i}`], [null, `note ${i}`]);
+      rows.pop();
+      expect((await parse(await xlsx(rows), 'goods.xlsx', { maxRows: 5 })).rows).toHaveLength(5);
+      rows.push([null, 'one more note']);
+      const err = await refusal(parse(await xlsx(rows), 'goods.xlsx', { maxRows: 5 }));
+      expect(err.refusal).toBe(SheetRefusal.TooLarge);
+      expect(err.message).toMatch(/more than 5 rows without goods values .* besides its data rows; reading stopped at row 12\b/);
+    });
+
+    it('stops reading at the first row without values over the cap: what follows is never parsed', async () => {
+      // 10,001 empty <row> elements, then 1 MB of comments, then XML that cannot be parsed.
+      const file = await zip([
+        { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
+        { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
+        {
+          name: 'xl/worksheets/sheet1.xml',
+          data: function* () {
+            yield Buffer.from(SHEET_XML_HEAD + rowXml(1, ['sku', 'name']));
+            for (let r = 2; r <= 10_002; r++) yield Buffer.from(`<row r="${r}"/>`);
+            yield Buffer.from(`<!-- ${'padding '.repeat(128 * 1024)} -->`);
+            yield Buffer.from(`<row r="10003"><c r="A10003"<<<broken`);
+          },
+        },
+      ]);
+      const err = await refusal(parse(file));
+      expect(err.refusal).toBe(SheetRefusal.TooLarge);
+      expect(err.message).toMatch(/more than 10,000 rows without goods values .* reading stopped at row 10,002\b/);
+      // With a cap the blank rows stay under, the broken tail is read, and refused for what it is.
+      expect((await refusal(parse(file, 'goods.xlsx', { maxRows: 20_000 }))).refusal).toBe(SheetRefusal.Unsupported);
     });
 
     it('stops reading a 1,000,000-row sheet at the cap, quickly', async () => {
@@ -525,6 +546,24 @@ describe('parseGoodsSheet: CSV', () => {
     expect(err.message).toMatch(message);
   });
 
+  it('20 MB of empty lines is too large: it stops at the first blank row over the cap', async () => {
+    const file = Buffer.concat([Buffer.from('sku,name,url\n'), Buffer.alloc(20 * 1000 * 1000, '\n')]);
+    const err = await refusal(parse(file, 'blank.csv'));
+    expect(err.refusal).toBe(SheetRefusal.TooLarge);
+    expect(err.message).toMatch(/more than 10,000 rows without goods values .* reading stopped at row 10,002\b/);
+  });
+
+  it('never parses what follows the blank row over the cap', async () => {
+    // Blank records of the header's width, then a quote left open at the end of the file.
+    const file = Buffer.from(`sku,name,url\n${',,\n'.repeat(350_000)}A,"never closed`);
+    const err = await refusal(parse(file, 'blank.csv', { maxRows: 100 }));
+    expect(err.refusal).toBe(SheetRefusal.TooLarge);
+    expect(err.message).toMatch(/more than 100 rows without goods values .* reading stopped at row 102\b/);
+    // The same tail after fewer blank rows is read, and refused for what it is.
+    const short = Buffer.from(`sku,name,url\n${',,\n'.repeat(100)}A,"never closed`);
+    expect((await refusal(parse(short, 'blank.csv', { maxRows: 100 }))).message).toMatch(/malformed/);
+  });
+
   it('stops at the row cap', async () => {
     const lines = ['sku'];
     for (let i = 0; i < 1_000_000; i++) lines.push(`C${i}`);
@@ -532,6 +571,46 @@ describe('parseGoodsSheet: CSV', () => {
     const err = await refusal(parse(Buffer.from(lines.join('\n')), 'goods.csv'));
     expect(err.refusal).toBe(SheetRefusal.TooLarge);
     expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
+
+describe('collectGoodsSheet', () => {
+  const header: RawSheetEvent = { kind: 'row', row: { row: 1, cells: [{ value: 'sku' }, { value: 'memo' }] } };
+  const data = (row: number): RawSheetEvent => ({ kind: 'row', row: { row, cells: [{ value: `S-${row}` }] } });
+  const blank = (row: number): RawSheetEvent => ({ kind: 'row', row: { row, cells: [] } });
+  const memoOnly = (row: number): RawSheetEvent => ({ kind: 'row', row: { row, cells: [undefined, { value: 'note' }] } });
+
+  async function* events(list: RawSheetEvent[]): AsyncGenerator<RawSheetEvent> {
+    yield* list;
+  }
+
+  it('takes as many rows without values as the cap allows besides as many data rows', async () => {
+    const rows = [header, data(2), blank(3), data(4), memoOnly(5), data(6), blank(7)];
+    expect((await collectGoodsSheet('csv', events(rows), 3)).rows.map((r) => r.row)).toEqual([2, 4, 6]);
+    const err = await refusal(collectGoodsSheet('csv', events([...rows, blank(8)]), 3));
+    expect(err.refusal).toBe(SheetRefusal.TooLarge);
+    expect(err.message).toMatch(/more than 3 rows without goods values/);
+  });
+
+  it('pulls no row past the one over the cap, and closes the reader', async () => {
+    let pulled = 0;
+    let closed = false;
+    async function* millionBlankRows(): AsyncGenerator<RawSheetEvent> {
+      try {
+        yield header;
+        for (let row = 2; row <= 1_000_001; row++) {
+          pulled += 1;
+          yield blank(row);
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    const err = await refusal(collectGoodsSheet('csv', millionBlankRows(), 100));
+    expect(err.refusal).toBe(SheetRefusal.TooLarge);
+    expect(err.message).toMatch(/reading stopped at row 102\b/);
+    expect(pulled).toBe(101);
+    expect(closed).toBe(true);
   });
 });
 

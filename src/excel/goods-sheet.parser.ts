@@ -15,7 +15,10 @@ export interface SheetUpload {
 }
 
 export interface SheetLimits {
-  /** Most data rows (the header and blank rows not counted). */
+  /**
+   * Most data rows (the header not counted), and, apart from them, most rows without goods values
+   * (blank rows, rows with only ignored columns, repeated header rows).
+   */
   maxRows: number;
   /** Most bytes an .xlsx may decompress to (all entries declared, and every byte read). */
   maxUncompressedBytes: number;
@@ -93,24 +96,31 @@ export function detectFormat(upload: SheetUpload): SheetFormat {
  * Reads a goods spreadsheet (.xlsx first sheet, or CSV) into rows keyed by goods field. Row 1 is the
  * header: field names or their Korean labels, in any order, unknown columns ignored (reported once).
  * Blank rows, and a row that repeats the column names (e.g. Korean labels under English ones), are
- * skipped. Cell values become plain values; empty cells are absent (not null). Refusals (wrong type,
+ * skipped (and counted against the limit). Cell values become plain values; empty cells are absent (not null). Refusals (wrong type,
  * limits, a header without a key column) are SheetErrors; rows are not validated here.
  */
 export async function parseGoodsSheet(upload: SheetUpload, limits: SheetLimits): Promise<GoodsSheet> {
   const format = detectFormat(upload);
   const guard = new ReadGuard(limits.timeoutMs);
   try {
-    const events: AsyncGenerator<RawSheetEvent> =
-      format === 'xlsx' ? readXlsxRows(upload.buffer, limits, guard) : readCsvRows(upload.buffer, guard);
-    const builder = new GoodsSheetBuilder(format, limits.maxRows);
-    for await (const event of events) {
-      if (event.kind === 'row') builder.addRow(event.row);
-      else builder.addHyperlinks(event.links);
-    }
-    return builder.finish();
+    const events = format === 'xlsx' ? readXlsxRows(upload.buffer, limits, guard) : readCsvRows(upload.buffer, guard);
+    return await collectGoodsSheet(format, events, limits.maxRows);
   } finally {
     guard.dispose();
   }
+}
+
+/**
+ * Builds the goods sheet from the rows a format reader streams. A refusal (a limit, the header) stops
+ * the read right at the row that breaks it: the loop ends, which closes the reader and its source.
+ */
+export async function collectGoodsSheet(format: SheetFormat, events: AsyncIterable<RawSheetEvent>, maxRows: number): Promise<GoodsSheet> {
+  const builder = new GoodsSheetBuilder(format, maxRows);
+  for await (const event of events) {
+    if (event.kind === 'row') builder.addRow(event.row);
+    else builder.addHyperlinks(event.links);
+  }
+  return builder.finish();
 }
 
 interface MappedColumn {
@@ -118,12 +128,17 @@ interface MappedColumn {
   field: GoodsField;
 }
 
-/** Turns raw rows into goods rows; keeps the rows (at most maxRows) for the writer. */
+/**
+ * Turns raw rows into goods rows; keeps the rows (at most maxRows) for the writer. Rows without goods
+ * values are skipped but counted: at most maxRows of them besides the data rows, so a file of blank
+ * lines costs no more to refuse than a full one costs to read.
+ */
 class GoodsSheetBuilder {
   private columns?: GoodsSheetColumn[];
   private mapped: MappedColumn[] = [];
   private ignored: string[] = [];
   private readonly rows: GoodsSheetRow[] = [];
+  private skipped = 0;
   /** URL cells whose text is not a URL: a hyperlink on them gives the value. */
   private readonly linkCandidates: Array<{ row: GoodsSheetRow; field: GoodsField; index: number }> = [];
   private links: HyperlinkRange[] = [];
@@ -150,7 +165,17 @@ class GoodsSheetBuilder {
       any = true;
       if (repeatsHeader && !(typeof cell.value === 'string' && fieldOfHeader(cell.value) === field)) repeatsHeader = false;
     }
-    if (!any || repeatsHeader) return;
+    if (!any || repeatsHeader) {
+      this.skipped += 1;
+      if (this.skipped > this.maxRows) {
+        throw SheetError.tooLarge(
+          `The sheet has more than ${this.maxRows.toLocaleString('en-US')} rows without goods values (blank, with ` +
+            `only ignored columns, or repeating the header) besides its data rows; reading stopped at row ` +
+            `${raw.row.toLocaleString('en-US')}. Delete the empty rows and upload again`,
+        );
+      }
+      return;
+    }
     if (this.rows.length >= this.maxRows) {
       throw SheetError.tooLarge(
         `The sheet has more than ${this.maxRows.toLocaleString('en-US')} data rows, the most one upload takes; split it into several files`,

@@ -12,13 +12,14 @@ export interface TemplateNotes {
 const HEADER_FILL: ExcelJS.Fill = { type: 'pattern', pattern: 'solid', fgColor: { argb: 'FFDDEBF7' } };
 
 /**
- * The goods upload template: sheet "Goods" with the field names as header (row 1) so that a filled
- * template uploads as is, each header cell carrying a note with its Korean label and rules, one example
- * row (row 2); and sheet "Columns" explaining every column (Korean label, type, required, limits,
- * example) and how an upload is read. Only the first sheet is imported.
+ * The goods upload template: sheet "Goods" with the field names as header (row 1) and no rows, so that
+ * the template uploads as is (and, unchanged, imports nothing), each header cell carrying a note with its
+ * Korean label and rules; sheet "Example" with the same header and one filled-in row; and sheet "Columns"
+ * explaining every column (Korean label, type, required, limits, example) and how an upload is read. Only
+ * the first sheet is imported, so the example never becomes data.
  */
 export async function buildGoodsTemplate(notes: TemplateNotes): Promise<Buffer> {
-  // Loaded on first use: exceljs costs ~30 MB of memory that a node serving no spreadsheet never needs.
+  // Loaded on first use: a node that serves no spreadsheet never pays exceljs's memory.
   const { Workbook } = await import('exceljs');
   const workbook = new Workbook();
   workbook.creator = 'livegoods';
@@ -33,14 +34,18 @@ export async function buildGoodsTemplate(notes: TemplateNotes): Promise<Buffer> 
     cell.fill = HEADER_FILL;
     cell.note = `${column.label}\n${column.description}\nRequired: ${column.required}. ${column.limits}.`;
   });
-  const example: Record<string, string | number> = {};
-  for (const column of GOODS_COLUMNS) {
-    // The example row uploads as is; it names no image, so an upload of the bare template fetches nothing.
-    if (column.example !== '' && column.field !== 'mediaUrl') example[column.field] = column.example;
-  }
-  goods.addRow(example);
   for (const field of ['originalPrice', 'discountedPrice'] as const) goods.getColumn(field).numFmt = '#,##0.####';
   goods.getColumn('sku').numFmt = '@';
+
+  // The example lives on a sheet of its own: uploading the template unchanged must import nothing.
+  const sample = workbook.addWorksheet('Example');
+  sample.columns = GOODS_COLUMNS.map((c) => ({ header: c.field, key: c.field, width: c.width }));
+  sample.getRow(1).font = { bold: true };
+  sample.getRow(1).eachCell((cell) => (cell.fill = HEADER_FILL));
+  const example: Record<string, string | number> = {};
+  for (const column of GOODS_COLUMNS) if (column.example !== '') example[column.field] = column.example;
+  sample.addRow(example);
+  for (const field of ['originalPrice', 'discountedPrice'] as const) sample.getColumn(field).numFmt = '#,##0.####';
 
   const help = workbook.addWorksheet('Columns');
   help.columns = [
@@ -68,10 +73,11 @@ export async function buildGoodsTemplate(notes: TemplateNotes): Promise<Buffer> 
   help.addRow([]);
   const rules = [
     'How an upload is read',
-    'Only the first sheet is read. Row 1 is the header: the field names above or their Korean labels, in any order; other columns are ignored.',
+    'Only the first sheet ("Goods") is read; the sheet "Example" shows a filled-in row and is never imported. ' +
+      'Row 1 is the header: the field names above or their Korean labels, in any order; other columns are ignored.',
     'Each following row is one goods item, applied in order like POST /sync: with an id that item is updated; else an item with the same sku, ' +
       'then the same url, is updated; else a new item is created (sku, url and name required).',
-    'An empty cell leaves that field as it is (an upload never clears a field). Blank rows are skipped.',
+    `An empty cell leaves that field as it is (an upload never clears a field). Blank rows are skipped (at most ${notes.maxRows.toLocaleString('en-US')} of them).`,
     'Results name each row by its number in this sheet: the first goods row is row 2.',
     `At most ${notes.maxRows.toLocaleString('en-US')} goods rows and ${Math.round(notes.uploadMaxBytes / (1024 * 1024))} MB per file. ` +
       '.xlsx (Excel workbook) or CSV (UTF-8, comma, semicolon or tab separated) are accepted.',

@@ -4,19 +4,22 @@ import { SheetError } from './sheet-error';
  * Bounds the time one upload may take to read, and stops a read that failed elsewhere (the zip
  * source) even when the reader itself would wait forever: every await of the reader goes through
  * `race()`. It also lets the event loop breathe during a long read so other requests are served.
+ *
+ * A read makes one `race()` per row, so a race must leave nothing behind once its step settles:
+ * `Promise.race([step, aborted])` with one long-lived `aborted` promise would add a reaction to it per
+ * call, each holding that step's value until the read ends (gigabytes for a file of blank lines).
+ * Instead each step in flight registers its own rejecter, removed as soon as the step settles.
  */
 export class ReadGuard {
   private readonly deadline: number;
   private readonly timer: NodeJS.Timeout;
   private failure?: Error;
-  private rejectAborted!: (err: Error) => void;
-  private readonly aborted: Promise<never>;
+  /** Rejecters of the steps in flight (one at a time in practice). */
+  private readonly inFlight = new Set<(err: Error) => void>();
   private lastBreath = Date.now();
 
   constructor(private readonly timeoutMs: number) {
     this.deadline = Date.now() + timeoutMs;
-    this.aborted = new Promise<never>((_, reject) => (this.rejectAborted = reject));
-    this.aborted.catch(() => undefined);
     this.timer = setTimeout(() => this.abort(this.timeoutError()), timeoutMs);
     this.timer.unref();
   }
@@ -24,7 +27,8 @@ export class ReadGuard {
   abort(err: Error): void {
     if (this.failure) return;
     this.failure = err;
-    this.rejectAborted(err);
+    for (const reject of this.inFlight) reject(err);
+    this.inFlight.clear();
   }
 
   /** Throws when aborted or past the deadline (checked on every step: a busy loop may starve the timer). */
@@ -36,7 +40,18 @@ export class ReadGuard {
   /** Waits for `step`, unless the read is aborted first. */
   async race<T>(step: Promise<T>): Promise<T> {
     this.check();
-    const value = await Promise.race([step, this.aborted]);
+    let reject!: (err: Error) => void;
+    const raced = new Promise<T>((resolve, fail) => {
+      reject = fail;
+      step.then(resolve, fail);
+    });
+    this.inFlight.add(reject);
+    let value: T;
+    try {
+      value = await raced;
+    } finally {
+      this.inFlight.delete(reject);
+    }
     this.check();
     return value;
   }

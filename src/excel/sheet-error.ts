@@ -8,7 +8,7 @@ export enum SheetRefusal {
   BadLayout = 'BAD_LAYOUT',
 }
 
-/** Thrown by the sheet parser; the service maps the refusal to the contract's error code. */
+/** Thrown by the sheet parser; the service maps the refusal to the API's error code. */
 export class SheetError extends Error {
   constructor(
     readonly refusal: SheetRefusal,

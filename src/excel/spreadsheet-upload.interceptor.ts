@@ -8,7 +8,7 @@ export const UPLOAD_FIELD = 'file';
 
 /**
  * FileInterceptor('file') with the configured limits (multer memory storage, so an upload costs at
- * most UPLOAD_MAX_BYTES of memory), its refusals told in the contract's words: over the size limit is
+ * most UPLOAD_MAX_BYTES of memory), its refusals told with the API's error codes: over the size limit is
  * 413 -413, a malformed multipart body or a wrong part is 400 -510.
  */
 @Injectable()

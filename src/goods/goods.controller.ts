@@ -1,10 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Post, Put, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
-import { PositiveIntPipe } from '../common/http/positive-int.pipe';
+import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { IdParam } from '../http/id-param';
 import { RegisterGoodsDto, UpdateGoodsByIdDto, UpdateGoodsBySkuDto, UpdateGoodsByUrlDto } from './dto/goods-body.dto';
-import { KeyValueQuery, ListGoodsQuery } from './dto/goods-query.dto';
+import { ListGoodsQuery, SkuQuery, UrlQuery } from './dto/goods-query.dto';
 import { DeleteResponse, GoodsListResponse, GoodsResponse } from './dto/goods-response.dto';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { GoodsService } from './goods.service';
@@ -29,16 +29,16 @@ export class GoodsController {
   @ApiOperation({ summary: 'Look up one item by its goods code' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404)
-  findBySku(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<GoodsResponse> {
-    return this.goods.findBySku(tenant, query.value);
+  findBySku(@CurrentTenant() tenant: Tenant, @Query() query: SkuQuery): Promise<GoodsResponse> {
+    return this.goods.findBySku(tenant, query.key);
   }
 
   @Get('url')
   @ApiOperation({ summary: 'Look up one item by its goods URL' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404)
-  findByUrl(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<GoodsResponse> {
-    return this.goods.findByUrl(tenant, query.value);
+  findByUrl(@CurrentTenant() tenant: Tenant, @Query() query: UrlQuery): Promise<GoodsResponse> {
+    return this.goods.findByUrl(tenant, query.key);
   }
 
   @Post()
@@ -90,8 +90,8 @@ export class GoodsController {
   @ApiOperation({ summary: 'Delete one item by its goods code' })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
-  async deleteBySku(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<DeleteResponse> {
-    await this.goods.deleteBySku(tenant, query.value);
+  async deleteBySku(@CurrentTenant() tenant: Tenant, @Query() query: SkuQuery): Promise<DeleteResponse> {
+    await this.goods.deleteBySku(tenant, query.key);
     return DELETED;
   }
 
@@ -99,8 +99,8 @@ export class GoodsController {
   @ApiOperation({ summary: 'Delete one item by its goods URL' })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
-  async deleteByUrl(@CurrentTenant() tenant: Tenant, @Query() query: KeyValueQuery): Promise<DeleteResponse> {
-    await this.goods.deleteByUrl(tenant, query.value);
+  async deleteByUrl(@CurrentTenant() tenant: Tenant, @Query() query: UrlQuery): Promise<DeleteResponse> {
+    await this.goods.deleteByUrl(tenant, query.key);
     return DELETED;
   }
 
@@ -111,10 +111,10 @@ export class GoodsController {
   @ApiErrors(400, 404)
   async deleteBySkuWithId(
     @CurrentTenant() tenant: Tenant,
-    @Param('goodsId', PositiveIntPipe) goodsId: number,
-    @Query() query: KeyValueQuery,
+    @IdParam('goodsId') goodsId: number,
+    @Query() query: SkuQuery,
   ): Promise<DeleteResponse> {
-    await this.goods.deleteBySku(tenant, query.value, goodsId);
+    await this.goods.deleteBySku(tenant, query.key, goodsId);
     return DELETED;
   }
 
@@ -125,10 +125,10 @@ export class GoodsController {
   @ApiErrors(400, 404)
   async deleteByUrlWithId(
     @CurrentTenant() tenant: Tenant,
-    @Param('goodsId', PositiveIntPipe) goodsId: number,
-    @Query() query: KeyValueQuery,
+    @IdParam('goodsId') goodsId: number,
+    @Query() query: UrlQuery,
   ): Promise<DeleteResponse> {
-    await this.goods.deleteByUrl(tenant, query.value, goodsId);
+    await this.goods.deleteByUrl(tenant, query.key, goodsId);
     return DELETED;
   }
 
@@ -139,7 +139,7 @@ export class GoodsController {
   @ApiErrors(400, 404)
   async deleteById(
     @CurrentTenant() tenant: Tenant,
-    @Param('goodsId', PositiveIntPipe) goodsId: number,
+    @IdParam('goodsId') goodsId: number,
   ): Promise<DeleteResponse> {
     await this.goods.deleteById(tenant, goodsId);
     return DELETED;

@@ -1,4 +1,4 @@
-/** Field limits of CONTRACT §3. */
+/** Field limits of goods (docs/api-reference.md, Goods). */
 export const GoodsLimits = {
   name: 255,
   brand: 255,

@@ -1,15 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Brackets, EntityManager, Repository } from 'typeorm';
+import { Brackets, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
 import type { Tenant } from '../auth/decorators';
-import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Transactions } from '../database/transactions';
-import { CampaignViews } from '../live/campaign-views';
-import { lockRow } from '../database/engine';
-import { LiveEventLog } from '../live/live-event-log';
-import { LiveEvent } from '../live/live-events';
-import { LiveNotifier } from '../live/live-notifier';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { Media } from '../media/entities/media.entity';
 import { MediaPlan, planMedia } from '../media/media-plan';
@@ -24,7 +17,9 @@ import {
 import { ListGoodsQuery } from './dto/goods-query.dto';
 import { GoodsListResponse, GoodsResponse, toGoodsResponse } from './dto/goods-response.dto';
 import { Goods } from './entities/goods.entity';
-import { keyHash, normalizeForSearch } from './goods-keys';
+import { GoodsDeletionHooks } from './goods-deletion';
+import { findGoodsOrFail, GoodsLocator } from './goods-lookup';
+import { normalizeForSearch } from './goods-keys';
 import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
 import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
@@ -36,19 +31,15 @@ interface SavedGoods {
   released: Media[];
 }
 
-type Locator = { by: 'id'; id: number } | { by: 'sku'; sku: string } | { by: 'url'; url: string };
 
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
 @Injectable()
 export class GoodsService {
   constructor(
-    @InjectRepository(Goods) private readonly goods: Repository<Goods>,
     private readonly transactions: Transactions,
     private readonly listCache: GoodsListCache,
     private readonly media: MediaService,
-    private readonly views: CampaignViews,
-    private readonly eventLog: LiveEventLog,
-    private readonly notifier: LiveNotifier,
+    private readonly deletionHooks: GoodsDeletionHooks,
   ) {}
 
   /**
@@ -56,7 +47,7 @@ export class GoodsService {
    * keyword, the matching ids) come from GoodsListCache while the catalog version is unchanged.
    */
   async list(tenant: Tenant, query: ListGoodsQuery): Promise<GoodsListResponse> {
-    const em = this.goods.manager;
+    const em = this.transactions.manager;
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
     const version = await readCatalogVersion(em, tenant.id);
     let entry = this.listCache.get(tenant.id, keyword, version);
@@ -95,7 +86,9 @@ export class GoodsService {
   async register(tenant: Tenant, body: RegisterGoodsDto): Promise<GoodsResponse> {
     const goods = newGoods(tenant.id, body, new Date());
     // Refuse a taken key before spending a fetch on the image; the transaction checks again.
-    await this.assertKeysFree(this.goods.manager, tenant, goods);
+    await this.assertKeysFree(this.transactions.manager, tenant, goods);
+    // The image is fetched before the transaction (no network I/O inside one): a new item's image
+    // depends on nothing the transaction could find changed.
     const fetched = goods.mediaUrl ? await this.media.tryPrepare(goods.mediaUrl) : null;
     const saved = await this.writeGuarded(tenant, goods, fetched, async (em) => {
       await lockCatalog(em, tenant.id);
@@ -135,16 +128,17 @@ export class GoodsService {
     await this.remove(tenant, { by: 'url', url }, expectedId);
   }
 
-  private async update(tenant: Tenant, locator: Locator, body: GoodsWrite, options: RefreshMediaQuery): Promise<GoodsResponse> {
-    // The locating key stays as it is; the other keys may change (CONTRACT §3).
+  private async update(tenant: Tenant, locator: GoodsLocator, body: GoodsWrite, options: RefreshMediaQuery): Promise<GoodsResponse> {
+    // The locating key stays as it is; the other keys may change.
     const write: GoodsWrite = { ...body };
     delete write.id;
     if (locator.by === 'sku') delete write.sku;
     if (locator.by === 'url') delete write.url;
 
-    // Decide about the image before the transaction: fetching may take seconds.
+    // Decide about the image before the transaction: fetching may take seconds, and no network I/O
+    // happens inside a transaction. The transaction applies this decision as it is, never fetching.
     const before = await this.locate(tenant, locator);
-    const stored = (await this.media.forGoods(this.goods.manager, [before.id])).get(before.id) ?? null;
+    const stored = (await this.media.forGoods(this.transactions.manager, [before.id])).get(before.id) ?? null;
     const finalUrl = write.mediaUrl === undefined ? before.mediaUrl : write.mediaUrl;
     // A body without mediaUrl leaves the image alone (unless refreshMedia asks for a new fetch).
     const plan: MediaPlan =
@@ -167,7 +161,7 @@ export class GoodsService {
       let media = (await this.media.forGoods(em, [goods.id])).get(goods.id) ?? null;
       let released: Media[] = [];
       if (plan.action !== 'keep') {
-        // A new URL whose image failed leaves the item without media (CONTRACT §5).
+        // A new URL whose image failed leaves the item without media (its data is saved all the same).
         released = await this.media.deleteRowsOf(em, [goods.id]);
         media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, now) : null;
         if (media) await this.media.insertRows(em, [media]);
@@ -182,33 +176,26 @@ export class GoodsService {
    * Deletes the item, its media row (files released after commit) and its places in campaigns; viewers
    * of those campaigns get the new goods.list.
    */
-  private async remove(tenant: Tenant, locator: Locator, expectedId?: number): Promise<void> {
-    const { released, events } = await this.transactions.run(async (em) => {
+  private async remove(tenant: Tenant, locator: GoodsLocator, expectedId?: number): Promise<void> {
+    const { released, afterCommit } = await this.transactions.run(async (em) => {
       await lockCatalog(em, tenant.id);
       const goods = await this.locate(tenant, locator, em);
       if (expectedId !== undefined && goods.id !== expectedId) {
         throw ApiException.notFound(`Goods ${expectedId} not found with that ${locator.by}`);
       }
-      const campaignIds = (await em.find(CampaignGoods, { select: { campaignId: true }, where: { goodsId: goods.id } }))
-        .map((l) => l.campaignId)
-        .sort((a, b) => a - b);
-      for (const campaignId of campaignIds) await lockRow(em, 'campaigns', campaignId);
+      // Other domains (campaigns) do their part in this transaction, before the row goes.
+      const afterCommit = await this.deletionHooks.run(em, tenant, goods.id);
       const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
       await bumpCatalogVersion(em, tenant.id);
-      const recorded: LiveEvent[] = [];
-      for (const campaignId of campaignIds) {
-        const list = await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl);
-        recorded.push(...(await this.eventLog.record(em, campaignId, [{ type: 'goods.list', payload: { goods: list } }])));
-      }
-      return { released: media, events: recorded };
+      return { released: media, afterCommit };
     });
-    this.notifier.publish(events);
+    for (const done of afterCommit) done();
     await this.media.releaseFiles(released);
   }
 
   private async withMedia(tenant: Tenant, goods: Goods): Promise<GoodsResponse> {
-    const media = (await this.media.forGoods(this.goods.manager, [goods.id])).get(goods.id) ?? null;
+    const media = (await this.media.forGoods(this.transactions.manager, [goods.id])).get(goods.id) ?? null;
     return toGoodsResponse(goods, tenant, { media });
   }
 
@@ -229,7 +216,7 @@ export class GoodsService {
     } catch (err) {
       if (fetched?.ok) await this.media.releaseFiles([fetched.media]);
       if (!isUniqueViolation(err)) throw err;
-      if (goods) await this.assertKeysFree(this.goods.manager, tenant, goods);
+      if (goods) await this.assertKeysFree(this.transactions.manager, tenant, goods);
       throw ApiException.conflict('sku or url is already used by another goods item');
     }
     await this.media.releaseFiles(saved.released);
@@ -254,18 +241,7 @@ export class GoodsService {
     }
   }
 
-  private async locate(tenant: Tenant, locator: Locator, em: EntityManager = this.goods.manager): Promise<Goods> {
-    const where =
-      locator.by === 'id'
-        ? { customerId: tenant.id, id: locator.id }
-        : locator.by === 'sku'
-          ? { customerId: tenant.id, skuHash: keyHash(locator.sku) }
-          : { customerId: tenant.id, urlHash: keyHash(locator.url) };
-    const goods = await em.findOne(Goods, { where });
-    if (!goods) {
-      const what = locator.by === 'id' ? `id ${locator.id}` : locator.by === 'sku' ? `sku '${locator.sku}'` : `url '${locator.url}'`;
-      throw ApiException.notFound(`Goods not found: ${what}`);
-    }
-    return goods;
+  private locate(tenant: Tenant, locator: GoodsLocator, em: EntityManager = this.transactions.manager): Promise<Goods> {
+    return findGoodsOrFail(em, tenant.id, locator);
   }
 }

@@ -1,7 +1,9 @@
-import { Controller, Get, Query, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiQuery, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { SkipThrottle } from '@nestjs/throttler';
 import { Public } from '../auth/decorators';
+import { IP_THROTTLER } from '../rate-limit/rate-limit.guards';
 import { HealthService, ProcessMetrics, ReadinessReport } from './health.service';
 
 class HealthResponse {
@@ -23,12 +25,17 @@ class MetricsResponse {
 
 class ReadinessResponse {
   @ApiProperty({ example: 'ok', enum: ['ok', 'error'] }) status: string;
-  @ApiProperty({ example: { database: 'up' }, description: 'Each dependency: up, or the reason it is down' })
-  checks: Record<string, string>;
+  @ApiProperty({
+    example: { database: 'up', redis: 'up' },
+    description: 'Each dependency (database; redis when configured): up or down. Why one is down is logged, not answered.',
+  })
+  checks: Record<string, 'up' | 'down'>;
 }
 
 @ApiTags('Health')
 @Public()
+// Load balancers and monitors probe often from one address: never refuse them.
+@SkipThrottle({ [IP_THROTTLER]: true })
 @Controller('health')
 export class HealthController {
   constructor(private readonly health: HealthService) {}
@@ -41,13 +48,10 @@ export class HealthController {
   }
 
   @Get('metrics')
-  @ApiOperation({
-    summary: 'Process metrics: memory and event-loop delay percentiles (reset=true starts a new measuring window)',
-  })
-  @ApiQuery({ name: 'reset', required: false, type: Boolean })
+  @ApiOperation({ summary: 'Process metrics, read-only: memory and event-loop delay percentiles since the process started' })
   @ApiOkResponse({ type: MetricsResponse })
-  metrics(@Query('reset') reset?: string): ProcessMetrics {
-    return this.health.metrics(reset === 'true' || reset === '1');
+  metrics(): ProcessMetrics {
+    return this.health.metrics();
   }
 
   @Get('ready')

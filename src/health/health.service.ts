@@ -1,12 +1,14 @@
 import { monitorEventLoopDelay, IntervalHistogram } from 'node:perf_hooks';
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Transactions } from '../database/transactions';
+import { Lifecycle } from '../lifecycle/lifecycle.service';
+import { redactCredentials } from '../common/util/redact';
 import { RedisConnection } from '../redis/redis.module';
 
 export interface ReadinessReport {
   status: 'ok' | 'error';
-  checks: Record<string, string>;
+  /** Each dependency: 'up' or 'down'. Why one is down goes to the log only (this endpoint is public). */
+  checks: Record<string, 'up' | 'down'>;
 }
 
 const TIMEOUT_MS = 2000;
@@ -23,7 +25,7 @@ export interface ProcessMetrics {
   uptimeSeconds: number;
   rssMb: number;
   heapUsedMb: number;
-  /** Event-loop delay since start or since the last reset, in milliseconds. */
+  /** Event-loop delay since the process started, in milliseconds. */
   eventLoopDelayMs: { p50: number; p99: number; max: number };
 }
 
@@ -33,11 +35,13 @@ const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
 /** Readiness checks and process metrics. Redis joins the checks when the live channel (REDIS_URL) is configured. */
 @Injectable()
 export class HealthService implements OnModuleDestroy {
+  private readonly logger = new Logger(HealthService.name);
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly db: Transactions,
     private readonly redis: RedisConnection,
+    private readonly lifecycle: Lifecycle,
   ) {
     this.loopDelay.enable();
   }
@@ -46,36 +50,37 @@ export class HealthService implements OnModuleDestroy {
     this.loopDelay.disable();
   }
 
-  metrics(reset: boolean): ProcessMetrics {
+  /** Read-only: nothing here changes what the next caller sees (the endpoint needs no token). */
+  metrics(): ProcessMetrics {
     const memory = process.memoryUsage();
     const h = this.loopDelay;
-    const metrics = {
+    return {
       uptimeSeconds: Math.round(process.uptime()),
       rssMb: mb(memory.rss),
       heapUsedMb: mb(memory.heapUsed),
       eventLoopDelayMs: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max) },
     };
-    if (reset) h.reset();
-    return metrics;
   }
 
   async readiness(): Promise<ReadinessReport> {
-    const checks: Record<string, string> = {};
-    try {
-      await withTimeout(this.dataSource.query('SELECT 1'), 'database');
-      checks.database = 'up';
-    } catch (err) {
-      checks.database = `down: ${err instanceof Error ? err.message : String(err)}`;
-    }
-    if (this.redis.client) {
-      try {
-        await withTimeout(this.redis.client.ping(), 'redis');
-        checks.redis = 'up';
-      } catch (err) {
-        checks.redis = `down: ${err instanceof Error ? err.message : String(err)}`;
-      }
-    }
+    // A node shutting down is not ready, whatever its dependencies say: load balancers stop sending to it.
+    if (this.lifecycle.isDraining) return { status: 'error', checks: { node: 'down' } };
+    const checks: ReadinessReport['checks'] = {};
+    checks.database = await this.check('database', () => this.db.manager.query('SELECT 1'));
+    const redis = this.redis.client;
+    if (redis) checks.redis = await this.check('redis', () => redis.ping());
     const ok = Object.values(checks).every((v) => v === 'up');
     return { status: ok ? 'ok' : 'error', checks };
+  }
+
+  /** 'up' or 'down'; the reason for 'down' (server names, addresses, driver messages) is logged, never answered. */
+  private async check(name: string, probe: () => Promise<unknown>): Promise<'up' | 'down'> {
+    try {
+      await withTimeout(probe(), name);
+      return 'up';
+    } catch (err) {
+      this.logger.warn(redactCredentials(`readiness: ${name} is down: ${err instanceof Error ? err.message : String(err)}`));
+      return 'down';
+    }
   }
 }

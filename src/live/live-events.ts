@@ -1,46 +1,100 @@
-import type { CampaignGoodsSummary, ChatLineResponse, CampaignResponse, NoticeResponse } from '../campaigns/dto/campaign-response.dto';
-
 /**
- * The viewer protocol (CONTRACT §7): every event the server sends on /live and its payload. `seq` grows
- * by one per event per campaign, across all nodes.
+ * The viewer protocol of the /live channel (docs/live-protocol.md): every event the server sends and its
+ * payload. The live module only delivers; the campaign domain builds these payloads (its response DTOs
+ * implement the shapes below), so this file imports nothing from the domains.
  */
+
+export type LiveSalesStatus = 'ON_SALE' | 'ALMOST_SOLD_OUT' | 'SOLD_OUT';
+
+/** A goods item of a campaign in the compact form viewers get. */
+export interface LiveGoodsSummary {
+  goodsId: string;
+  sortOrder: number;
+  showingNow: boolean;
+  salesStatus: LiveSalesStatus;
+  name: string;
+  brand: string | null;
+  url: string;
+  sku: string;
+  originalPrice: number | null;
+  discountedPrice: number | null;
+  discountPercentage: number | null;
+  currency: string;
+  imageUrl: string | null;
+  thumbnailUrl: string | null;
+  adminName: string | null;
+  updatedAt: number;
+}
+
+export interface LiveNotice {
+  message: string;
+  adminName: string | null;
+  createdAt: number;
+}
+
+export interface LiveChatLine {
+  id: string;
+  message: string;
+  adminName: string | null;
+  createdAt: number;
+}
+
+/** The campaign record as viewers get it (the public detail form, without its goods). */
+export interface LiveCampaign {
+  campaignId: string;
+  campaignKey: string;
+  campaignStatus: 'READY' | 'ONAIR' | 'CLOSED';
+  title: string;
+  description?: string | null;
+  scheduledAt: number | null;
+  scheduledEndAt: number | null;
+  startedAt: number | null;
+  endedAt: number | null;
+  posterUrl: string | null;
+  liveUrl: string | null;
+  operatorName: string | null;
+  collectionVisible: boolean;
+  notice: LiveNotice | null;
+  userCount: number;
+  createdAt: number;
+  updatedAt: number;
+  goods?: LiveGoodsSummary[];
+}
+
 export interface LiveEventMap {
   'campaign.snapshot': {
     seq: number;
-    campaign: CampaignResponse;
-    goods: CampaignGoodsSummary[];
-    notice: NoticeResponse | null;
-    chat: ChatLineResponse[];
+    campaign: LiveCampaign;
+    goods: LiveGoodsSummary[];
+    notice: LiveNotice | null;
+    chat: LiveChatLine[];
   };
   'goods.salesStatus': {
     seq: number;
     campaignKey: string;
     goodsId: string;
-    salesStatus: string;
+    salesStatus: LiveSalesStatus;
     adminName: string | null;
     updatedAt: number;
   };
-  'goods.list': { seq: number; goods: CampaignGoodsSummary[] };
+  'goods.list': { seq: number; goods: LiveGoodsSummary[] };
   'chat.notice': { seq: number; message: string; adminName: string | null; createdAt: number };
   'chat.message': { seq: number; id: string; message: string; adminName: string | null; createdAt: number };
-  'campaign.status': { seq: number; campaignStatus: string; startedAt: number | null; endedAt: number | null };
+  'campaign.status': { seq: number; campaignStatus: LiveCampaign['campaignStatus'] | 'NOT_EXIST'; startedAt: number | null; endedAt: number | null };
 }
 
+export type LiveEventType = keyof LiveEventMap;
+
 /** Events that go into the log and carry a seq (everything but the snapshot). */
-export type LoggedEventType = Exclude<keyof LiveEventMap, 'campaign.snapshot'>;
+export type LoggedEventType = Exclude<LiveEventType, 'campaign.snapshot'>;
 
 export type EventPayload<T extends LoggedEventType> = Omit<LiveEventMap[T], 'seq'>;
 
 /** An event before it has a seq. */
 export type PendingEvent = { [T in LoggedEventType]: { type: T; payload: EventPayload<T> } }[LoggedEventType];
 
-/** An event as recorded and pushed. */
-export interface LiveEvent {
-  campaignId: number;
-  seq: number;
-  type: LoggedEventType;
-  payload: Record<string, unknown> & { seq: number };
-}
+/** An event as recorded and pushed: its campaign, its seq, and its payload (which carries the seq too). */
+export type LiveEvent = { [T in LoggedEventType]: { campaignId: number; seq: number; type: T; payload: LiveEventMap[T] } }[LoggedEventType];
 
 /** What a client may send. */
 export interface LiveClientEvents {

@@ -1,22 +1,30 @@
 import type { Namespace, Socket } from 'socket.io';
 import { Encoder } from 'socket.io-parser';
-import { LiveFanout } from './live-fanout';
+import type { LiveEventMap } from './live-events';
+import { LiveFanout, MAX_BUFFERED_BYTES, MAX_QUEUED_PACKETS } from './live-fanout';
 
 interface FakeSocket {
   id: string;
+  connected: boolean;
+  disconnect: jest.Mock;
   conn: Record<string, unknown>;
   emit: jest.Mock;
   sent: Buffer[];
 }
 
 /** A viewer socket as socket.io and engine.io shape it, with a WebSocket that records what it is sent. */
-function fakeSocket(id: string, engine: { transport?: string; writable?: boolean; queued?: number; upgrading?: boolean; state?: string; wsState?: number } = {}): FakeSocket {
+function fakeSocket(
+  id: string,
+  engine: { transport?: string; writable?: boolean; queued?: number; upgrading?: boolean; state?: string; wsState?: number; buffered?: number } = {},
+): FakeSocket {
   const sent: Buffer[] = [];
-  const ws = { readyState: engine.wsState ?? 1, send: (data: Buffer, opts: { binary: boolean }) => (expect(opts.binary).toBe(false), sent.push(data)) };
+  const ws = { readyState: engine.wsState ?? 1, bufferedAmount: engine.buffered ?? 0, send: (data: Buffer, opts: { binary: boolean }) => (expect(opts.binary).toBe(false), sent.push(data)) };
   return {
     id,
     sent,
     emit: jest.fn(),
+    connected: true,
+    disconnect: jest.fn(),
     conn: {
       readyState: engine.state ?? 'open',
       upgrading: engine.upgrading ?? false,
@@ -36,7 +44,8 @@ function namespaceOf(sockets: FakeSocket[], rooms: Record<string, string[]>): Na
 }
 
 describe('LiveFanout', () => {
-  const payload = { seq: 7, goodsId: '12', salesStatus: 'SOLD_OUT', note: 'ünïcode "quoted"' };
+  // Any JSON goes through unchanged (an extra field, non-ASCII text, quotes).
+  const payload = { seq: 7, goodsId: '12', salesStatus: 'SOLD_OUT', note: 'ünïcode "quoted"' } as unknown as LiveEventMap['goods.salesStatus'];
   const frame = `42/live,${JSON.stringify(['goods.salesStatus', payload])}`;
 
   it('writes the Engine.IO message a socket.io emit would carry straight to each idle WebSocket of the room', () => {
@@ -46,7 +55,7 @@ describe('LiveFanout', () => {
     for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
     expect(a.sent[0]).toBe(b.sent[0]); // encoded once
     expect(other.sent).toEqual([]);
-    expect(fanout.counts).toEqual({ direct: 2, engine: 0 });
+    expect(fanout.counts).toEqual({ direct: 2, engine: 0, slowDisconnects: 0 });
   });
 
   it.each([
@@ -62,7 +71,7 @@ describe('LiveFanout', () => {
     fanout.toRoom('r', 'goods.salesStatus', payload);
     expect(s.sent).toEqual([]);
     expect(s.emit).toHaveBeenCalledWith('goods.salesStatus', payload);
-    expect(fanout.counts).toEqual({ direct: 0, engine: 1 });
+    expect(fanout.counts).toEqual({ direct: 0, engine: 1, slowDisconnects: 0 });
   });
 
   it('an engine.io socket without the expected internals takes socket.io’s path', () => {
@@ -85,5 +94,27 @@ describe('LiveFanout', () => {
     const fanout = new LiveFanout(namespaceOf([s], {}));
     fanout.toSocket(s as unknown as Socket, 'goods.salesStatus', payload);
     expect(s.sent.map((d) => d.toString())).toEqual([frame]);
+  });
+
+  it.each([
+    ['its WebSocket holds more than MAX_BUFFERED_BYTES unsent', { buffered: MAX_BUFFERED_BYTES + 1 }],
+    ['engine.io queues more than MAX_QUEUED_PACKETS for it', { queued: MAX_QUEUED_PACKETS + 1, transport: 'polling' }],
+  ])('a viewer whose backlog is too big is disconnected instead of written to: %s', (_name, engine) => {
+    const [slow, fine] = [fakeSocket('slow', engine), fakeSocket('fine')];
+    const fanout = new LiveFanout(namespaceOf([slow, fine], { r: ['slow', 'fine'] }));
+    fanout.toRoom('r', 'goods.salesStatus', payload);
+    expect(slow.disconnect).toHaveBeenCalledWith(true);
+    expect(slow.sent).toEqual([]);
+    expect(slow.emit).not.toHaveBeenCalled();
+    expect(fine.sent).toHaveLength(1);
+    expect(fanout.counts.slowDisconnects).toBe(1);
+    expect(fanout.toSocket(slow as unknown as Socket, 'goods.salesStatus', payload)).toBe(false);
+  });
+
+  it('a backlog at the limit is still written to', () => {
+    const s = fakeSocket('a', { buffered: MAX_BUFFERED_BYTES });
+    const fanout = new LiveFanout(namespaceOf([s], {}));
+    expect(fanout.toSocket(s as unknown as Socket, 'goods.salesStatus', payload)).toBe(true);
+    expect(s.sent).toHaveLength(1);
   });
 });

@@ -1,5 +1,6 @@
 import type { Namespace, Socket } from 'socket.io';
 import { PacketType } from 'socket.io-parser';
+import type { LiveEventMap, LiveEventType } from './live-events';
 
 /**
  * The parts of engine.io's socket and WebSocket transport that a direct write relies on. They are not in
@@ -15,15 +16,27 @@ interface EngineSocketInternals {
 
 interface WebSocketLike {
   readyState: number;
+  /** Bytes handed to this WebSocket that the kernel has not taken yet (ws). */
+  bufferedAmount?: number;
   send(data: Buffer, options: { binary: boolean }): void;
 }
 
 const WS_OPEN = 1;
 
-/** How many event writes went straight to a WebSocket and how many through socket.io's path. */
+/**
+ * The most a viewer may have waiting to be sent to it before it is disconnected as a slow consumer: bytes
+ * in its WebSocket's buffer, or packets in engine.io's queue (long polling, upgrades, busy sockets). A
+ * snapshot of a large campaign fits; a viewer that stopped reading (or floods resync requests) never
+ * makes the server hold more than this plus one message.
+ */
+export const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+export const MAX_QUEUED_PACKETS = 1000;
+
+/** How many event writes went straight to a WebSocket and how many through socket.io's path; viewers dropped as slow. */
 export interface FanoutCounts {
   direct: number;
   engine: number;
+  slowDisconnects: number;
 }
 
 /**
@@ -33,18 +46,17 @@ export interface FanoutCounts {
  * in progress, packets still queued) gets it through `socket.emit`, which queues behind what is pending,
  * so every viewer still receives its events in order.
  *
- * Why not `namespace.to(room).emit()`: with 10,000 viewers on the 2-core development machine
- * (`npm run bench:fanout`, one process) the server spent 15–16.5 µs of CPU per viewer and event with it,
- * and 10–13 µs with this writer; the difference is engine.io's per-packet bookkeeping (packet objects,
- * flush and drain events, a write callback per socket), what is left is mostly the kernel's send.
+ * Why not `namespace.to(room).emit()`: engine.io's per-packet bookkeeping (packet objects, flush and
+ * drain events, a write callback per socket) costs more CPU per viewer than the send itself; see
+ * docs/decisions/0004-direct-websocket-writer.md and `npm run bench:fanout` for the figures.
  */
 export class LiveFanout {
-  readonly counts: FanoutCounts = { direct: 0, engine: 0 };
+  readonly counts: FanoutCounts = { direct: 0, engine: 0, slowDisconnects: 0 };
 
   constructor(private readonly namespace: Namespace) {}
 
   /** Sends the event to every socket of `room` on this node; returns how many sockets it reached. */
-  toRoom(room: string, type: string, payload: unknown): number {
+  toRoom<K extends LiveEventType>(room: string, type: K, payload: LiveEventMap[K]): number {
     const ids = this.namespace.adapter.rooms.get(room);
     if (!ids?.size) return 0;
     const data = this.encode(type, payload);
@@ -58,27 +70,45 @@ export class LiveFanout {
     return reached;
   }
 
-  /** Sends the event to one socket, the same way (so the code path is already warm for room events). */
-  toSocket(socket: Socket, type: string, payload: unknown): void {
-    this.write(socket, this.encode(type, payload), type, payload);
+  /**
+   * Sends one event to one socket, the same way (so the code path is already warm for room events).
+   * False when the socket was disconnected instead, as a slow consumer.
+   */
+  toSocket<K extends LiveEventType>(socket: Socket, type: K, payload: LiveEventMap[K]): boolean {
+    return this.write(socket, this.encode(type, payload), type, payload);
   }
 
   /** The Engine.IO message ("4") carrying the Socket.IO event packet, or null if it cannot be one text frame. */
-  private encode(type: string, payload: unknown): Buffer | null {
+  private encode(type: LiveEventType, payload: unknown): Buffer | null {
     const encoded = this.namespace.server.encoder.encode({ type: PacketType.EVENT, nsp: this.namespace.name, data: [type, payload] });
     return encoded.length === 1 && typeof encoded[0] === 'string' ? Buffer.from(`4${encoded[0]}`) : null;
   }
 
-  private write(socket: Socket, data: Buffer | null, type: string, payload: unknown): void {
+  private write(socket: Socket, data: Buffer | null, type: LiveEventType, payload: unknown): boolean {
+    if (!socket.connected) return false;
+    if (isBacklogged(socket)) {
+      this.counts.slowDisconnects += 1;
+      socket.disconnect(true);
+      return false;
+    }
     const ws = data && directWebSocket(socket);
     if (ws) {
       ws.send(data, { binary: false });
       this.counts.direct += 1;
-      return;
+      return true;
     }
     (socket.emit as (event: string, ...args: unknown[]) => boolean)(type, payload);
     this.counts.engine += 1;
+    return true;
   }
+}
+
+/** The viewer has more waiting to be sent to it than MAX_BUFFERED_BYTES or MAX_QUEUED_PACKETS. */
+export function isBacklogged(socket: Socket): boolean {
+  const conn = socket.conn as unknown as EngineSocketInternals;
+  if (Array.isArray(conn.writeBuffer) && conn.writeBuffer.length > MAX_QUEUED_PACKETS) return true;
+  const buffered = conn.transport?.socket?.bufferedAmount;
+  return typeof buffered === 'number' && buffered > MAX_BUFFERED_BYTES;
 }
 
 /**

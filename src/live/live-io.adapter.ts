@@ -5,17 +5,23 @@ import type Redis from 'ioredis';
 import type { Server, ServerOptions } from 'socket.io';
 import type { RedisConfig } from '../config/app-config';
 import { RedisConnection } from '../redis/redis.module';
+import { LiveNotifier } from './live-notifier';
 
 /**
  * Socket.IO server settings for the viewer channel; with REDIS_URL, the Redis adapter (its channels
  * under REDIS_PREFIX), so that an event published on any node reaches the viewers of every node.
+ *
+ * A Redis outage must never end the process: the adapter publishes without handling failures, so its
+ * publisher is given a `publish` that never rejects (a lost message is made good by each node's sweep,
+ * see LiveNotifier), and when the subscriber is connected again the node catches up at once.
  */
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
   private readonly clients: Redis[] = [];
+  private lastPublishWarning = 0;
 
   constructor(
-    app: INestApplicationContext,
+    private readonly app: INestApplicationContext,
     private readonly redis: RedisConfig,
   ) {
     super(app);
@@ -30,16 +36,30 @@ export class LiveIoAdapter extends IoAdapter {
       perMessageDeflate: false,
     } as ServerOptions);
     if (this.redis.url) {
-      const pub = RedisConnection.open(this.redis.url, this.logger);
-      const sub = pub.duplicate();
+      const pub = RedisConnection.neverRejectingPublish(RedisConnection.open(this.redis.url, this.logger), (err) => this.publishFailed(err));
+      const sub = RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true });
+      let lost = false;
+      sub.on('error', () => (lost = true));
+      sub.on('ready', () => {
+        if (!lost) return;
+        lost = false;
+        this.app.get(LiveNotifier, { strict: false }).catchUp();
+      });
       this.clients.push(pub, sub);
       server.adapter(createAdapter(pub, sub, { key: `${this.redis.prefix}:socket.io` }));
     }
     return server;
   }
 
+  private publishFailed(err: Error): void {
+    const now = Date.now();
+    if (now - this.lastPublishWarning < 5000) return;
+    this.lastPublishWarning = now;
+    this.logger.warn(`publishing to the other nodes failed (${err.message}); they catch up from the event log when Redis is back`);
+  }
+
   override async close(server: Server): Promise<void> {
     await super.close(server);
-    await Promise.all(this.clients.splice(0).map((c) => c.quit().catch(() => undefined)));
+    await Promise.all(this.clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
   }
 }

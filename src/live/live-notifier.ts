@@ -1,35 +1,74 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
-import { LiveEvent, roomOf } from './live-events';
+import { LiveEvent, LiveEventMap, LiveEventType, roomOf } from './live-events';
 import { FanoutCounts, LiveFanout } from './live-fanout';
+import { LIVE_SOURCE, LiveSource } from './live-source';
 
 /** The server-side event (Redis adapter, `serverSideEmit`) that carries committed events to the other nodes. */
 export const CLUSTER_EVENTS = 'livegoods:events';
 
+/** How long an event that arrived ahead of its turn waits for the missing ones before they are read from the log. */
+export const GAP_WAIT_MS = 250;
+/** How often a node of a cluster compares what it delivered with the campaigns' seq in the database. */
+export const SWEEP_MS = 2000;
+/** Events held back per campaign while waiting for a gap to fill; past it they go out as they are. */
+const MAX_AHEAD = 1000;
+
+/** What this node has written to one campaign's room. */
+interface RoomFeed {
+  /** seq of the last event written to the room (or of the snapshot its first viewer got). */
+  last: number;
+  /** Events that arrived ahead of their turn, by seq. */
+  ahead: Map<number, LiveEvent>;
+  /** A read of missed events from the log is scheduled or running. */
+  filling: boolean;
+}
+
 /**
  * The one way services reach viewers: call publish() with the events a transaction recorded, after it
  * committed. Each node writes to its own viewers (LiveFanout); with REDIS_URL the events first go to the
- * other nodes through the Redis adapter (`serverSideEmit`, one Redis channel, so in publish order), and
- * each of them writes to its viewers in turn.
+ * other nodes through the Redis adapter (`serverSideEmit`), and each of them writes to its viewers in turn.
+ *
+ * Every node writes each campaign's events to its room in seq order, exactly once: a duplicate is dropped,
+ * an event ahead of its turn waits (GAP_WAIT_MS) for the missing ones, which are then read from the event
+ * log. With Redis, a node also compares every SWEEP_MS (and whenever its Redis link comes back) the
+ * campaigns' seq in the database with what it has written, and reads what it missed from the log. So a
+ * Redis outage never loses an event: the viewers of a node cut off from Redis catch up, gap-free, once it
+ * is back (or, when the log no longer holds what they missed, get a fresh snapshot).
  */
 @Injectable()
-export class LiveNotifier {
+export class LiveNotifier implements OnModuleDestroy {
   private readonly logger = new Logger(LiveNotifier.name);
   private namespace: Namespace | null = null;
   private fanout: LiveFanout | null = null;
+  private readonly feeds = new Map<number, RoomFeed>();
+  private sweepTimer: NodeJS.Timeout | null = null;
+  /** Sends a fresh snapshot to every viewer of a campaign on this node (set by the gateway). */
+  private refreshRoom: (campaignId: number) => Promise<void> = async () => undefined;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    @Inject(LIVE_SOURCE) private readonly source: LiveSource,
+  ) {}
 
-  attach(namespace: Namespace): void {
+  attach(namespace: Namespace, refreshRoom: (campaignId: number) => Promise<void>): void {
     this.namespace = namespace;
     this.fanout = new LiveFanout(namespace);
+    this.refreshRoom = refreshRoom;
     if (this.clustered) {
       namespace.on(CLUSTER_EVENTS, (events: unknown) => {
         if (Array.isArray(events)) this.deliver(events as LiveEvent[]);
         else this.logger.warn(`ignored a malformed ${CLUSTER_EVENTS} message from another node`);
       });
+      this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
+      this.sweepTimer.unref();
     }
+  }
+
+  onModuleDestroy(): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
   }
 
   private get clustered(): boolean {
@@ -44,19 +83,29 @@ export class LiveNotifier {
     const namespace = this.namespace;
     if (!namespace || !events.length) return;
     setImmediate(() => {
+      // The adapter's publisher never throws or rejects (see LiveIoAdapter): an event another node misses
+      // while Redis is away reaches its viewers through that node's sweep.
       if (this.clustered) namespace.serverSideEmit(CLUSTER_EVENTS, events);
       this.deliver(events);
     });
   }
 
-  /** Sends one event to one viewer of this node (snapshot, resync), through the same writer as room events. */
-  sendTo(socket: Socket, type: string, payload: unknown): void {
-    this.fanout?.toSocket(socket, type, payload);
+  /**
+   * A viewer of the campaign got a snapshot at `seq`. The first viewer of a room on this node sets where
+   * its feed starts; later ones may get events they already have (the protocol says to skip those).
+   */
+  joined(campaignId: number, seq: number): void {
+    if (!this.feeds.has(campaignId)) this.feeds.set(campaignId, { last: seq, ahead: new Map(), filling: false });
   }
 
-  /** Writes so far on this node: straight to a WebSocket, or through socket.io's queue. */
+  /** Sends one event to one viewer of this node (snapshot, resync), through the same writer as room events. */
+  sendTo<K extends LiveEventType>(socket: Socket, type: K, payload: LiveEventMap[K]): boolean {
+    return this.fanout?.toSocket(socket, type, payload) ?? false;
+  }
+
+  /** Writes so far on this node: straight to a WebSocket, or through socket.io's queue; slow viewers dropped. */
   get writes(): FanoutCounts {
-    return { ...(this.fanout?.counts ?? { direct: 0, engine: 0 }) };
+    return { ...(this.fanout?.counts ?? { direct: 0, engine: 0, slowDisconnects: 0 }) };
   }
 
   /** Disconnects every viewer of a campaign (it was deleted), on all nodes. */
@@ -64,9 +113,116 @@ export class LiveNotifier {
     this.namespace?.in(roomOf(campaignId)).disconnectSockets(true);
   }
 
+  /** Checks now (not at the next sweep) whether this node missed events, e.g. when its Redis link is back. */
+  catchUp(): void {
+    if (this.namespace) this.sweep();
+  }
+
   private deliver(events: LiveEvent[]): void {
-    const fanout = this.fanout;
-    if (!fanout) return;
-    for (const event of events) fanout.toRoom(roomOf(event.campaignId), event.type, event.payload);
+    for (const event of events) this.accept(event);
+  }
+
+  private hasViewers(campaignId: number): boolean {
+    return (this.namespace?.adapter.rooms.get(roomOf(campaignId))?.size ?? 0) > 0;
+  }
+
+  private accept(event: LiveEvent): void {
+    const id = event.campaignId;
+    if (!this.hasViewers(id)) {
+      this.feeds.delete(id);
+      return;
+    }
+    let feed = this.feeds.get(id);
+    if (!feed) {
+      feed = { last: event.seq - 1, ahead: new Map(), filling: false };
+      this.feeds.set(id, feed);
+    }
+    if (event.seq <= feed.last) return;
+    feed.ahead.set(event.seq, event);
+    this.drain(id, feed);
+    if (!feed.ahead.size) return;
+    if (feed.ahead.size > MAX_AHEAD) {
+      // Too far behind to hold on: send what is here in order; viewers see the gap and resync themselves.
+      this.logger.warn(`campaign ${id}: ${feed.ahead.size} events waiting for a gap to fill; sending them as they are`);
+      for (const seq of [...feed.ahead.keys()].sort((a, b) => a - b)) this.write(id, feed, feed.ahead.get(seq) as LiveEvent);
+      feed.ahead.clear();
+      return;
+    }
+    this.scheduleFill(id, feed, GAP_WAIT_MS);
+  }
+
+  /** Writes the events that are next in line. */
+  private drain(id: number, feed: RoomFeed): void {
+    for (let next = feed.ahead.get(feed.last + 1); next; next = feed.ahead.get(feed.last + 1)) {
+      feed.ahead.delete(next.seq);
+      this.write(id, feed, next);
+    }
+  }
+
+  private write(id: number, feed: RoomFeed, event: LiveEvent): void {
+    feed.last = Math.max(feed.last, event.seq);
+    this.fanout?.toRoom(roomOf(id), event.type, event.payload as LiveEventMap[typeof event.type]);
+  }
+
+  private scheduleFill(id: number, feed: RoomFeed, delayMs: number): void {
+    if (feed.filling) return;
+    feed.filling = true;
+    setTimeout(() => void this.fill(id, feed), delayMs).unref();
+  }
+
+  /** Reads what this node missed of a campaign from the event log and writes it, in order. */
+  private async fill(id: number, feed: RoomFeed): Promise<void> {
+    let retry = false;
+    try {
+      if (this.feeds.get(id) !== feed || !this.hasViewers(id)) {
+        if (this.feeds.get(id) === feed) this.feeds.delete(id);
+        return;
+      }
+      const lastSeq = (await this.source.lastSeqs([id])).get(id);
+      if (lastSeq === undefined) {
+        this.feeds.delete(id); // deleted: its viewers are told and disconnected by the deleting node
+        return;
+      }
+      if (lastSeq <= feed.last) {
+        this.drain(id, feed);
+        return;
+      }
+      const from = feed.last;
+      const missed = await this.source.eventsSince(id, from, lastSeq);
+      if (missed) {
+        for (const event of missed) if (event.seq > feed.last) feed.ahead.set(event.seq, event);
+        this.drain(id, feed);
+      } else {
+        // Older than the log keeps: a fresh snapshot for everyone here, then carry on from its seq.
+        this.logger.warn(`campaign ${id}: events ${from + 1}..${lastSeq} are no longer in the log; sending viewers a snapshot`);
+        feed.last = lastSeq;
+        for (const seq of [...feed.ahead.keys()]) if (seq <= lastSeq) feed.ahead.delete(seq);
+        await this.refreshRoom(id);
+        this.drain(id, feed);
+      }
+    } catch (err) {
+      retry = true;
+      this.logger.warn(`campaign ${id}: reading missed events failed (${err instanceof Error ? err.message : String(err)}); trying again`);
+    } finally {
+      feed.filling = false;
+      if (this.feeds.get(id) === feed && (retry || feed.ahead.size)) this.scheduleFill(id, feed, retry ? SWEEP_MS : GAP_WAIT_MS);
+    }
+  }
+
+  /** Compares the seq of every campaign with viewers here against the database; fills what is behind. */
+  private sweep(): void {
+    for (const id of [...this.feeds.keys()]) if (!this.hasViewers(id)) this.feeds.delete(id);
+    const ids = [...this.feeds.keys()];
+    if (!ids.length) return;
+    this.source.lastSeqs(ids).then(
+      (seqs) => {
+        for (const id of ids) {
+          const feed = this.feeds.get(id);
+          const lastSeq = seqs.get(id);
+          if (feed && (lastSeq === undefined || lastSeq > feed.last)) this.scheduleFill(id, feed, GAP_WAIT_MS);
+        }
+      },
+      (err: unknown) => this.logger.warn(`live sweep: reading campaign seqs failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
   }
 }

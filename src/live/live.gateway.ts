@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import {
   ConnectedSocket,
   MessageBody,
@@ -8,83 +8,120 @@ import {
   SubscribeMessage,
   WebSocketGateway,
 } from '@nestjs/websockets';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Namespace, Socket } from 'socket.io';
-import { DataSource } from 'typeorm';
-import { Campaign } from '../campaigns/entities/campaign.entity';
 import { AppConfig } from '../config/app-config';
-import { isMysql } from '../database/engine';
-import { CustomersService } from '../customers/customers.service';
-import { CampaignViews } from './campaign-views';
-import { LiveEventLog } from './live-event-log';
+import { isDatabaseUnavailable } from '../database/database-errors';
+import { Lifecycle } from '../lifecycle/lifecycle.service';
+import { RateLimiter } from '../rate-limit/rate-limiter';
 import { LiveEventMap, roomOf } from './live-events';
 import { LiveNotifier } from './live-notifier';
+import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
+
+/**
+ * Resync requests a socket may make: a bucket of RESYNC_BURST that refills one every RESYNC_REFILL_MS.
+ * A request while one is being answered, or with the bucket empty, is ignored; a socket that keeps
+ * asking (RESYNC_ABUSE requests ignored in a row) is disconnected.
+ */
+export const RESYNC_BURST = 10;
+export const RESYNC_REFILL_MS = 1000;
+export const RESYNC_ABUSE = 30;
+/** Viewers asking for a campaign's snapshot within this window share one read (see snapshotOf). */
+const SNAPSHOT_BATCH_MS = 20;
+/** A resync whose missed events are bigger than this (JSON) is answered with a snapshot instead. */
+const RESYNC_MAX_REPLAY_BYTES = 256 * 1024;
 
 interface ViewerData {
   campaignId: number;
-  /** false for an operator's console (auth.role = 'operator'): it does not count as a viewer. */
+  /** false for an operator's console (auth.role 'operator' with the customer's token): not counted as a viewer. */
   counted: boolean;
-  campaignKey: string;
   currency: string;
   baseUrl: string;
+  resync: { tokens: number; at: number; busy: boolean; ignored: number };
 }
 
 type ViewerSocket = Socket<Record<string, never>, { [K in keyof LiveEventMap]: (payload: LiveEventMap[K]) => void }, Record<string, never>, ViewerData>;
 
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= 64 ? value : undefined;
+/**
+ * A refusal the client should retry by itself (socket.io-client does not retry a refusal from the
+ * server): `connect_error` carries `data: {retryable: true, retryAfterMs}`. Other refusals (unknown
+ * campaign, missing keys, a bad operator token) have no `data` and should not be retried in a loop.
+ */
+function retryable(message: string, retryAfterMs: number): Error {
+  return Object.assign(new Error(message), { data: { retryable: true, retryAfterMs } });
+}
+
+function isRetryable(err: Error): boolean {
+  return (err as { data?: { retryable?: boolean } }).data?.retryable === true;
+}
+
+function text(value: unknown, max = 64): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 }
 
 /**
- * The viewer channel (CONTRACT §7): namespace /live. A player connects with
- * `auth: {accessKey, campaignKey}`, gets `campaign.snapshot`, then every event of that campaign, each
- * with the next `seq`. After a gap or a reconnect it emits `resync` with `{sinceSeq}` and receives the
- * missed events in order, or a new snapshot when they are no longer kept. No token is needed.
+ * The viewer channel: namespace /live. A player connects with `auth: {accessKey, campaignKey}`, gets
+ * `campaign.snapshot`, then every event of that campaign, each with the next `seq`. After a gap or a
+ * reconnect it emits `resync` with `{sinceSeq}` and receives the missed events in order, or a new
+ * snapshot when they are no longer kept. No token is needed, except for an operator's console
+ * (`role: 'operator'`, which is not counted as a viewer): it must show the customer's token.
  */
 @WebSocketGateway({ namespace: '/live', cors: { origin: true } })
 export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewayDisconnect {
   private readonly logger = new Logger(LiveGateway.name);
+  private namespace: Namespace | null = null;
+  private readonly snapshotReads = new Map<string, Promise<LiveEventMap['campaign.snapshot'] | null>>();
 
   constructor(
     private readonly notifier: LiveNotifier,
     private readonly counter: ViewerCounter,
-    private readonly views: CampaignViews,
-    private readonly log: LiveEventLog,
-    private readonly customers: CustomersService,
+    @Inject(LIVE_SOURCE) private readonly source: LiveSource,
     private readonly config: AppConfig,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly lifecycle: Lifecycle,
+    private readonly limiter: RateLimiter,
   ) {}
 
   afterInit(namespace: Namespace): void {
-    this.notifier.attach(namespace);
+    this.namespace = namespace;
+    this.lifecycle.attachLive(namespace);
+    this.notifier.attach(namespace, (campaignId) => this.refreshRoom(campaignId));
     namespace.use((socket, next) => {
       this.admit(socket as ViewerSocket).then(
         () => next(),
-        (err: Error) => next(err),
+        (err: Error) =>
+          next(err instanceof LiveRefusal || isRetryable(err) ? err : isDatabaseUnavailable(err) ? retryable('the service is busy; connect again shortly', 2000) : new Error('the connection could not be admitted')),
       );
     });
   }
 
   /** Checks accessKey + campaignKey before the connection is accepted; a refusal is a connect_error. */
   private async admit(socket: ViewerSocket): Promise<void> {
+    // A node shutting down takes no new viewers: the client retries, and reaches another node.
+    if (this.lifecycle.isDraining) throw retryable('this node is shutting down; connect again', 500);
+    const limit = await this.limiter.hit('live-connections', this.addressOf(socket));
+    if (!limit.allowed) throw retryable(`too many connections from your address; retry after ${limit.retryAfterSeconds} s`, limit.retryAfterSeconds * 1000);
     const auth = (socket.handshake.auth ?? {}) as Record<string, unknown>;
     const query = socket.handshake.query as Record<string, unknown>;
     const accessKey = text(auth.accessKey) ?? text(query.accessKey);
     const campaignKey = text(auth.campaignKey) ?? text(query.campaignKey);
-    if (!accessKey || !campaignKey) throw new Error('auth must carry accessKey and campaignKey');
-    const customer = await this.customers.findByAccessKey(accessKey);
-    const campaign = customer
-      ? await this.dataSource.manager.findOne(Campaign, { where: { customerId: customer.id, campaignKey } })
-      : null;
-    if (!customer || !campaign) throw new Error(`campaign ${campaignKey} not found`);
+    if (!accessKey || !campaignKey) throw new LiveRefusal('auth must carry accessKey and campaignKey');
+    const operator = auth.role === 'operator';
+    // Only the customer's own console may stay out of userCount: it proves it with the customer's token.
+    const token = operator ? (text(auth.token, 8192) ?? '') : undefined;
+    const admission = await this.source.admit(accessKey, campaignKey, token);
     socket.data = {
-      campaignId: campaign.id,
-      counted: auth.role !== 'operator',
-      campaignKey,
-      currency: customer.currency,
+      campaignId: admission.campaignId,
+      counted: admission.counted,
+      currency: admission.currency,
       baseUrl: this.baseUrlOf(socket),
+      resync: { tokens: RESYNC_BURST, at: Date.now(), busy: false, ignored: 0 },
     };
+  }
+
+  /** The viewer's IP: its socket's address, or behind a trusted proxy (TRUST_PROXY) the forwarded one. */
+  private addressOf(socket: ViewerSocket): string {
+    const forwarded = this.config.server.trustProxy ? String(socket.handshake.headers['x-forwarded-for'] ?? '').split(',')[0].trim() : '';
+    return forwarded || socket.handshake.address || 'unknown';
   }
 
   private baseUrlOf(socket: ViewerSocket): string {
@@ -100,7 +137,10 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     if (!campaignId) return;
     await socket.join(roomOf(campaignId));
     if (socket.data.counted) this.counter.joined(campaignId);
-    await this.sendSnapshot(socket);
+    const seq = await this.sendSnapshot(socket);
+    if (seq !== null) this.notifier.joined(campaignId, seq);
+    // Without its snapshot a viewer cannot apply events: let it come back (socket.io clients retry).
+    else if (socket.connected) socket.disconnect(true);
   }
 
   handleDisconnect(socket: ViewerSocket): void {
@@ -109,36 +149,98 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
 
   @SubscribeMessage('resync')
   async resync(@ConnectedSocket() socket: ViewerSocket, @MessageBody() body: unknown): Promise<void> {
-    const sinceSeq = Number((body as { sinceSeq?: unknown } | null)?.sinceSeq);
     const { campaignId } = socket.data;
-    if (!campaignId) return;
-    const em = this.dataSource.manager;
-    const campaign = await em.findOne(Campaign, { where: { id: campaignId } });
-    if (!campaign) {
-      socket.disconnect(true);
-      return;
+    if (!campaignId || !this.mayResync(socket)) return;
+    const state = socket.data.resync;
+    state.busy = true;
+    try {
+      const sinceSeq = Number((body as { sinceSeq?: unknown } | null)?.sinceSeq);
+      const lastSeq = (await this.source.lastSeqs([campaignId])).get(campaignId);
+      if (lastSeq === undefined) {
+        socket.disconnect(true);
+        return;
+      }
+      const valid = Number.isSafeInteger(sinceSeq) && sinceSeq >= 0 && sinceSeq <= lastSeq;
+      const missed = valid ? await this.source.eventsSince(campaignId, sinceSeq, lastSeq, RESYNC_MAX_REPLAY_BYTES) : null;
+      if (!missed) {
+        await this.sendSnapshot(socket);
+        return;
+      }
+      for (const event of missed) if (!this.notifier.sendTo(socket, event.type, event.payload as LiveEventMap[typeof event.type])) break;
+    } catch (err) {
+      this.logger.warn(`resync for campaign ${campaignId} failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      state.busy = false;
     }
-    const missed = Number.isInteger(sinceSeq) && sinceSeq >= 0 ? await this.log.since(em, campaignId, sinceSeq, campaign.lastSeq) : null;
-    if (!missed) {
-      await this.sendSnapshot(socket);
-      return;
-    }
-    for (const event of missed) this.notifier.sendTo(socket, event.type, event.payload);
   }
 
-  private async sendSnapshot(socket: ViewerSocket): Promise<void> {
+  /** One resync at a time per socket, at most RESYNC_BURST in a row, refilled one per RESYNC_REFILL_MS. */
+  private mayResync(socket: ViewerSocket): boolean {
+    if (!socket.connected) return false; // dropped already: frames it sent before are still being read
+    const state = socket.data.resync;
+    const now = Date.now();
+    const refill = Math.floor((now - state.at) / RESYNC_REFILL_MS);
+    if (refill > 0) {
+      state.tokens = Math.min(RESYNC_BURST, state.tokens + refill);
+      state.at += refill * RESYNC_REFILL_MS;
+    }
+    if (!state.busy && state.tokens > 0) {
+      state.tokens -= 1;
+      state.ignored = 0;
+      return true;
+    }
+    state.ignored += 1;
+    if (state.ignored >= RESYNC_ABUSE) {
+      this.logger.warn(`disconnecting a viewer of campaign ${socket.data.campaignId} that keeps asking for resync`);
+      socket.disconnect(true);
+    }
+    return false;
+  }
+
+  /** Sends a fresh snapshot to every socket of the campaign's room on this node (it missed too much). */
+  private async refreshRoom(campaignId: number): Promise<void> {
+    const ids = this.namespace?.adapter.rooms.get(roomOf(campaignId));
+    for (const id of [...(ids ?? [])]) {
+      const socket = this.namespace?.sockets.get(id) as ViewerSocket | undefined;
+      if (socket) await this.sendSnapshot(socket);
+    }
+  }
+
+  /** Sends the campaign's snapshot; returns its seq (null if none was sent). */
+  private async sendSnapshot(socket: ViewerSocket): Promise<number | null> {
     const { campaignId, currency, baseUrl } = socket.data;
     try {
-      const userCount = await this.counter.count(campaignId);
-      // On MySQL one REPEATABLE READ transaction gives a consistent snapshot (seq and state from the same
-      // instant); SQLite's single connection reads between write transactions anyway.
-      const snapshot = isMysql(this.dataSource)
-          ? await this.dataSource.transaction('REPEATABLE READ', (em) => this.views.snapshot(em, campaignId, currency, baseUrl, userCount))
-          : await this.views.snapshot(this.dataSource.manager, campaignId, currency, baseUrl, userCount);
-      if (snapshot) this.notifier.sendTo(socket, 'campaign.snapshot', snapshot);
-      else socket.disconnect(true);
+      const snapshot = await this.snapshotOf(campaignId, currency, baseUrl);
+      if (!snapshot) {
+        socket.disconnect(true);
+        return null;
+      }
+      return this.notifier.sendTo(socket, 'campaign.snapshot', snapshot) ? snapshot.seq : null;
     } catch (err) {
-      this.logger.error(`snapshot for campaign ${campaignId} failed: ${err instanceof Error ? err.stack : err}`);
+      this.logger.warn(`snapshot for campaign ${campaignId} failed: ${err instanceof Error ? err.message : String(err)}`);
+      return null;
     }
+  }
+
+  /**
+   * One snapshot read serves every viewer of a campaign that asked within SNAPSHOT_BATCH_MS: they all
+   * joined the room before the read started, so it holds everything they would otherwise miss. A
+   * connection storm (a node restarting under thousands of viewers) costs a few reads, not thousands.
+   */
+  private snapshotOf(campaignId: number, currency: string, baseUrl: string): Promise<LiveEventMap['campaign.snapshot'] | null> {
+    const key = `${campaignId}\u0000${baseUrl}`;
+    let read = this.snapshotReads.get(key);
+    if (!read) {
+      read = new Promise((resolve) => setTimeout(resolve, SNAPSHOT_BATCH_MS)).then(() => {
+        this.snapshotReads.delete(key);
+        return this.readSnapshot(campaignId, currency, baseUrl);
+      });
+      this.snapshotReads.set(key, read);
+    }
+    return read;
+  }
+
+  private async readSnapshot(campaignId: number, currency: string, baseUrl: string): Promise<LiveEventMap['campaign.snapshot'] | null> {
+    return this.source.snapshot(campaignId, currency, baseUrl, await this.counter.count(campaignId));
   }
 }

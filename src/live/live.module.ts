@@ -1,15 +1,15 @@
 import { Module } from '@nestjs/common';
-import { CustomersModule } from '../customers/customers.module';
-import { CampaignViews } from './campaign-views';
-import { LiveEventLog } from './live-event-log';
 import { LiveGateway } from './live.gateway';
 import { LiveNotifier } from './live-notifier';
 import { ViewerCounter } from './viewer-counter';
 
-/** The /live viewer channel, the event log behind it, and the notifier services publish through. */
+/**
+ * The /live viewer channel: the gateway, the notifier services publish through (and its fan-out), and
+ * the viewer counts. It only delivers: what viewers are sent comes from the LIVE_SOURCE provider (the
+ * campaign domain), so this module imports no domain.
+ */
 @Module({
-  imports: [CustomersModule],
-  providers: [LiveGateway, LiveNotifier, LiveEventLog, ViewerCounter, CampaignViews],
-  exports: [LiveNotifier, LiveEventLog, ViewerCounter, CampaignViews],
+  providers: [LiveGateway, LiveNotifier, ViewerCounter],
+  exports: [LiveNotifier, ViewerCounter],
 })
 export class LiveModule {}

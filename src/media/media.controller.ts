@@ -2,7 +2,7 @@ import { Controller, Get, Param, Res, StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/decorators';
-import { ApiErrors } from '../common/http/api-docs.decorators';
+import { ApiErrors } from '../http/api-docs.decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { MediaStorage } from './media-storage';
 

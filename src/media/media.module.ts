@@ -1,7 +1,5 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfig } from '../config/app-config';
-import { Media } from './entities/media.entity';
 import { ImageFetcher } from './image-fetcher';
 import { ImageProcessor } from './image-processor';
 import { MediaController } from './media.controller';
@@ -9,7 +7,6 @@ import { LocalMediaStorage, MediaStorage } from './media-storage';
 import { MediaService } from './media.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Media])],
   controllers: [MediaController],
   providers: [
     MediaService,

@@ -1,8 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, In, Repository } from 'typeorm';
+import { EntityManager, In } from 'typeorm';
 import { mapWithConcurrency } from '../common/util/concurrency';
+import { redactCredentials } from '../common/util/redact';
 import { AppConfig } from '../config/app-config';
+import { Transactions } from '../database/transactions';
 import { Media, StoredThumbnail } from './entities/media.entity';
 import { ImageFetcher } from './image-fetcher';
 import { ImageProcessor, THUMBNAIL_WIDTHS } from './image-processor';
@@ -37,7 +38,7 @@ export class MediaService {
   private readonly logger = new Logger(MediaService.name);
 
   constructor(
-    @InjectRepository(Media) private readonly media: Repository<Media>,
+    private readonly db: Transactions,
     private readonly fetcher: ImageFetcher,
     private readonly processor: ImageProcessor,
     private readonly storage: MediaStorage,
@@ -47,7 +48,7 @@ export class MediaService {
   /** Fetches, checks and stores one image. Identical bytes already stored are reused, not processed again. */
   async prepare(url: string): Promise<PreparedMedia> {
     const fetched = await this.fetcher.fetch(url);
-    const known = await this.media.findOne({ where: { checksum: fetched.checksum } });
+    const known = await this.db.manager.findOne(Media, { where: { checksum: fetched.checksum } });
     if (known && (await this.storage.exists(known.fileKey))) {
       return { ...this.fileSet(known), originalUrl: url, contentType: known.contentType, size: known.size, width: known.width, height: known.height };
     }
@@ -80,8 +81,9 @@ export class MediaService {
       return { ok: true, media: await this.prepare(url) };
     } catch (err) {
       const error = err instanceof MediaError ? err.message : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
-      if (!(err instanceof MediaError)) this.logger.error(`media ${url}: ${err instanceof Error ? err.stack : String(err)}`);
-      else this.logger.warn(`media ${url}: ${error}`);
+      // The URL (and a redirect location in the message) may carry user:password@: never logged.
+      if (!(err instanceof MediaError)) this.logger.error(redactCredentials(`media ${url}: ${err instanceof Error ? err.stack : String(err)}`));
+      else this.logger.warn(redactCredentials(`media ${url}: ${error}`));
       return { ok: false, error };
     }
   }
@@ -152,7 +154,7 @@ export class MediaService {
       const checksums = [...byChecksum.keys()];
       const stillUsed = new Set<string>();
       for (let i = 0; i < checksums.length; i += CHUNK) {
-        const rows = await this.media.find({ select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
+        const rows = await this.db.manager.find(Media, { select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
         for (const r of rows) stillUsed.add(r.checksum);
       }
       for (const [checksum, set] of byChecksum) {

@@ -3,8 +3,8 @@ import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiTags, getSche
 import type { Request } from 'express';
 import { Public } from '../auth/decorators';
 import { CampaignListResponse, CampaignResponse, NotExistResponse } from '../campaigns/dto/campaign-response.dto';
-import { ApiErrors } from '../common/http/api-docs.decorators';
-import { baseUrlOf } from '../common/http/base-url';
+import { ApiErrors } from '../http/api-docs.decorators';
+import { baseUrlOf } from '../http/base-url';
 import { AppConfig } from '../config/app-config';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
 import { PublicCampaignsService } from './public-campaigns.service';

@@ -1,10 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { Between, DataSource, FindOptionsWhere, In, LessThanOrEqual, MoreThan, MoreThanOrEqual } from 'typeorm';
+import {
+  Between,
+  FindOptionsWhere,
+  In,
+  LessThanOrEqual,
+  MoreThan,
+  MoreThanOrEqual,
+} from 'typeorm';
 import { CampaignListResponse, CampaignResponse, NotExistResponse, toCampaignResponse } from '../campaigns/dto/campaign-response.dto';
+import { findCampaignByKey } from '../campaigns/campaign-writer';
 import { Campaign, CampaignStatus } from '../campaigns/entities/campaign.entity';
 import { CustomersService } from '../customers/customers.service';
-import { CampaignViews } from '../live/campaign-views';
+import { CampaignViews } from '../campaigns/campaign-views';
+import { Transactions } from '../database/transactions';
 import { ViewerCounter } from '../live/viewer-counter';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
 
@@ -15,7 +23,7 @@ import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.q
 @Injectable()
 export class PublicCampaignsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly db: Transactions,
     private readonly customers: CustomersService,
     private readonly views: CampaignViews,
     private readonly counter: ViewerCounter,
@@ -29,16 +37,21 @@ export class PublicCampaignsService {
     if (query.from && query.to) where.scheduledAt = Between(query.from, query.to);
     else if (query.from) where.scheduledAt = MoreThanOrEqual(query.from);
     else if (query.to) where.scheduledAt = LessThanOrEqual(query.to);
-    const [rows, totalCount] = await this.dataSource.manager.findAndCount(Campaign, {
-      where,
-      order: { scheduledAt: 'ASC', id: 'ASC' },
-      skip: (query.page - 1) * query.count,
-      take: query.count,
-    });
+    // By scheduledAt, soonest first; campaigns without a schedule come last (then by creation, oldest first).
+    const [rows, totalCount] = await this.db.manager
+      .createQueryBuilder(Campaign, 'c')
+      .where(where)
+      .addSelect('CASE WHEN c.scheduledAt IS NULL THEN 1 ELSE 0 END', 'unscheduled')
+      .orderBy('unscheduled', 'ASC')
+      .addOrderBy('c.scheduledAt', 'ASC')
+      .addOrderBy('c.id', 'ASC')
+      .offset((query.page - 1) * query.count)
+      .limit(query.count)
+      .getManyAndCount();
     const counts = await this.counter.counts(rows.map((c) => c.id));
     const results = await Promise.all(
       rows.map(async (c) => {
-        const goods = query.detail ? await this.views.summaries(this.dataSource.manager, c.id, customer.currency, baseUrl) : undefined;
+        const goods = query.detail ? await this.views.summaries(this.db.manager, c.id, customer.currency, baseUrl) : undefined;
         return toCampaignResponse(c, counts.get(c.id) ?? 0, { description: !!query.detail, goods });
       }),
     );
@@ -47,26 +60,28 @@ export class PublicCampaignsService {
 
   async one(accessKey: string, campaignKey: string, baseUrl: string): Promise<CampaignResponse | NotExistResponse> {
     const customer = await this.customers.findByAccessKey(accessKey);
-    const campaign = customer ? await this.dataSource.manager.findOne(Campaign, { where: { customerId: customer.id, campaignKey } }) : null;
+    const campaign = customer ? await findCampaignByKey(this.db.manager, customer.id, campaignKey) : null;
     if (!customer || !campaign) return { campaignKey, campaignStatus: 'NOT_EXIST' };
     return this.detail(campaign, customer.currency, baseUrl);
   }
 
-  /** The running campaign (includeOnAir) or else the soonest READY one scheduled after now. */
+  /**
+   * The running campaign (includeOnAir) or else the soonest READY one scheduled after now; only
+   * collection-visible campaigns, whatever the parameters (no token here).
+   */
   async upcoming(accessKey: string, baseUrl: string, query: UpcomingQuery): Promise<CampaignResponse | NotExistResponse> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return { campaignStatus: 'NOT_EXIST' };
-    const visibility = query.includePrivate ? {} : { collectionVisible: true };
-    const em = this.dataSource.manager;
+    const em = this.db.manager;
     let campaign: Campaign | null = null;
     if (query.includeOnAir !== false) {
       campaign = await em.findOne(Campaign, {
-        where: { customerId: customer.id, campaignStatus: 'ONAIR', ...visibility },
+        where: { customerId: customer.id, campaignStatus: 'ONAIR', collectionVisible: true },
         order: { startedAt: 'DESC', id: 'DESC' },
       });
     }
     campaign ??= await em.findOne(Campaign, {
-      where: { customerId: customer.id, campaignStatus: 'READY', scheduledAt: MoreThan(new Date()), ...visibility },
+      where: { customerId: customer.id, campaignStatus: 'READY', scheduledAt: MoreThan(new Date()), collectionVisible: true },
       order: { scheduledAt: 'ASC', id: 'ASC' },
     });
     if (!campaign) return { campaignStatus: 'NOT_EXIST' };
@@ -74,7 +89,7 @@ export class PublicCampaignsService {
   }
 
   private async detail(campaign: Campaign, currency: string, baseUrl: string): Promise<CampaignResponse> {
-    const goods = await this.views.summaries(this.dataSource.manager, campaign.id, currency, baseUrl);
+    const goods = await this.views.summaries(this.db.manager, campaign.id, currency, baseUrl);
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 }

@@ -1,8 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { DataSource, EntityManager, In } from 'typeorm';
+import { EntityManager, In } from 'typeorm';
 import { flattenValidationErrors } from '../common/errors/validation';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
@@ -32,7 +31,16 @@ export interface BatchOptions {
 /** Rows per multi-row statement: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
 const CHUNK = 400;
 const UPDATE_CHUNK = 200;
+/** Transactions a batch may start after losing a unique-key race to a concurrent writer. */
 const ATTEMPTS = 3;
+/**
+ * Transactions a batch may start because the catalog changed under it and needs images not fetched
+ * yet; the last one writes without them.
+ */
+const MEDIA_ROUNDS = 3;
+/** Why a row kept no image when the catalog changed under the batch in every round. */
+const NOT_FETCHED =
+  'the goods changed while this call fetched images, so it was not fetched; send the row again to fetch it';
 const UPDATED_COLUMNS = [
   'name',
   'brand',
@@ -80,6 +88,13 @@ interface Outcome {
 
 class Conflict extends Error {}
 
+/** The plan inside the transaction needs images the batch has not fetched: leave it without writing. */
+class ImagesMissing extends Error {
+  constructor(readonly urls: string[]) {
+    super(`${urls.length} image(s) to fetch before writing`);
+  }
+}
+
 type Parsed = { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string };
 
 interface Plan {
@@ -89,7 +104,7 @@ interface Plan {
 
 /**
  * Applies a batch of goods writes (the JSON sync, and later the spreadsheet import) with the rules of
- * CONTRACT §4: elements apply in order, each on its own, later ones see earlier ones. Matching and key
+ * the sync rules: elements apply in order, each on its own, later ones see earlier ones. Matching and key
  * checks happen in memory against the rows the batch touches, loaded with a few IN queries; the result
  * is written with multi-row statements, so a batch of N costs O(N / chunk) queries in one transaction.
  */
@@ -98,7 +113,6 @@ export class GoodsBatchWriter {
   private readonly logger = new Logger(GoodsBatchWriter.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly transactions: Transactions,
     private readonly media: MediaService,
   ) {}
@@ -109,26 +123,38 @@ export class GoodsBatchWriter {
     // Decide once outside any transaction, only to learn which images to fetch: fetching can take
     // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
     const setsImages = parsed.some((p) => typeof p.write?.mediaUrl === 'string');
-    const preview = setsImages ? await this.plan(this.dataSource.manager, tenant, parsed) : null;
+    const preview = setsImages ? await this.plan(this.transactions.manager, tenant, parsed) : null;
     const fetched = await this.media.prepareAll(preview ? this.urlsToFetch(preview.items, refresh) : []);
     try {
-      for (let attempt = 1; ; attempt += 1) {
+      let races = 0;
+      let round = 1;
+      for (;;) {
         try {
+          const lastRound = round >= MEDIA_ROUNDS;
           const { plan, released } = await this.transactions.run(async (em) => {
             await lockCatalog(em, tenant.id);
             const plan = await this.plan(em, tenant, parsed);
-            // Rare: the catalog changed since the preview and now needs an image not fetched yet.
+            // Rare: the catalog changed since the preview and the plan now needs images not fetched
+            // yet. No network I/O inside a transaction (on SQLite it would hold up every writer):
+            // leave it, fetch them, and plan again; the last round writes without them.
             const missing = this.urlsToFetch(plan.items, refresh).filter((url) => !fetched.has(url));
-            for (const [url, outcome] of await this.media.prepareAll(missing)) fetched.set(url, outcome);
+            if (missing.length && !lastRound) throw new ImagesMissing(missing);
             const released = await this.write(em, tenant, plan.items, fetched, refresh);
             return { plan, released };
           });
           await this.media.releaseFiles(released);
           return this.envelope(tenant, plan.outcomes);
         } catch (err) {
+          if (err instanceof ImagesMissing) {
+            this.logger.debug(`sync for customer ${tenant.id}: the catalog changed; fetching ${err.urls.length} more image(s)`);
+            for (const [url, outcome] of await this.media.prepareAll(err.urls)) fetched.set(url, outcome);
+            round += 1;
+            continue;
+          }
           // A concurrent writer took a key between our read and our write: read again and re-decide.
-          if (!isUniqueViolation(err) || attempt >= ATTEMPTS) throw err;
-          this.logger.warn(`sync for customer ${tenant.id} raced another writer; retrying (${attempt})`);
+          races += 1;
+          if (!isUniqueViolation(err) || races >= ATTEMPTS) throw err;
+          this.logger.warn(`sync for customer ${tenant.id} raced another writer; retrying (${races})`);
         }
       }
     } finally {
@@ -159,9 +185,21 @@ export class GoodsBatchWriter {
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {
       return { row: element.row, echo: {}, error: 'element must be a JSON object' };
     }
+    // Only the goods fields are read (unknown ones are ignored), and each must be a plain value: a nested
+    // array or object is refused here, so validation never walks (possibly huge) nested input.
     const echo: Record<string, unknown> = {};
-    for (const key of ECHOED) if ((data as Record<string, unknown>)[key] !== undefined) echo[key] = (data as Record<string, unknown>)[key];
-    const dto = plainToInstance(SyncGoodsElementDto, data);
+    let nested: string | undefined;
+    for (const key of ECHOED) {
+      const value = (data as Record<string, unknown>)[key];
+      if (value === undefined) continue;
+      if (value !== null && typeof value === 'object') nested ??= key;
+      else echo[key] = value;
+    }
+    if (nested) {
+      const type = nested === 'id' || nested.endsWith('Price') || nested === 'discountPercentage' ? 'a number' : 'a string';
+      return { row: element.row, echo, error: `${nested} must be ${type}` };
+    }
+    const dto = plainToInstance(SyncGoodsElementDto, { ...echo });
     const errors = validateSync(dto, { whitelist: true, forbidUnknownValues: false, stopAtFirstError: true });
     if (errors.length) {
       return { row: element.row, echo, error: flattenValidationErrors(errors).map((e) => e.message).join('; ') };
@@ -371,7 +409,7 @@ export class GoodsBatchWriter {
         item.finalMedia = this.media.newRow(tenant.id, item.goods.id, outcome.media, now);
         attached.push(item.finalMedia);
       } else {
-        item.mediaError = outcome ? outcome.error : 'the image was not fetched';
+        item.mediaError = outcome ? outcome.error : NOT_FETCHED;
       }
     }
     const released = await this.media.deleteRowsOf(em, replaced);
@@ -415,7 +453,7 @@ export class GoodsBatchWriter {
     const results = outcomes.map((o): UploadGoodsRowResult => {
       if (o.status === 'FAIL') {
         failCount += 1;
-        return { ...(o.echo as unknown as GoodsResponse), row: o.row, status: 'FAIL', message: o.message };
+        return { ...failedGoods(o.echo ?? {}, tenant.currency), row: o.row, status: 'FAIL', message: o.message };
       }
       if (o.status === 'CREATE') createCount += 1;
       else updateCount += 1;
@@ -433,4 +471,27 @@ export class GoodsBatchWriter {
     });
     return { results, totalCount: outcomes.length, createCount, updateCount, failCount, _s: 0 };
   }
+}
+
+/**
+ * A FAIL row still has every Goods field, so that clients mapping each row to Goods never trip on one:
+ * the submitted values where the element had them (as sent), null where unknown, no media, the
+ * customer's currency.
+ */
+function failedGoods(echo: Record<string, unknown>, currency: string): GoodsResponse {
+  const sentOrNull = (key: string) => (echo[key] === undefined ? null : echo[key]);
+  return {
+    id: sentOrNull('id'),
+    name: sentOrNull('name'),
+    brand: sentOrNull('brand'),
+    description: sentOrNull('description'),
+    url: sentOrNull('url'),
+    sku: sentOrNull('sku'),
+    mediaUrl: sentOrNull('mediaUrl'),
+    medias: [],
+    originalPrice: sentOrNull('originalPrice'),
+    discountedPrice: sentOrNull('discountedPrice'),
+    currency,
+    discountPercentage: sentOrNull('discountPercentage'),
+  } as unknown as GoodsResponse;
 }

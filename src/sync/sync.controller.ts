@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiErrors, TenantRoute } from '../common/http/api-docs.decorators';
+import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { LargeBody } from '../http/body-parser.interceptor';
 import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { SyncResponse } from './dto/sync-response.dto';
@@ -15,6 +16,7 @@ export class SyncController {
 
   @Post()
   @HttpCode(200)
+  @LargeBody()
   @ApiOperation({
     summary: 'Create or update many goods in one call',
     description:

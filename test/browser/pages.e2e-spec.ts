@@ -423,10 +423,12 @@ if (chromiumMissing && !required) {
     });
 
     it('operator starts the broadcast; the viewer sees it live', async () => {
-      await operator.getByRole('button', { name: 'Start broadcast (ON AIR)' }).click();
+      await operator.getByRole('button', { name: 'Start broadcast (ONAIR)' }).click();
       await viewer.waitForSelector('#campaign-status[data-status="ONAIR"]', { timeout: 2000 });
       expect(await viewer.locator('#campaign-status').textContent()).toBe('Live');
-      expect(await operator.getByRole('button', { name: 'Start broadcast (ON AIR)' }).isDisabled()).toBe(true);
+      await operator.waitForSelector('#campaign-status[data-status="ONAIR"]', { timeout: 2000 });
+      expect(await operator.locator('#campaign-status').textContent()).toBe('ONAIR (live)');
+      expect(await operator.getByRole('button', { name: 'Start broadcast (ONAIR)' }).isDisabled()).toBe(true);
       expect(await operator.getByRole('button', { name: 'End broadcast' }).isEnabled()).toBe(true);
     });
 

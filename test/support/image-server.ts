@@ -13,6 +13,7 @@ import sharp from 'sharp';
  *   /rotated.jpg stored 600x400 with EXIF orientation 6 (displayed 400x600; stored left half red,
  *     right half blue, so displayed top red, bottom blue) · /tiny.png 50x30
  *   /v/<tag>/photo.jpg the photo with a JPEG COM segment holding <tag>: same picture, distinct bytes
+ *   /held/<tag>/photo.jpg the same as /v/<tag>/photo.jpg, but a request may be held (hold(tag))
  *   /swap.jpg switchable content (setSwap) · /fake.jpg text served as image/jpeg
  *   /truncated.jpg first half of a JPEG · /bomb.png IHDR claims 20000x20000 (tiny file)
  *   /huge 21 MB without content-length · /huge-declared content-length 25 MB
@@ -53,9 +54,19 @@ export interface ImageServer {
   bytesSent(path: string): number;
   /** What /swap.jpg serves from now on. */
   setSwap(bytes: Buffer): void;
-  /** The bytes /v/<tag>/photo.jpg serves. */
+  /** The bytes /v/<tag>/photo.jpg (and /held/<tag>/photo.jpg) serves. */
   variant(tag: string): Buffer;
+  /**
+   * The next request for /held/<tag>/photo.jpg is held until `release()`; `arrived` resolves when it
+   * comes in. Requests without a hold pending are answered at once.
+   */
+  hold(tag: string): Hold;
   close(): Promise<void>;
+}
+
+export interface Hold {
+  arrived: Promise<void>;
+  release(): void;
 }
 
 /** Inserts a JPEG COM segment right after SOI: a different byte string, the same picture. */
@@ -155,6 +166,8 @@ export async function startImageServer(): Promise<ImageServer> {
   let swap = fixtures.swapA;
   const hits = new Map<string, number>();
   const sent = new Map<string, number>();
+  /** Holds not yet taken by a request, by tag. */
+  const holds = new Map<string, { arrive(): void; released: Promise<void> }>();
   const count = (path: string, n: number) => sent.set(path, (sent.get(path) ?? 0) + n);
 
   const files: Record<string, () => [Buffer, string]> = {
@@ -191,6 +204,22 @@ export async function startImageServer(): Promise<ImageServer> {
     hits.set(`${listener} ${path}`, (hits.get(`${listener} ${path}`) ?? 0) + 1);
     res.on('error', () => undefined);
 
+    const held = /^\/held\/([\w.-]+)\/photo\.jpg$/.exec(path);
+    if (held) {
+      const body = withJpegComment(fixtures.photo, held[1]);
+      const answer = () => {
+        if (res.destroyed) return;
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+        count(path, body.length);
+        res.end(body);
+      };
+      const hold = holds.get(held[1]);
+      if (!hold) return answer();
+      holds.delete(held[1]);
+      hold.arrive();
+      void hold.released.then(answer);
+      return;
+    }
     const variant = /^\/v\/([\w.-]+)\/photo\.jpg$/.exec(path);
     const file = variant ? (): [Buffer, string] => [withJpegComment(fixtures.photo, variant[1]), 'image/jpeg'] : files[path];
     if (file) {
@@ -273,6 +302,14 @@ export async function startImageServer(): Promise<ImageServer> {
       swap = bytes;
     },
     variant: (tag) => withJpegComment(fixtures.photo, tag),
+    hold(tag) {
+      let arrive!: () => void;
+      let release!: () => void;
+      const arrived = new Promise<void>((resolve) => (arrive = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      holds.set(tag, { arrive, released });
+      return { arrived, release };
+    },
     async close() {
       await Promise.all(
         servers.map(

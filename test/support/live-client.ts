@@ -28,8 +28,9 @@ export interface Received {
 export interface ViewerAuth {
   accessKey: string;
   campaignKey: string;
-  /** 'operator': an operator's console, not counted as a viewer. */
+  /** 'operator': an operator's console, not counted as a viewer (with the customer's token). */
   role?: string;
+  token?: string;
 }
 
 const open = new Set<Viewer>();

@@ -42,13 +42,17 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The database name one spec file uses on MySQL: derived from the spec's name, so files never share. */
+/**
+ * The database name one spec file uses on MySQL: derived from the spec's name, so files never share.
+ * TEST_DB_PREFIX (default `lgtest`) keeps two checkouts testing against one server apart.
+ */
 export function databaseNameFor(specFile: string, engine: Engine): string {
   const stem = basename(specFile).replace(/\.e2e-spec\.ts$/, '').replace(/[^A-Za-z0-9]/g, '_');
-  return `lgtest_${stem}_${engine}`.slice(0, 64);
+  const prefix = (process.env.TEST_DB_PREFIX || 'lgtest').replace(/[^A-Za-z0-9_]/g, '_');
+  return `${prefix}_${stem}_${engine}`.slice(0, 64);
 }
 
-async function recreateDatabase(name: string): Promise<void> {
+export async function recreateDatabase(name: string): Promise<void> {
   const { createConnection } = await import('mysql2/promise');
   const conn = await createConnection(mysqlServer);
   try {
@@ -83,6 +87,8 @@ export async function testConfig(engine: Engine, specFile: string, extra: Record
     DB_PASSWORD: mysqlServer.password,
     DB_NAME: database,
     LOG_LEVEL: 'error',
+    // Suites send bursts from one address; the rate-limit spec turns the limits on itself.
+    RATE_LIMIT_ENABLED: 'false',
     ...extra,
   };
   return { config: AppConfig.fromEnv(env), env, dataDir, database };

@@ -4,12 +4,13 @@ import { mediaFileUrl, ThumbnailResponse, toMediaResponse } from '../../media/dt
 import type { Media } from '../../media/entities/media.entity';
 import type { CampaignChat } from '../entities/campaign-chat.entity';
 import type { Campaign, CampaignStatus } from '../entities/campaign.entity';
+import { SALES_STATUSES } from '../entities/campaign-goods.entity';
 import type { CampaignGoods, SalesStatus } from '../entities/campaign-goods.entity';
 
 const ms = (d: Date | null | undefined): number | null => (d ? d.getTime() : null);
 
 // ---------------------------------------------------------------------------------------------
-// CampaignGoods exactly as the interface describes it (response of the sales-status operations).
+// CampaignGoods as the API answers it (docs/api-reference.md; the response of the sales-status operations).
 
 export class CampaignGoodsMediaResponse {
   @ApiProperty({ example: '77' }) id: string;
@@ -57,7 +58,7 @@ export class CampaignGoodsResponse {
   @ApiProperty({ example: '1024' }) goodsId: string;
   @ApiProperty({ example: 1 }) sortOrder: number;
   @ApiProperty({ example: false }) showingNow: boolean;
-  @ApiProperty({ enum: ['ON_SALE', 'ALMOST_SOLD_OUT', 'SOLD_OUT'], example: 'SOLD_OUT' }) salesStatus: SalesStatus;
+  @ApiProperty({ enum: SALES_STATUSES, example: 'SOLD_OUT' }) salesStatus: SalesStatus;
   @ApiProperty({ type: CampaignGoodsItemResponse }) goods: CampaignGoodsItemResponse;
   @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
   @ApiProperty({ example: 'op-7' }) adminId: string;
@@ -135,7 +136,7 @@ export class CampaignGoodsSummary {
   @ApiProperty({ example: '1024' }) goodsId: string;
   @ApiProperty({ example: 1 }) sortOrder: number;
   @ApiProperty({ example: true }) showingNow: boolean;
-  @ApiProperty({ enum: ['ON_SALE', 'ALMOST_SOLD_OUT', 'SOLD_OUT'] }) salesStatus: SalesStatus;
+  @ApiProperty({ enum: SALES_STATUSES }) salesStatus: SalesStatus;
   @ApiProperty({ example: '스마트 워치 7' }) name: string;
   @ApiProperty({ nullable: true, type: String }) brand: string | null;
   @ApiProperty() url: string;

@@ -36,4 +36,14 @@ export class ApiException extends Error {
   static tooLarge(message: string): ApiException {
     return new ApiException(ErrorCode.TooLarge, message);
   }
+
+  /** 429 -429: the caller should come back after `retryAfterSeconds`. */
+  static rateLimited(message: string, retryAfterSeconds: number): ApiException {
+    return new ApiException(ErrorCode.RateLimited, message, undefined, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  }
+
+  /** 503 -503: a dependency is unreachable or the node is shutting down; worth retrying after `retryAfterSeconds`. */
+  static unavailable(message: string, retryAfterSeconds = 5): ApiException {
+    return new ApiException(ErrorCode.Unavailable, message, undefined, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  }
 }

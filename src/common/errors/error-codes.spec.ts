@@ -1,7 +1,7 @@
 import { codeOfHttpStatus, ErrorCode, httpStatusOf } from './error-codes';
 
-/** CONTRACT §2: the HTTP status of every `_s` code. */
-const CONTRACT: Array<[ErrorCode, number, number]> = [
+/** The HTTP status of every `_s` code (docs/api-reference.md, Errors). */
+const DOCUMENTED: Array<[ErrorCode, number, number]> = [
   [ErrorCode.InvalidArgument, -510, 400],
   [ErrorCode.Unauthorized, -102, 401],
   [ErrorCode.NotFound, -404, 404],
@@ -12,18 +12,19 @@ const CONTRACT: Array<[ErrorCode, number, number]> = [
   [ErrorCode.UnsupportedMediaType, -415, 415],
   [ErrorCode.InvalidTransition, -422, 422],
   [ErrorCode.RateLimited, -429, 429],
+  [ErrorCode.Unavailable, -503, 503],
   [ErrorCode.Internal, -500, 500],
 ];
 
 describe('httpStatusOf', () => {
-  it.each(CONTRACT)('code %p (%p) is HTTP %p', (code, value, status) => {
+  it.each(DOCUMENTED)('code %p (%p) is HTTP %p', (code, value, status) => {
     expect(code).toBe(value);
     expect(httpStatusOf(code)).toBe(status);
   });
 
   it('the table above covers every ErrorCode', () => {
     const all = Object.values(ErrorCode).filter((v): v is ErrorCode => typeof v === 'number');
-    expect(all.sort()).toEqual(CONTRACT.map(([code]) => code).sort());
+    expect(all.sort()).toEqual(DOCUMENTED.map(([code]) => code).sort());
   });
 });
 
@@ -43,13 +44,13 @@ describe('codeOfHttpStatus', () => {
     [418, ErrorCode.InvalidArgument],
     [500, ErrorCode.Internal],
     [502, ErrorCode.Internal],
-    [503, ErrorCode.Internal],
+    [503, ErrorCode.Unavailable],
   ])('HTTP %p becomes code %p', (status, code) => {
     expect(codeOfHttpStatus(status)).toBe(code);
   });
 
   it('round-trips every code that owns its status', () => {
-    for (const [code] of CONTRACT) {
+    for (const [code] of DOCUMENTED) {
       if (code === ErrorCode.CampaignNotFound || code === ErrorCode.GoodsNotInCampaign) continue;
       expect(codeOfHttpStatus(httpStatusOf(code))).toBe(code);
     }

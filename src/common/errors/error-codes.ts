@@ -1,4 +1,4 @@
-/** The `_s` codes of CONTRACT §2. */
+/** The `_s` codes of the API's errors (docs/api-reference.md, Errors). */
 export enum ErrorCode {
   InvalidArgument = -510,
   Unauthorized = -102,
@@ -10,6 +10,7 @@ export enum ErrorCode {
   UnsupportedMediaType = -415,
   InvalidTransition = -422,
   RateLimited = -429,
+  Unavailable = -503,
   Internal = -500,
 }
 
@@ -34,6 +35,8 @@ export function httpStatusOf(code: ErrorCode): number {
       return 422;
     case ErrorCode.RateLimited:
       return 429;
+    case ErrorCode.Unavailable:
+      return 503;
     case ErrorCode.Internal:
       return 500;
     default: {
@@ -62,6 +65,8 @@ export function codeOfHttpStatus(status: number): ErrorCode {
       return ErrorCode.InvalidTransition;
     case 429:
       return ErrorCode.RateLimited;
+    case 503:
+      return ErrorCode.Unavailable;
     default:
       return status >= 400 && status < 500 ? ErrorCode.InvalidArgument : ErrorCode.Internal;
   }

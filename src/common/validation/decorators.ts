@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
+  IsBoolean,
   IsDefined,
   IsInt,
   IsNumber,
@@ -15,6 +16,7 @@ import {
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
+import { parseDateInput, toDate } from './dates';
 
 /** Whether a field may be absent, and whether `null` (meaning "clear it") is allowed. */
 export interface Presence {
@@ -24,14 +26,38 @@ export interface Presence {
 
 const trim = Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value));
 
-/** "true"/"1" and "false"/"0" (query strings, form fields) become booleans; anything else is left to the validators. */
+const TRUE_TEXT = new Set(['true', '1', 'yes', 'on', 'y']);
+const FALSE_TEXT = new Set(['false', '0', 'no', 'off', 'n']);
+
+/**
+ * The spellings of a boolean in query strings and form fields, as form handlers read them: true, 1, yes,
+ * on (y) and false, 0, no, off (n), in any case; an empty value is absent (the default applies). Anything
+ * else is left to the validators to refuse.
+ */
 export const booleanText = Transform(({ value }: { value: unknown }) => {
   if (typeof value !== 'string') return value;
   const v = value.trim().toLowerCase();
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
+  if (v === '') return undefined;
+  if (TRUE_TEXT.has(v)) return true;
+  if (FALSE_TEXT.has(v)) return false;
   return value;
 });
+
+/** The value as the client sent it, for messages: `'abc'`, `12.5`, `["a","b"]` (cut at 60 characters). */
+export function sent(value: unknown): string {
+  const text = typeof value === 'string' ? `'${value}'` : JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** A boolean field (query, form or JSON), see booleanText; the message names the value sent. */
+export function BooleanField(property: string, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+  return applyDecorators(
+    booleanText,
+    ...presence(p, property),
+    IsBoolean({ message: (args: ValidationArguments) => `${property} must be true or false (also 1/0, yes/no, on/off); got ${sent(args.value)}` }),
+    docs(p, { type: Boolean, ...options } as ApiPropertyOptions),
+  );
+}
 
 /** Numeric text ("19.99") becomes a number; anything else is left for the validators to refuse. */
 const numericText = Transform(({ value }: { value: unknown }) =>
@@ -48,6 +74,62 @@ function docs(p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return ApiProperty({ ...options, required: !!p.required, nullable: !!p.nullable } as ApiPropertyOptions);
 }
 
+/**
+ * Text must be well-formed Unicode (String.prototype.isWellFormed): a lone UTF-16 surrogate (JSON
+ * `"\ud800"`) would be answered back as sent but stored as U+FFFD by the database, so the stored value
+ * would differ from the one acknowledged. `each` checks every element of an array.
+ */
+export function WellFormedText(property: string, each = false): PropertyDecorator {
+  const wellFormed = (value: unknown) => typeof value !== 'string' || value.isWellFormed();
+  return (target, key) =>
+    registerDecorator({
+      name: 'isWellFormedText',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (value: unknown) => (each && Array.isArray(value) ? value.every(wellFormed) : wellFormed(value)),
+        defaultMessage: (args?: ValidationArguments) =>
+          `${args?.property ?? property} must be well-formed Unicode text (it contains a lone UTF-16 surrogate)`,
+      },
+    });
+}
+
+/** Schemes a browser would run or open locally if the text were used as a link. */
+const DANGEROUS_SCHEME = /^(javascript|vbscript|data|file|blob):/i;
+
+/**
+ * Whether a free text (a stream URL or id) would be a dangerous link: `javascript:`, `vbscript:`,
+ * `data:`, `file:` or `blob:`, in any case, also behind leading blanks or control characters and with
+ * tabs or line breaks inside (browsers strip those from URLs before reading the scheme).
+ */
+export function isDangerousLink(value: string): boolean {
+  const text = value.replace(/[\t\n\r]/g, '');
+  let start = 0;
+  while (start < text.length && isBlankOrControl(text, start)) start += 1;
+  return DANGEROUS_SCHEME.test(text.slice(start));
+}
+
+/** C0 and C1 controls, the space, Unicode white space and the zero-width space. */
+function isBlankOrControl(text: string, index: number): boolean {
+  const code = text.charCodeAt(index);
+  return code <= 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0x200b || /\s/.test(text[index]);
+}
+
+/** Refuses a free text that would be a dangerous link (see isDangerousLink); anything else passes. */
+export function SafeLinkText(property: string): PropertyDecorator {
+  return (target, key) =>
+    registerDecorator({
+      name: 'isSafeLinkText',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (value: unknown) => typeof value !== 'string' || !isDangerousLink(value),
+        defaultMessage: (args?: ValidationArguments) =>
+          `${args?.property ?? property} must not be a javascript:, vbscript:, data:, file: or blob: link`,
+      },
+    });
+}
+
 /** A trimmed, non-blank string of at most `max` characters. */
 export function TextField(property: string, max: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return applyDecorators(
@@ -56,6 +138,7 @@ export function TextField(property: string, max: number, p: Presence, options: A
     IsString({ message: `${property} must be a string` }),
     MinLength(1, { message: `${property} must not be empty` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
+    WellFormedText(property),
     docs(p, { type: String, maxLength: max, ...options } as ApiPropertyOptions),
   );
 }
@@ -66,6 +149,7 @@ export function LongTextField(property: string, max: number, p: Presence, option
     ...presence(p, property),
     IsString({ message: `${property} must be a string` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
+    WellFormedText(property),
     docs(p, { type: String, maxLength: max, ...options } as ApiPropertyOptions),
   );
 }
@@ -98,6 +182,7 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
     ...presence(p, property),
     IsString({ message: `${property} must be a string` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
+    WellFormedText(property),
     isHttp,
     docs(p, { type: String, maxLength: max, format: 'uri', ...options } as ApiPropertyOptions),
   );
@@ -121,26 +206,72 @@ export function DecimalField(
   );
 }
 
-/** A positive int64 id (numeric text accepted). */
+/** A positive int64 id (numeric text accepted); messages name the value sent. */
 export function IdField(property: string, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+  const message = (args: ValidationArguments) => `${property} must be a positive integer; got ${sent(args.value)}`;
   return applyDecorators(
     numericText,
     ...presence(p, property),
-    IsInt({ message: `${property} must be an integer` }),
-    Min(1, { message: `${property} must be a positive integer` }),
-    Max(Number.MAX_SAFE_INTEGER, { message: `${property} is too large` }),
+    IsInt({ message }),
+    Min(1, { message }),
+    Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `${property} is too large; got ${sent(args.value)}` }),
     docs(p, { type: Number, format: 'int64', ...options } as ApiPropertyOptions),
   );
 }
 
-/** An optional integer query parameter (its default is applied by the handler's DTO). */
-export function IntQuery(property: string, min: number, max: number, options: ApiPropertyOptions): PropertyDecorator {
+/**
+ * An optional integer query parameter (its default is applied by the handler's DTO). An empty value is
+ * absent. With `clamp`, a value above `max` is served as `max` instead of being refused (paging sizes:
+ * clients expect a larger value to be served, not refused). Messages name the value sent.
+ */
+export function IntQuery(property: string, min: number, max: number, options: ApiPropertyOptions, { clamp = false } = {}): PropertyDecorator {
+  const toInt = Transform(({ value }: { value: unknown }) => {
+    if (typeof value === 'string' && value.trim() === '') return options.default;
+    const n = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
+    return clamp && typeof n === 'number' && n > max ? max : n;
+  });
+  const clampNote = clamp ? `; values above ${max} are served as ${max}` : '';
   return applyDecorators(
-    numericText,
+    toInt,
     IsOptional(),
-    IsInt({ message: `${property} must be an integer` }),
-    Min(min, { message: `${property} must be at least ${min}` }),
-    Max(max, { message: `${property} must be at most ${max}` }),
-    ApiProperty({ type: Number, format: 'int32', minimum: min, maximum: max, required: false, ...options } as ApiPropertyOptions),
+    IsInt({ message: (args: ValidationArguments) => `${property} must be an integer; got ${sent(args.value)}` }),
+    Min(min, { message: (args: ValidationArguments) => `${property} must be at least ${min}; got ${sent(args.value)}` }),
+    Max(max, { message: (args: ValidationArguments) => `${property} must be at most ${max}; got ${sent(args.value)}` }),
+    ApiProperty({
+      type: Number,
+      format: 'int32',
+      minimum: min,
+      ...(clamp ? {} : { maximum: max }),
+      required: false,
+      ...options,
+      description: `${options.description ?? ''}${options.description ? ' ' : ''}(an empty value is the default${clampNote})`,
+    } as ApiPropertyOptions),
+  );
+}
+
+/**
+ * An instant given as epoch milliseconds or an ISO-8601 date-time (see dates.ts for the exact rules);
+ * the handler receives a Date. Out of range or not a calendar date-time is 400 -510 naming the field.
+ */
+export function DateField(property: string, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+  const isDateInput: PropertyDecorator = (target, key) =>
+    registerDecorator({
+      name: 'isDateInput',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (value: unknown) => value instanceof Date && parseDateInput(value).ok,
+        defaultMessage: (args?: ValidationArguments) => {
+          const parsed = parseDateInput(args?.value);
+          const reason = parsed.ok ? 'expected epoch milliseconds or an ISO-8601 date-time' : parsed.reason;
+          return `${args?.property ?? property} must be epoch milliseconds or an ISO-8601 date-time: ${reason}`;
+        },
+      },
+    });
+  return applyDecorators(
+    Transform(toDate),
+    ...presence(p, property),
+    isDateInput,
+    docs(p, { type: Number, description: 'epoch ms or ISO-8601 (no offset = UTC)', ...options } as ApiPropertyOptions),
   );
 }

@@ -14,6 +14,16 @@ export class Customer {
   @Column({ type: 'varchar', length: 64 })
   secretKey: string;
 
+  /**
+   * The secret key before the last rotation (admin CLI `customer rotate-secret`): tokens signed with
+   * it are still accepted until previousKeyValidUntil. Null when there is none.
+   */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  previousSecretKey: string | null;
+
+  @Column({ type: 'datetime', precision: 3, nullable: true })
+  previousKeyValidUntil: Date | null;
+
   @Column({ type: 'varchar', length: 255 })
   name: string;
 

@@ -8,7 +8,7 @@ interface KeyRules {
 }
 
 /**
- * The Goods request body of the interface, built for one endpoint's rules: which keys are required. Unknown fields (currency, medias, ... echoed by clients) are dropped.
+ * The Goods request body (docs/api-reference.md), built for one endpoint's rules: which keys are required. Unknown fields (currency, medias, ... echoed by clients) are dropped.
  */
 function goodsBody(rules: KeyRules) {
   class GoodsBody {

@@ -1,30 +1,69 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { applyDecorators } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDefined, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
-import { IntQuery } from '../../common/validation/decorators';
+import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateIf, ValidationArguments } from 'class-validator';
+import { IntQuery, sent } from '../../common/validation/decorators';
 import { GoodsLimits } from '../goods.limits';
 
 export class ListGoodsQuery {
-  @ApiPropertyOptional({ description: 'Matches name, brand or sku containing it, case-insensitively', example: '워치' })
+  @ApiPropertyOptional({ description: 'Matches name, brand or sku containing it, case-insensitively', example: '워치', maxLength: GoodsLimits.keyword })
   @IsOptional()
-  @IsString()
-  @MaxLength(GoodsLimits.keyword)
+  @MaxLength(GoodsLimits.keyword, { message: `searchKeyword must be at most ${GoodsLimits.keyword} characters` })
+  // Listed last, so checked first: a repeated parameter (an array) is named as such, not measured.
+  @IsString({ message: (args: ValidationArguments) => `searchKeyword must be a single string; got ${sent(args.value)}` })
   searchKeyword?: string;
 
   @IntQuery('page', 1, 1_000_000, { default: 1 })
   page: number = 1;
 
-  @IntQuery('count', 1, 100, { default: 30 })
+  @IntQuery('count', 1, 100, { default: 30 }, { clamp: true })
   count: number = 30;
 }
 
-/** `?value=` of the look-ups and deletes by sku or url. */
-export class KeyValueQuery {
-  @ApiProperty({ description: 'The registered goods code or goods URL', example: 'SW-7' })
-  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value))
-  @IsDefined({ message: 'value is required' })
-  @IsString({ message: 'value must be a single string' })
-  @MinLength(1, { message: 'value must not be empty' })
-  @MaxLength(GoodsLimits.url)
-  value: string;
+const trimmed = Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value));
+
+/** A key parameter: a single, non-empty string of at most `max` characters (optional unless `required` says when). */
+function KeyText(property: string, max: number, description: string, requiredUnless?: string): PropertyDecorator {
+  return applyDecorators(
+    trimmed,
+    ...(requiredUnless
+      ? [
+          ValidateIf((q: Record<string, unknown>) => q[requiredUnless] === undefined || q[property] !== undefined),
+          IsDefined({ message: `${property} (or ${requiredUnless}) is required` }),
+        ]
+      : [IsOptional()]),
+    IsString({ message: (args: ValidationArguments) => `${property} must be a single string; got ${sent(args.value)}` }),
+    MinLength(1, { message: `${property} must not be empty` }),
+    MaxLength(max, { message: `${property} must be at most ${max} characters` }),
+    ApiPropertyOptional({ description, maxLength: max }),
+  );
+}
+
+/**
+ * `?value=` of the look-up and deletes by goods code; `?sku=` is accepted in its place (clients ported
+ * from other services name the parameter after the key). `value` wins when both are sent.
+ */
+export class SkuQuery {
+  @KeyText('value', GoodsLimits.url, 'The registered goods code (or send it as sku)', 'sku')
+  value?: string;
+
+  @KeyText('sku', GoodsLimits.url, 'The registered goods code, in place of value')
+  sku?: string;
+
+  get key(): string {
+    return (this.value ?? this.sku) as string;
+  }
+}
+
+/** `?value=` of the look-up and deletes by goods URL; `?url=` is accepted in its place (`value` wins). */
+export class UrlQuery {
+  @KeyText('value', GoodsLimits.url, 'The registered goods URL (or send it as url)', 'url')
+  value?: string;
+
+  @KeyText('url', GoodsLimits.url, 'The registered goods URL, in place of value')
+  url?: string;
+
+  get key(): string {
+    return (this.value ?? this.url) as string;
+  }
 }

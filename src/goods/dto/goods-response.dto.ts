@@ -3,7 +3,7 @@ import type { Media } from '../../media/entities/media.entity';
 import { MediaResponse, toMediaResponse } from '../../media/dto/media-response.dto';
 import type { Goods } from '../entities/goods.entity';
 
-/** A goods item as the interface returns it. */
+/** A goods item as the API returns it (docs/api-reference.md, Goods). */
 export class GoodsResponse {
   @ApiProperty({ format: 'int64', example: 1024 }) id: number;
   @ApiProperty({ example: '스마트 워치 7' }) name: string;
@@ -43,7 +43,7 @@ export interface GoodsView {
 
 export interface GoodsResponseOptions {
   media?: Media | null;
-  /** false for list items (the interface omits mediaUrl there). */
+  /** false for list items (list items omit mediaUrl). */
   withMediaUrl?: boolean;
   /** true on the register response (thumbnails carry fileSize). */
   withFileSize?: boolean;

@@ -17,7 +17,12 @@ export class MediaResponse {
   @ApiProperty({ example: 183422, description: 'bytes' }) size: number;
   @ApiProperty({ example: 1200 }) width: number;
   @ApiProperty({ example: 1200 }) height: number;
-  @ApiProperty({ type: [ThumbnailResponse], description: '120, 240 and 480 px wide (never enlarged)' })
+  @ApiProperty({
+    type: [ThumbnailResponse],
+    description:
+      '120, 240 and 480 px wide, smallest first. Never enlarged: a width the image does not reach is made at the ' +
+      "image's own width, and each width is listed once (a 300 px image lists 120, 240, 300; a 100 px one lists 100).",
+  })
   thumbnails: ThumbnailResponse[];
 }
 
@@ -33,7 +38,9 @@ export function toMediaResponse(media: Media, baseUrl: string, withFileSize = fa
     size: media.size,
     width: media.width,
     height: media.height,
-    thumbnails: media.thumbnails.map((t) => ({
+    // One entry per distinct width: an image narrower than a thumbnail size is not enlarged, so several
+    // sizes can come out at the image's own width (the same file); a client picking by width needs it once.
+    thumbnails: media.thumbnails.filter((t, i, all) => all.findIndex((o) => o.width === t.width) === i).map((t) => ({
       imageUrl: mediaFileUrl(baseUrl, t.key),
       original: false,
       width: t.width,

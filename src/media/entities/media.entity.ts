@@ -1,7 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { Customer } from '../../customers/entities/customer.entity';
 import { bigintTransformer } from '../../database/column-transformers';
-import { Goods } from '../../goods/entities/goods.entity';
 
 /** One stored thumbnail of a media item. */
 export interface StoredThumbnail {
@@ -32,9 +31,11 @@ export class Media {
   @Column({ type: 'bigint', transformer: bigintTransformer })
   goodsId: number;
 
-  @ManyToOne(() => Goods, { onDelete: 'CASCADE', onUpdate: 'CASCADE' })
+  // The goods item this media belongs to. Named, not imported: media is a service the goods domain uses,
+  // so media depends on no domain above it (the foreign key is the same).
+  @ManyToOne('Goods', { onDelete: 'CASCADE', onUpdate: 'CASCADE' })
   @JoinColumn({ name: 'goodsId', foreignKeyConstraintName: 'FK_media_goods' })
-  goods?: Goods;
+  goods?: object;
 
   @Column({ type: 'varchar', length: 16, default: 'IMAGE' })
   mediaType: string;

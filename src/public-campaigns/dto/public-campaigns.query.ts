@@ -1,8 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsDate, IsIn, IsOptional } from 'class-validator';
-import { toDate } from '../../campaigns/dto/campaign-requests.dto';
-import { booleanText, IntQuery } from '../../common/validation/decorators';
+import { IsBoolean, IsIn, IsOptional } from 'class-validator';
+import { booleanText, DateField, IntQuery } from '../../common/validation/decorators';
 
 const STATUSES = ['READY', 'ONAIR', 'CLOSED'];
 
@@ -15,22 +14,16 @@ export class PublicCampaignListQuery {
   @IsIn(STATUSES, { each: true, message: 'status must list READY, ONAIR or CLOSED' })
   status?: string[];
 
-  @ApiPropertyOptional({ description: 'scheduledAt at or after (epoch ms or ISO-8601)', example: 1763683200000 })
-  @Transform(toDate)
-  @IsOptional()
-  @IsDate({ message: 'from must be epoch milliseconds or an ISO-8601 date-time' })
+  @DateField('from', {}, { description: 'scheduledAt at or after (epoch ms or ISO-8601; no offset = UTC)', example: 1763683200000 })
   from?: Date;
 
-  @ApiPropertyOptional({ description: 'scheduledAt at or before (epoch ms or ISO-8601)', example: '2026-12-31T23:59:59Z' })
-  @Transform(toDate)
-  @IsOptional()
-  @IsDate({ message: 'to must be epoch milliseconds or an ISO-8601 date-time' })
+  @DateField('to', {}, { description: 'scheduledAt at or before (epoch ms or ISO-8601; no offset = UTC)', example: '2026-12-31T23:59:59Z' })
   to?: Date;
 
   @IntQuery('page', 1, 1_000_000, { default: 1 })
   page: number = 1;
 
-  @IntQuery('count', 1, 100, { default: 10 })
+  @IntQuery('count', 1, 100, { default: 10 }, { clamp: true })
   count: number = 10;
 
   @ApiPropertyOptional({ default: false, description: 'Add description and the goods with their statuses' })
@@ -40,16 +33,15 @@ export class PublicCampaignListQuery {
   detail?: boolean;
 }
 
+/**
+ * Parameters of `…/upcoming`. There is deliberately no way to ask for private campaigns here: this
+ * endpoint needs no token, so it only ever answers collection-visible ones (an unknown parameter such
+ * as the former `includePrivate` is dropped by the validation pipe's whitelist).
+ */
 export class UpcomingQuery {
   @ApiPropertyOptional({ default: true, description: 'Answer the running campaign when there is one' })
   @booleanText
   @IsOptional()
   @IsBoolean({ message: 'includeOnAir must be true or false' })
   includeOnAir?: boolean;
-
-  @ApiPropertyOptional({ default: false, description: 'Consider campaigns that are not collection-visible too' })
-  @booleanText
-  @IsOptional()
-  @IsBoolean({ message: 'includePrivate must be true or false' })
-  includePrivate?: boolean;
 }

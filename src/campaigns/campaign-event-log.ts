@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager, MoreThan } from 'typeorm';
-import { CampaignEvent } from '../campaigns/entities/campaign-event.entity';
-import { Campaign } from '../campaigns/entities/campaign.entity';
-import { LiveEvent, PendingEvent } from './live-events';
+import { Between, EntityManager, In } from 'typeorm';
+import { CampaignEvent } from './entities/campaign-event.entity';
+import { Campaign } from './entities/campaign.entity';
+import { LiveEvent, PendingEvent } from '../live/live-events';
 
 /** Events kept per campaign for resync; a viewer further behind gets a fresh snapshot instead. */
 export const EVENTS_KEPT = 500;
@@ -13,7 +13,7 @@ export const EVENTS_KEPT = 500;
  * orders concurrent writers. Publishing happens after commit (LiveNotifier).
  */
 @Injectable()
-export class LiveEventLog {
+export class CampaignEventLog {
   async record(em: EntityManager, campaignId: number, events: PendingEvent[]): Promise<LiveEvent[]> {
     if (!events.length) return [];
     await em
@@ -27,12 +27,8 @@ export class LiveEventLog {
     const last = Number(rows[0]?.lastSeq ?? events.length);
     const first = last - events.length + 1;
     const now = new Date();
-    const recorded: LiveEvent[] = events.map((e, i) => ({
-      campaignId,
-      seq: first + i,
-      type: e.type,
-      payload: { seq: first + i, ...(e.payload as Record<string, unknown>) },
-    }));
+    // Each event keeps its own type and payload, now with its seq.
+    const recorded = events.map((e, i) => ({ campaignId, seq: first + i, type: e.type, payload: { seq: first + i, ...e.payload } }) as LiveEvent);
     await em.insert(
       CampaignEvent,
       recorded.map((e) =>
@@ -46,11 +42,26 @@ export class LiveEventLog {
     return recorded;
   }
 
-  /** Events after `sinceSeq`, in order; null when some of them are no longer kept. */
-  async since(em: EntityManager, campaignId: number, sinceSeq: number, lastSeq: number): Promise<LiveEvent[] | null> {
+  /**
+   * Events after `sinceSeq` up to `lastSeq`, in order; null when some of them are no longer kept, or when
+   * together they are bigger than `maxBytes` (of JSON): then a snapshot is the cheaper answer.
+   */
+  async since(em: EntityManager, campaignId: number, sinceSeq: number, lastSeq: number, maxBytes = Infinity): Promise<LiveEvent[] | null> {
     if (sinceSeq >= lastSeq) return [];
-    const rows = await em.find(CampaignEvent, { where: { campaignId, seq: MoreThan(sinceSeq) }, order: { seq: 'ASC' } });
-    if (!rows.length || rows[0].seq !== sinceSeq + 1) return null;
+    const rows = await em.find(CampaignEvent, {
+      where: { campaignId, seq: Between(sinceSeq + 1, lastSeq) },
+      order: { seq: 'ASC' },
+    });
+    if (!rows.length || rows[0].seq !== sinceSeq + 1 || rows[rows.length - 1].seq !== lastSeq) return null;
+    let bytes = 0;
+    for (const r of rows) if ((bytes += r.payload.length) > maxBytes) return null;
     return rows.map((r) => ({ campaignId, seq: r.seq, type: r.type as LiveEvent['type'], payload: JSON.parse(r.payload) }));
+  }
+
+  /** The current seq of each campaign (the last event recorded); campaigns that are gone are absent. */
+  async lastSeqs(em: EntityManager, campaignIds: number[]): Promise<Map<number, number>> {
+    if (!campaignIds.length) return new Map();
+    const rows = await em.find(Campaign, { select: { id: true, lastSeq: true }, where: { id: In(campaignIds) } });
+    return new Map(rows.map((c) => [c.id, c.lastSeq]));
   }
 }

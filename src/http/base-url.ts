@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { AppConfig } from '../../config/app-config';
+import { AppConfig } from '../config/app-config';
 
 /** Absolute base for links in responses: PUBLIC_BASE_URL, else the request's scheme and host. */
 export function baseUrlOf(req: Request, config: AppConfig): string {

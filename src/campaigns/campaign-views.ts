@@ -7,13 +7,13 @@ import {
   toCampaignResponse,
   toChatLine,
   noticeOf,
-} from '../campaigns/dto/campaign-response.dto';
-import { CampaignChat } from '../campaigns/entities/campaign-chat.entity';
-import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
-import { Campaign } from '../campaigns/entities/campaign.entity';
+} from './dto/campaign-response.dto';
+import { CampaignChat } from './entities/campaign-chat.entity';
+import { CampaignGoods } from './entities/campaign-goods.entity';
+import { Campaign } from './entities/campaign.entity';
 import { Goods } from '../goods/entities/goods.entity';
 import { Media } from '../media/entities/media.entity';
-import { LiveEventMap } from './live-events';
+import { LiveEventMap } from '../live/live-events';
 
 export const SNAPSHOT_CHAT_LINES = 50;
 

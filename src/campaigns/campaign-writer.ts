@@ -4,9 +4,9 @@ import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
-import { isMysql } from '../database/engine';
+import { isMysql, sameKey } from '../database/engine';
 import { Transactions } from '../database/transactions';
-import { LiveEventLog } from '../live/live-event-log';
+import { CampaignEventLog } from './campaign-event-log';
 import { LiveEvent, PendingEvent } from '../live/live-events';
 import { LiveNotifier } from '../live/live-notifier';
 import { Campaign } from './entities/campaign.entity';
@@ -20,35 +20,55 @@ export function newCampaignKey(): string {
   return key;
 }
 
+/**
+ * The operator name on a status change, notice or chat line: `name` when given, else the operator name
+ * stored in the campaign's detail (a status change without a name is signed by the campaign's operator),
+ * else the token's `name` claim, else null.
+ */
+export function adminNameOf(name: string | undefined, campaign: Pick<Campaign, 'operatorName'>, tenant: Tenant): string | null {
+  return name?.trim() || campaign.operatorName || tenant.operator.name || null;
+}
+
 export function campaignNotFound(campaignKey: string): ApiException {
   return new ApiException(ErrorCode.CampaignNotFound, `Campaign not found: ${campaignKey}`);
 }
 
 /**
+ * The customer's campaign with exactly this key (locked for the transaction when `forUpdate`, on
+ * MySQL), or null. Used by the console, the sales-status operations, the public endpoints and the
+ * /live channel. The key is compared exactly after the indexed query (see sameKey: MySQL's
+ * collation would match another case or trailing spaces).
+ */
+export async function findCampaignByKey(em: EntityManager, customerId: number, campaignKey: string, forUpdate = false): Promise<Campaign | null> {
+  const qb = em
+    .createQueryBuilder(Campaign, 'c')
+    .where('c.customerId = :customerId', { customerId })
+    .andWhere('c.campaignKey = :campaignKey', { campaignKey });
+  if (forUpdate && isMysql(em)) qb.setLock('pessimistic_write');
+  const campaign = await qb.getOne();
+  return campaign && sameKey(campaign.campaignKey, campaignKey) ? campaign : null;
+}
+
+/**
  * Campaign writes share one shape: in a transaction, lock the campaign row (so its writers, and the seq
  * they take, go one at a time), change things, record the resulting viewer events; after commit, push
- * those events. `mutate` is that shape.
+ * those events. `change` is that shape.
  */
 @Injectable()
-export class CampaignStore {
+export class CampaignWriter {
   constructor(
     private readonly transactions: Transactions,
-    private readonly log: LiveEventLog,
+    private readonly log: CampaignEventLog,
     private readonly notifier: LiveNotifier,
   ) {}
 
   async find(em: EntityManager, tenant: Tenant, campaignKey: string, forUpdate = false): Promise<Campaign> {
-    const qb = em
-      .createQueryBuilder(Campaign, 'c')
-      .where('c.customerId = :customerId', { customerId: tenant.id })
-      .andWhere('c.campaignKey = :campaignKey', { campaignKey });
-    if (forUpdate && isMysql(em)) qb.setLock('pessimistic_write');
-    const campaign = await qb.getOne();
+    const campaign = await findCampaignByKey(em, tenant.id, campaignKey, forUpdate);
     if (!campaign) throw campaignNotFound(campaignKey);
     return campaign;
   }
 
-  async mutate<T>(
+  async change<T>(
     tenant: Tenant,
     campaignKey: string,
     work: (em: EntityManager, campaign: Campaign) => Promise<{ result: T; events: PendingEvent[] }>,

@@ -1,7 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ApiException, FieldError } from './api.exception';
-import { codeOfHttpStatus, ErrorCode, httpStatusOf } from './error-codes';
+import { isDatabaseUnavailable } from '../database/database-errors';
+import { redactCredentials } from '../common/util/redact';
+import { ApiException, FieldError } from '../common/errors/api.exception';
+import { codeOfHttpStatus, ErrorCode, httpStatusOf } from '../common/errors/error-codes';
 
 export interface ErrorBody {
   _s: number;
@@ -14,6 +16,15 @@ interface BodyParserError {
   status?: number;
   expose?: boolean;
   message?: string;
+}
+
+/** A request URL as a person reads it (percent-decoded where it decodes), for the log. */
+function decodedForLog(url: string): string {
+  try {
+    return decodeURIComponent(url);
+  } catch {
+    return url;
+  }
 }
 
 /**
@@ -52,6 +63,12 @@ export class ApiExceptionFilter implements ExceptionFilter {
       if (code === ErrorCode.Internal) return this.internal(exception, req);
       return { status: httpStatusOf(code), body: { _s: code, _e: this.messageOf(exception, status) }, headers: {} };
     }
+    if (isDatabaseUnavailable(exception)) {
+      // Not a bug: the database is away, slow or busy right now. Nothing was committed; the client may retry.
+      this.logger.warn(`request ${req.id ?? '-'} ${req.method} ${req.path}: database unavailable: ${(exception as Error).message}`);
+      const unavailable = ApiException.unavailable('The database is unavailable right now; try again shortly', 5);
+      return { status: 503, body: { _s: unavailable.code, _e: unavailable.message }, headers: unavailable.headers ?? {} };
+    }
     const parserError = exception as BodyParserError;
     if (parserError && typeof parserError.type === 'string' && typeof parserError.status === 'number') {
       return this.fromBodyParser(parserError, req, exception);
@@ -81,7 +98,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
 
   private internal(exception: unknown, req: Request & { id?: string }) {
     const detail = exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
-    this.logger.error(`request ${req.id ?? '-'} ${req.method} ${req.originalUrl}: ${detail}`);
+    // The request URL may carry a URL with credentials in its query (percent-encoded), and driver
+    // messages may quote a stored value: the line is decoded and redacted before it is logged.
+    this.logger.error(redactCredentials(`request ${req.id ?? '-'} ${req.method} ${decodedForLog(req.originalUrl)}: ${detail}`));
     return this.simple(ErrorCode.Internal, `Internal error (request id ${req.id ?? 'unknown'})`);
   }
 

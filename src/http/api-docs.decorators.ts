@@ -6,7 +6,7 @@ export class FieldErrorResponse {
   @ApiProperty({ example: 'sku is required' }) message: string;
 }
 
-/** The error shape of CONTRACT §2. */
+/** The one error shape (docs/api-reference.md, Errors). */
 export class ErrorResponse {
   @ApiProperty({ example: -510, description: 'Error code: -510 invalid argument, -102 unauthorized, -404 not found, -409 conflict, ...' })
   _s: number;

@@ -1,0 +1,167 @@
+/**
+ * npm run bench:abuse — sends the hostile inputs of the attack report to the real server (built, own
+ * process) while a probe calls GET /health every 50 ms, and prints, per payload, its answer and how
+ * long it took, the probe's worst latency while it ran, and at the end the probe's max latency overall
+ * (goal < 250 ms) and the server's peak RSS.
+ * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, 30 MB without a
+ * token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
+ * reads), and CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines).
+ * Options: --engines=sqlite,mysql (default sqlite)
+ */
+import { gzipSync } from 'node:zlib';
+import { RawViewer } from '../test/support/raw-viewer';
+import { BenchServer, Engine, peakRssMb, startServer } from './support';
+
+const ENGINES = (process.argv.find((a) => a.startsWith('--engines='))?.slice('--engines='.length).split(',') ?? ['sqlite']) as Engine[];
+
+interface Probe {
+  samples: number[];
+  failures: number;
+  stop(): void;
+}
+
+/** Calls GET /health every 50 ms (one at a time) and records each answer's latency. */
+function probe(base: string): Probe {
+  const samples: number[] = [];
+  let failures = 0;
+  let stopped = false;
+  const loop = async () => {
+    while (!stopped) {
+      const started = performance.now();
+      try {
+        const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(30_000) });
+        await res.arrayBuffer();
+        if (!res.ok) failures += 1;
+      } catch {
+        failures += 1;
+      }
+      samples.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  void loop();
+  return { samples, get failures() { return failures; }, stop: () => (stopped = true) } as Probe;
+}
+
+interface Outcome {
+  name: string;
+  answer: string;
+  ms: number;
+  probeMaxMs: number;
+}
+
+async function measure(p: Probe, name: string, work: () => Promise<string>): Promise<Outcome> {
+  const from = p.samples.length;
+  const started = performance.now();
+  let answer: string;
+  try {
+    answer = await work();
+  } catch (err) {
+    answer = `error: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  const ms = performance.now() - started;
+  await new Promise((r) => setTimeout(r, 150)); // the probe's next sample covers the tail of the work
+  const window = p.samples.slice(from);
+  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN };
+}
+
+async function post(base: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<string> {
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers, body });
+  const text = await res.text();
+  let code = '';
+  try {
+    code = ` ${(JSON.parse(text) as { _s?: number })._s ?? ''}`;
+  } catch {
+    /* not JSON */
+  }
+  return `${res.status}${code}`;
+}
+
+function manyArrays(bytes: number): string {
+  return `{"name":[${new Array(Math.floor(bytes / 3)).fill('[]').join(',')}]}`;
+}
+
+async function run(engine: Engine): Promise<void> {
+  const server: BenchServer = await startServer(engine, engine === 'sqlite' ? 3601 : 3602, 'abuse');
+  const { baseUrl: base, accessKey, auth } = server;
+  const json = { authorization: auth, 'content-type': 'application/json' };
+  try {
+    // A campaign with 499 logged events (chat lines), for the resync floods.
+    const created = await fetch(`${base}/v1/console/${accessKey}/campaigns`, { method: 'POST', headers: json, body: JSON.stringify({ title: 'Abused' }) });
+    const { campaignKey } = (await created.json()) as { campaignKey: string };
+    for (let i = 0; i < 499; i += 1) {
+      await fetch(`${base}/v1/console/${accessKey}/campaigns/${campaignKey}/chat`, { method: 'POST', headers: json, body: JSON.stringify({ message: `line ${i} ${'x'.repeat(60)}` }) });
+    }
+    const rssBefore = peakRssMb(server.pid);
+    const p = probe(base);
+    await new Promise((r) => setTimeout(r, 500));
+    const outcomes: Outcome[] = [];
+    const goods = `/v1/goods/${accessKey}`;
+    const csv = (bytes: Buffer) => {
+      const form = new FormData();
+      form.append('file', new Blob([bytes], { type: 'text/csv' }), 'goods.csv');
+      return form;
+    };
+
+    outcomes.push(await measure(p, 'POST goods, 15 MB {"name":[[],[],…]}', () => post(base, goods, manyArrays(15 * 1024 * 1024), json)));
+    outcomes.push(await measure(p, 'POST sync, 15 MB {"name":[[],[],…]}', () => post(base, `${goods}/sync`, `[${manyArrays(15 * 1024 * 1024)}]`, json)));
+    outcomes.push(await measure(p, 'POST sync, 8 MB array nested 4M deep', () => post(base, `${goods}/sync`, `${'['.repeat(4_000_000)}${']'.repeat(4_000_000)}`, json)));
+    outcomes.push(await measure(p, 'POST goods, object nested 5,000 deep', () => post(base, goods, `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, json)));
+    outcomes.push(await measure(p, 'POST sync, 30 MB without a token', () => post(base, `${goods}/sync`, manyArrays(30 * 1024 * 1024), { 'content-type': 'application/json' })));
+    outcomes.push(await measure(p, 'POST /nowhere, 30 MB without a token', () => post(base, '/nowhere', manyArrays(30 * 1024 * 1024), { 'content-type': 'application/json' })));
+    outcomes.push(await measure(p, 'POST goods, malformed gzip body', () => post(base, goods, Buffer.from('not gzip at all'), { ...json, 'content-encoding': 'gzip' })));
+    outcomes.push(await measure(p, 'POST sync, gzip bomb (200 MB inflated)', () => post(base, `${goods}/sync`, gzipSync(Buffer.alloc(200 * 1024 * 1024, 0x20)), { ...json, 'content-encoding': 'gzip' })));
+    outcomes.push(
+      await measure(p, 'viewer: 500 × resync {sinceSeq:0}', async () => {
+        const raw = await RawViewer.connect(base, { accessKey, campaignKey });
+        for (let i = 0; i < 500; i += 1) raw.emit('resync', { sinceSeq: 0 });
+        const until = Date.now() + 10_000;
+        while (!raw.closed && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+        raw.close();
+        return `${raw.closed ? 'dropped by the server' : 'still open'} after ${raw.events.length} events (${Math.round(raw.bytesReceived / 1024)} KB)`;
+      }),
+    );
+    outcomes.push(
+      await measure(p, 'viewer never reading: 2,000 × resync', async () => {
+        const raw = await RawViewer.connect(base, { accessKey, campaignKey });
+        raw.pause();
+        for (let i = 0; i < 2000; i += 1) raw.emit('resync', { sinceSeq: 0 });
+        await new Promise((r) => setTimeout(r, 3000));
+        const res = await fetch(`${base}/v1/campaigns/${accessKey}/${campaignKey}`);
+        const { userCount } = (await res.json()) as { userCount: number };
+        raw.close();
+        return `viewers left on the campaign: ${userCount}`;
+      }),
+    );
+    outcomes.push(
+      await measure(p, 'POST excel, 18 MB of ",," lines', async () => {
+        const res = await fetch(`${base}${goods}/excel`, { method: 'POST', headers: { authorization: auth }, body: csv(Buffer.from('sku,url,name\n' + ',,\n'.repeat(6 * 1024 * 1024))) });
+        return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
+      }),
+    );
+    outcomes.push(
+      await measure(p, 'POST excel, 19 MB of newlines', async () => {
+        const res = await fetch(`${base}${goods}/excel`, { method: 'POST', headers: { authorization: auth }, body: csv(Buffer.from('sku,url,name\n' + '\n'.repeat(19 * 1024 * 1024))) });
+        return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
+      }),
+    );
+
+    p.stop();
+    const max = Math.max(...p.samples);
+    console.log(`\n[${engine}] payload | answer | time | worst /health latency meanwhile`);
+    for (const o of outcomes) console.log(`  ${o.name} | ${o.answer} | ${Math.round(o.ms)} ms | ${Math.round(o.probeMaxMs)} ms`);
+    console.log(`[${engine}] /health probe: ${p.samples.length} calls, ${p.failures} failed, max latency ${Math.round(max)} ms (goal < 250 ms)`);
+    console.log(`[${engine}] server peak RSS: ${peakRssMb(server.pid)} MB (${rssBefore} MB before the payloads)`);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  for (const engine of ENGINES) await run(engine);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

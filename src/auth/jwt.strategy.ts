@@ -1,0 +1,79 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import passport from 'passport';
+import type { Request } from 'express';
+import { ExtractJwt, Strategy } from 'passport-jwt';
+import { AppConfig } from '../config/app-config';
+import type { Customer } from '../customers/entities/customer.entity';
+import { CustomersService } from '../customers/customers.service';
+import { baseUrlOf } from '../http/base-url';
+import { Tenant, tenantOf } from './decorators';
+import { CLOCK_SKEW_SECONDS, TokenRejected, VerifiedClaims, verifiedToken } from './token-verifier';
+
+export const CUSTOMER_JWT = 'customer-jwt';
+let instances = 0;
+
+/** The customer whose key signed the token and the token's claims, kept on the request for validate(). */
+const VERIFIED = Symbol('livegoods:verified');
+type StrategyRequest = Request & { [VERIFIED]?: { customer: Customer; claims: VerifiedClaims } };
+
+/**
+ * Passport's JWT strategy for customer-signed tokens. The key depends on the path: `secretOrKeyProvider`
+ * finds the customer by the path's accessKey and applies every rule of the customers' tokens (HS256
+ * only, `exp` required and at most TOKEN_MAX_TTL ahead, 60 s of clock skew, the `accessKey` claim equal
+ * to the path, the current or — during a rotation's grace period — the previous secret key, base64 or
+ * raw); it hands passport-jwt the key that signed the token, and passport-jwt verifies it again with the
+ * same options. `validate()` turns the verified token into the request's Tenant. A refusal carries the
+ * reason, which the guard answers as 401 -102.
+ */
+@Injectable()
+export class JwtStrategy extends PassportStrategy(Strategy, CUSTOMER_JWT) implements OnModuleDestroy {
+  /**
+   * Passport keeps one strategy per name for the whole process, and the last one registered under a
+   * name wins: each app's strategy is also registered under a name of its own, which its AuthGuard uses,
+   * so that several apps in one process (a test running two nodes and a node of another deployment)
+   * each check tokens against their own database. (Passport copies a named strategy per request;
+   * handing it the instance itself would share one set of callbacks between concurrent requests.)
+   */
+  readonly passportName = `${CUSTOMER_JWT}#${++instances}`;
+
+  constructor(
+    private readonly customers: CustomersService,
+    private readonly config: AppConfig,
+  ) {
+    super({
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      algorithms: ['HS256'],
+      jsonWebTokenOptions: { clockTolerance: CLOCK_SKEW_SECONDS },
+      passReqToCallback: true,
+      // jsonwebtoken takes the KeyObject (its typings here say string or Buffer).
+      secretOrKeyProvider: (req: StrategyRequest, rawJwt: string, done: (err: unknown, key?: string | Buffer) => void) => {
+        this.keyFor(req, rawJwt).then(
+          (key) => done(null, key as unknown as Buffer),
+          (err: unknown) => done(err),
+        );
+      },
+    });
+    passport.use(this.passportName, this);
+  }
+
+  onModuleDestroy(): void {
+    passport.unuse(this.passportName);
+  }
+
+  private async keyFor(req: StrategyRequest, token: string) {
+    const accessKey = req.params?.accessKey;
+    if (typeof accessKey !== 'string' || !accessKey) throw new TokenRejected('Invalid token');
+    const customer = await this.customers.findByAccessKey(accessKey);
+    // An unknown access key reads exactly like a bad signature.
+    if (!customer) throw new TokenRejected('Invalid token');
+    const { key, claims } = verifiedToken(token, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
+    req[VERIFIED] = { customer, claims };
+    return key;
+  }
+
+  validate(req: StrategyRequest): Tenant {
+    const { customer, claims } = req[VERIFIED] as { customer: Customer; claims: VerifiedClaims };
+    return tenantOf(customer, baseUrlOf(req, this.config), { name: claims.name, sub: claims.sub });
+  }
+}

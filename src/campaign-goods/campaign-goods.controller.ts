@@ -1,0 +1,70 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { CurrentTenant, Tenant } from '../auth/decorators';
+import { CampaignKeyParam } from '../campaigns/console.controller';
+import { CampaignGoodsListResponse } from '../campaigns/dto/campaign-response.dto';
+import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { IdParam } from '../http/id-param';
+import { CampaignGoodsService } from './campaign-goods.service';
+import { CampaignGoodsRefsDto, GoodsOrderDto, ShowingDto } from './dto/campaign-goods-requests.dto';
+
+/** The goods of a campaign in the console: add, list, reorder, the item showing now, remove. */
+@ApiTags('Campaign goods')
+@TenantRoute()
+@CampaignKeyParam
+@Controller('v1/console/:accessKey/campaigns/:campaignKey/goods')
+export class CampaignGoodsController {
+  constructor(private readonly campaignGoods: CampaignGoodsService) {}
+
+  @Post()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Append goods (goodsIds, skus or urls) in that order, ON_SALE; ones already in are skipped' })
+  @ApiOkResponse({ type: CampaignGoodsListResponse })
+  @ApiErrors(400, 404)
+  addGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Body() body: CampaignGoodsRefsDto): Promise<CampaignGoodsListResponse> {
+    return this.campaignGoods.add(tenant, key, body);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'The campaign goods in sortOrder (CampaignGoods objects)' })
+  @ApiOkResponse({ type: CampaignGoodsListResponse })
+  @ApiErrors(404)
+  listGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string): Promise<CampaignGoodsListResponse> {
+    return this.campaignGoods.list(tenant, key);
+  }
+
+  @Put('order')
+  @ApiOperation({ summary: 'Reorder: listed ids first in that order, the others after in their old order' })
+  @ApiOkResponse({ type: CampaignGoodsListResponse })
+  @ApiErrors(400, 404)
+  reorder(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Body() body: GoodsOrderDto): Promise<CampaignGoodsListResponse> {
+    return this.campaignGoods.reorder(tenant, key, body);
+  }
+
+  @Put(':goodsId/showing')
+  @ApiParam({ name: 'goodsId', type: Number })
+  @ApiOperation({ summary: 'Mark the item showing now (at most one at a time) or not' })
+  @ApiOkResponse({ type: CampaignGoodsListResponse })
+  @ApiErrors(400, 404)
+  setShowing(
+    @CurrentTenant() tenant: Tenant,
+    @Param('campaignKey') key: string,
+    @IdParam('goodsId') goodsId: number,
+    @Body() body: ShowingDto,
+  ): Promise<CampaignGoodsListResponse> {
+    return this.campaignGoods.setShowing(tenant, key, goodsId, body.showingNow);
+  }
+
+  @Delete(':goodsId')
+  @ApiParam({ name: 'goodsId', type: Number })
+  @ApiOperation({ summary: 'Remove an item from the campaign (the goods item itself stays)' })
+  @ApiOkResponse({ type: CampaignGoodsListResponse })
+  @ApiErrors(400, 404)
+  removeGoods(
+    @CurrentTenant() tenant: Tenant,
+    @Param('campaignKey') key: string,
+    @IdParam('goodsId') goodsId: number,
+  ): Promise<CampaignGoodsListResponse> {
+    return this.campaignGoods.remove(tenant, key, goodsId);
+  }
+}

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import type { Tenant } from '../auth/decorators';
+import { ApiException } from '../common/errors/api.exception';
+import { ErrorCode } from '../common/errors/error-codes';
+import { CampaignViews } from '../campaigns/campaign-views';
+import { CampaignWriter } from '../campaigns/campaign-writer';
+import { CampaignGoodsListResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
+import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
+import { Campaign } from '../campaigns/entities/campaign.entity';
+import { Transactions } from '../database/transactions';
+import { findGoodsIdsOrFail } from '../goods/goods-lookup';
+import type { PendingEvent } from '../live/live-events';
+import { CampaignGoodsRefsDto, GoodsOrderDto } from './dto/campaign-goods-requests.dto';
+
+export function notInCampaign(goodsId: number, campaignKey: string): ApiException {
+  return new ApiException(ErrorCode.GoodsNotInCampaign, `Goods ${goodsId} is not in campaign ${campaignKey}`);
+}
+
+/** The goods of a campaign: add, list, reorder, the item showing now, remove. Viewers get each new list. */
+@Injectable()
+export class CampaignGoodsService {
+  constructor(
+    private readonly db: Transactions,
+    private readonly writer: CampaignWriter,
+    private readonly views: CampaignViews,
+  ) {}
+
+  async list(tenant: Tenant, campaignKey: string): Promise<CampaignGoodsListResponse> {
+    const em = this.db.manager;
+    const campaign = await this.writer.find(em, tenant, campaignKey);
+    return this.listOf(em, tenant, campaign);
+  }
+
+  /** Appends goods (by ids, skus or urls) in the given order with ON_SALE; ones already in are skipped. */
+  add(tenant: Tenant, campaignKey: string, body: CampaignGoodsRefsDto): Promise<CampaignGoodsListResponse> {
+    return this.writer.change(tenant, campaignKey, async (em, campaign) => {
+      const ids = await this.resolve(em, tenant, body);
+      const existing = await em.find(CampaignGoods, { where: { campaignId: campaign.id } });
+      const present = new Set(existing.map((l) => l.goodsId));
+      let order = existing.reduce((max, l) => Math.max(max, l.sortOrder), 0);
+      const now = new Date();
+      const added = ids
+        .filter((id, i) => !present.has(id) && ids.indexOf(id) === i)
+        .map((goodsId) =>
+          Object.assign(new CampaignGoods(), {
+            campaignId: campaign.id,
+            goodsId,
+            sortOrder: (order += 1),
+            showingNow: false,
+            salesStatus: 'ON_SALE' as const,
+            adminName: null,
+            adminId: '',
+            createdAt: now,
+            updatedAt: now,
+          }),
+        );
+      if (added.length) await em.insert(CampaignGoods, added);
+      return this.afterChange(em, tenant, campaign, added.length > 0);
+    });
+  }
+
+  /** Listed ids first, in that order; the others after them, in their old order. */
+  reorder(tenant: Tenant, campaignKey: string, body: GoodsOrderDto): Promise<CampaignGoodsListResponse> {
+    return this.writer.change(tenant, campaignKey, async (em, campaign) => {
+      const links = await em.find(CampaignGoods, { where: { campaignId: campaign.id }, order: { sortOrder: 'ASC' } });
+      const byId = new Map(links.map((l) => [l.goodsId, l]));
+      for (const id of body.goodsIds) if (!byId.has(id)) throw notInCampaign(id, campaignKey);
+      const listed = new Set(body.goodsIds);
+      const ordered = [...listed].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
+      let changed = false;
+      for (const [i, link] of ordered.entries()) {
+        if (link.sortOrder === i + 1) continue;
+        changed = true;
+        await em.update(CampaignGoods, { campaignId: campaign.id, goodsId: link.goodsId }, { sortOrder: i + 1 });
+      }
+      return this.afterChange(em, tenant, campaign, changed);
+    });
+  }
+
+  /** At most one item shows at a time: showing one stops the others. */
+  setShowing(tenant: Tenant, campaignKey: string, goodsId: number, showingNow: boolean): Promise<CampaignGoodsListResponse> {
+    return this.writer.change(tenant, campaignKey, async (em, campaign) => {
+      const link = await em.findOne(CampaignGoods, { where: { campaignId: campaign.id, goodsId } });
+      if (!link) throw notInCampaign(goodsId, campaignKey);
+      const now = new Date();
+      if (showingNow) {
+        await em.update(CampaignGoods, { campaignId: campaign.id, showingNow: true }, { showingNow: false, updatedAt: now });
+      }
+      await em.update(CampaignGoods, { campaignId: campaign.id, goodsId }, { showingNow, updatedAt: now });
+      return this.afterChange(em, tenant, campaign, link.showingNow !== showingNow || showingNow);
+    });
+  }
+
+  remove(tenant: Tenant, campaignKey: string, goodsId: number): Promise<CampaignGoodsListResponse> {
+    return this.writer.change(tenant, campaignKey, async (em, campaign) => {
+      const result = await em.delete(CampaignGoods, { campaignId: campaign.id, goodsId });
+      if (!result.affected) throw notInCampaign(goodsId, campaignKey);
+      return this.afterChange(em, tenant, campaign, true);
+    });
+  }
+
+  private async listOf(em: EntityManager, tenant: Tenant, campaign: Campaign): Promise<CampaignGoodsListResponse> {
+    const rows = await this.views.goodsRows(em, campaign.id);
+    return { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 };
+  }
+
+  /** The new list for the answer, and a goods.list event for the viewers when it changed. */
+  private async afterChange(
+    em: EntityManager,
+    tenant: Tenant,
+    campaign: Campaign,
+    changed: boolean,
+  ): Promise<{ result: CampaignGoodsListResponse; events: PendingEvent[] }> {
+    const result = await this.listOf(em, tenant, campaign);
+    if (!changed) return { result, events: [] };
+    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl);
+    return { result, events: [{ type: 'goods.list', payload: { goods } }] };
+  }
+
+  private resolve(em: EntityManager, tenant: Tenant, refs: CampaignGoodsRefsDto): Promise<number[]> {
+    const given = [refs.goodsIds, refs.skus, refs.urls].filter((r) => r !== undefined);
+    if (given.length !== 1) {
+      throw ApiException.invalid('Send exactly one of goodsIds, skus or urls', [{ field: 'goodsIds', message: 'exactly one of goodsIds, skus or urls' }]);
+    }
+    if (refs.goodsIds) return findGoodsIdsOrFail(em, tenant.id, 'id', refs.goodsIds);
+    return refs.skus ? findGoodsIdsOrFail(em, tenant.id, 'sku', refs.skus) : findGoodsIdsOrFail(em, tenant.id, 'url', refs.urls ?? []);
+  }
+}

@@ -1,0 +1,44 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { Tenant } from '../auth/decorators';
+import { lockRow } from '../database/engine';
+import { GoodsDeletionHooks } from '../goods/goods-deletion';
+import type { LiveEvent } from '../live/live-events';
+import { CampaignEventLog } from './campaign-event-log';
+import { CampaignViews } from './campaign-views';
+import { CampaignWriter } from './campaign-writer';
+import { CampaignGoods } from './entities/campaign-goods.entity';
+
+/**
+ * When a goods item is deleted from the catalog, the campaigns holding it lose it (the foreign key
+ * cascades) and their viewers get the new goods list. Registered with the goods domain's deletion hooks,
+ * so it runs inside the deleting transaction: the campaigns are locked and their `goods.list` events get
+ * their seq in that transaction, and are pushed after it commits.
+ */
+@Injectable()
+export class CampaignGoodsDeletion implements OnModuleInit {
+  constructor(
+    private readonly hooks: GoodsDeletionHooks,
+    private readonly views: CampaignViews,
+    private readonly log: CampaignEventLog,
+    private readonly writer: CampaignWriter,
+  ) {}
+
+  onModuleInit(): void {
+    this.hooks.register((em, tenant, goodsId) => this.beforeDelete(em, tenant, goodsId));
+  }
+
+  private async beforeDelete(em: EntityManager, tenant: Tenant, goodsId: number): Promise<(() => void) | void> {
+    const campaignIds = (await em.find(CampaignGoods, { select: { campaignId: true }, where: { goodsId } }))
+      .map((l) => l.campaignId)
+      .sort((a, b) => a - b); // always in id order, so that two deletions never lock in opposite orders
+    if (!campaignIds.length) return;
+    for (const campaignId of campaignIds) await lockRow(em, 'campaigns', campaignId);
+    const recorded: LiveEvent[] = [];
+    for (const campaignId of campaignIds) {
+      const goods = (await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl)).filter((g) => g.goodsId !== String(goodsId));
+      recorded.push(...(await this.log.record(em, campaignId, [{ type: 'goods.list', payload: { goods } }])));
+    }
+    return () => this.writer.publish(recorded);
+  }
+}

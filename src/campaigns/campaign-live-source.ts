@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { TokenRejected, verifyCustomerToken } from '../auth/token-verifier';
+import { AppConfig } from '../config/app-config';
+import { CustomersService } from '../customers/customers.service';
+import { Transactions } from '../database/transactions';
+import type { LiveEvent, LiveEventMap } from '../live/live-events';
+import { LiveAdmission, LiveRefusal, LiveSource } from '../live/live-source';
+import { CampaignEventLog } from './campaign-event-log';
+import { CampaignViews } from './campaign-views';
+import { findCampaignByKey } from './campaign-writer';
+
+/** What the viewer channel reads (see LiveSource): admissions, snapshots and the event log of campaigns. */
+@Injectable()
+export class CampaignLiveSource implements LiveSource {
+  constructor(
+    private readonly db: Transactions,
+    private readonly customers: CustomersService,
+    private readonly views: CampaignViews,
+    private readonly log: CampaignEventLog,
+    private readonly config: AppConfig,
+  ) {}
+
+  async admit(accessKey: string, campaignKey: string, operatorToken?: string): Promise<LiveAdmission> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    const campaign = customer ? await findCampaignByKey(this.db.manager, customer.id, campaignKey) : null;
+    if (!customer || !campaign) throw new LiveRefusal(`campaign ${campaignKey} not found`);
+    if (operatorToken !== undefined) {
+      if (!operatorToken) throw new LiveRefusal("role 'operator' needs the customer's token (auth.token)");
+      try {
+        verifyCustomerToken(operatorToken, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
+      } catch (err) {
+        if (err instanceof TokenRejected) throw new LiveRefusal(`role 'operator': ${err.message}`);
+        throw err;
+      }
+    }
+    return { campaignId: campaign.id, currency: customer.currency, counted: operatorToken === undefined };
+  }
+
+  snapshot(campaignId: number, currency: string, baseUrl: string, userCount: number): Promise<LiveEventMap['campaign.snapshot'] | null> {
+    // seq and state from the same instant.
+    return this.db.consistentRead((em) => this.views.snapshot(em, campaignId, currency, baseUrl, userCount));
+  }
+
+  lastSeqs(campaignIds: number[]): Promise<Map<number, number>> {
+    return this.log.lastSeqs(this.db.manager, campaignIds);
+  }
+
+  eventsSince(campaignId: number, sinceSeq: number, lastSeq: number, maxBytes?: number): Promise<LiveEvent[] | null> {
+    return this.log.since(this.db.manager, campaignId, sinceSeq, lastSeq, maxBytes);
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The database could not be used now (unreachable, too slow, a lock not granted in time, a transaction
+ * past its deadline): the request answers 503 -503 with Retry-After, never 500. Nothing was committed.
+ */
+export class DatabaseUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DatabaseUnavailable';
+  }
+}
+
+/** Error codes of mysql2, MySQL/MariaDB and SQLite that mean "not now" rather than "wrong". */
+const UNAVAILABLE_CODES = new Set([
+  // network and connection state (mysql2 / Node)
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  // server side
+  'ER_LOCK_WAIT_TIMEOUT', // 1205: a row lock not granted within innodb_lock_wait_timeout
+  'ER_LOCK_DEADLOCK', // 1213: chosen as a deadlock victim; the whole request may simply be retried
+  'ER_STATEMENT_TIMEOUT', // MariaDB 1969: max_statement_time
+  'ER_QUERY_TIMEOUT', // MySQL 3024: max_execution_time
+  'ER_CON_COUNT_ERROR', // 1040: too many connections
+  'ER_SERVER_SHUTDOWN', // 1053
+  'ER_QUERY_INTERRUPTED', // 1317
+  'ER_CONNECTION_KILLED', // 1927 (MariaDB)
+  'ER_CLIENT_INTERACTION_TIMEOUT', // MySQL 4031: the server closed an idle connection
+  // SQLite
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
+
+const UNAVAILABLE_MESSAGES = [/Can't add new command when connection is in closed state/, /Queue limit reached/, /Pool is closed/, /Connection is not established/];
+
+/** Whether an error (raw, or wrapped by TypeORM as `driverError`) means the database is unavailable now. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof DatabaseUnavailable) return true;
+  if (!err || typeof err !== 'object') return false;
+  const candidates = [err, (err as { driverError?: unknown }).driverError].filter((e): e is Record<string, unknown> => !!e && typeof e === 'object');
+  return candidates.some((e) => {
+    if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
+    const message = typeof e.message === 'string' ? e.message : '';
+    return UNAVAILABLE_MESSAGES.some((re) => re.test(message));
+  });
+}

@@ -1,0 +1,182 @@
+import { Logger } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import type { DatabaseConfig } from '../config/app-config';
+import { DatabaseUnavailable } from './database-errors';
+
+/** The parts of a mysql2 pool connection this guard uses. */
+interface PooledConnection {
+  threadId: number | null;
+  stream?: { destroy?: () => void };
+  query(sql: unknown, values: unknown, callback?: (err: unknown, ...rest: unknown[]) => void): unknown;
+  release(): void;
+  destroy(): void;
+}
+
+interface MysqlDriverLike {
+  options: { type: string };
+  obtainMasterConnection(): Promise<PooledConnection>;
+}
+
+const KILL_RETRY_MS = 2000;
+const MAX_PENDING_KILLS = 100;
+const guards = new WeakMap<DataSource, MysqlGuard>();
+
+/** The guard installed on a MySQL data source, if any. */
+export function mysqlGuardOf(dataSource: DataSource): MysqlGuard | undefined {
+  return guards.get(dataSource);
+}
+
+/**
+ * Bounds every use of a MySQL/MariaDB connection in time, so that a slow, locked or unreachable database
+ * makes requests fail quickly (503) instead of hanging, and the service recovers by itself:
+ * - every new connection gets its session limits: `innodb_lock_wait_timeout`, and on MariaDB
+ *   `max_statement_time` and `idle_transaction_timeout` (on MySQL `max_execution_time`, SELECTs only);
+ * - waiting for a pooled connection is bounded (DB_CONNECT_TIMEOUT_MS);
+ * - a statement that gets no answer within DB_QUERY_TIMEOUT_MS fails (mysql2's timeout), and its
+ *   connection is abandoned at once: closed, so that nothing queued behind it waits forever, and its
+ *   server thread killed (`KILL CONNECTION`) as soon as the server can be reached, so that locks held by
+ *   a transaction whose link was lost are released (the server itself may never hear that the link died);
+ * - Transactions abandons a transaction's connection the same way when it passes DB_TRANSACTION_TIMEOUT_MS.
+ */
+export class MysqlGuard {
+  private readonly logger = new Logger('Database');
+  private readonly prepared = new WeakSet<object>();
+  private readonly pendingKills = new Set<number>();
+  private killTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  private constructor(
+    private readonly dataSource: DataSource,
+    private readonly config: DatabaseConfig,
+  ) {}
+
+  static install(dataSource: DataSource, config: DatabaseConfig): MysqlGuard {
+    const guard = new MysqlGuard(dataSource, config);
+    const driver = dataSource.driver as unknown as MysqlDriverLike;
+    const obtain = driver.obtainMasterConnection.bind(driver);
+    driver.obtainMasterConnection = () => guard.obtain(obtain);
+    guards.set(dataSource, guard);
+    return guard;
+  }
+
+  /** Stops the kill janitor (the data source is closing). */
+  close(): void {
+    this.closed = true;
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.killTimer = null;
+  }
+
+  /**
+   * Gives up a connection whose state is unknown (a statement or a transaction ran out of time): closes it
+   * so that every command still queued on it fails at once, and has its server thread killed.
+   */
+  abandon(connection: unknown, reason: string): void {
+    const conn = connection as PooledConnection | undefined;
+    if (!conn || typeof conn.destroy !== 'function') return;
+    this.logger.warn(`closing a database connection (thread ${conn.threadId ?? '?'}): ${reason}`);
+    if (typeof conn.threadId === 'number' && !this.closed && this.pendingKills.size < MAX_PENDING_KILLS) {
+      this.pendingKills.add(conn.threadId);
+      this.scheduleKills(0);
+    }
+    conn.destroy();
+    conn.stream?.destroy?.();
+  }
+
+  private async obtain(obtain: () => Promise<PooledConnection>): Promise<PooledConnection> {
+    const conn = await this.withinAcquireTimeout(obtain());
+    if (!this.prepared.has(conn)) {
+      this.prepared.add(conn);
+      this.wrapQuery(conn);
+      try {
+        await this.query(conn, this.sessionSettings());
+      } catch (err) {
+        this.abandon(conn, 'its session could not be set up');
+        throw err;
+      }
+    }
+    return conn;
+  }
+
+  private withinAcquireTimeout(pending: Promise<PooledConnection>): Promise<PooledConnection> {
+    const ms = this.config.connectTimeoutMs;
+    return new Promise((resolve, reject) => {
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        reject(new DatabaseUnavailable(`no database connection within ${ms} ms`));
+      }, ms);
+      pending.then(
+        (conn) => {
+          clearTimeout(timer);
+          if (timedOut) conn.release(); // came too late: back to the pool for the next one
+          else resolve(conn);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  private sessionSettings(): string {
+    const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+    const settings = [`innodb_lock_wait_timeout = ${seconds(this.config.lockTimeoutMs)}`];
+    if (this.isMariaDb) {
+      settings.push(`max_statement_time = ${(this.config.queryTimeoutMs / 1000).toFixed(3)}`);
+      settings.push(`idle_transaction_timeout = ${seconds(this.config.transactionTimeoutMs)}`);
+    } else {
+      settings.push(`max_execution_time = ${this.config.queryTimeoutMs}`);
+    }
+    return `SET SESSION ${settings.join(', ')}`;
+  }
+
+  private get isMariaDb(): boolean {
+    return (this.dataSource.driver as unknown as MysqlDriverLike).options.type === 'mariadb';
+  }
+
+  /** A statement that times out abandons its connection before its caller hears of the timeout. */
+  private wrapQuery(conn: PooledConnection): void {
+    const query = conn.query.bind(conn);
+    conn.query = (sql: unknown, values: unknown, callback?: (err: unknown, ...rest: unknown[]) => void) => {
+      if (typeof callback !== 'function') return query(sql, values, callback);
+      return query(sql, values, (err: unknown, ...rest: unknown[]) => {
+        if ((err as { code?: string } | null)?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') {
+          this.abandon(conn, `no answer to a statement within ${this.config.queryTimeoutMs} ms`);
+        }
+        callback(err, ...rest);
+      });
+    };
+  }
+
+  private query(conn: PooledConnection, sql: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      conn.query({ sql, timeout: this.config.queryTimeoutMs }, [], (err: unknown) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  private scheduleKills(delayMs: number): void {
+    if (this.killTimer || this.closed) return;
+    this.killTimer = setTimeout(() => {
+      this.killTimer = null;
+      void this.killPending();
+    }, delayMs);
+    this.killTimer.unref();
+  }
+
+  /** Kills the server threads of abandoned connections; retries while the server cannot be reached. */
+  private async killPending(): Promise<void> {
+    for (const threadId of [...this.pendingKills]) {
+      if (this.closed) return;
+      try {
+        await this.dataSource.query(`KILL CONNECTION ${Number(threadId)}`);
+        this.pendingKills.delete(threadId);
+      } catch (err) {
+        // 1094 ER_NO_SUCH_THREAD: it is gone already (the server noticed the closed connection).
+        if ((err as { driverError?: { errno?: number } }).driverError?.errno === 1094) this.pendingKills.delete(threadId);
+        else break;
+      }
+    }
+    if (this.pendingKills.size) this.scheduleKills(KILL_RETRY_MS);
+  }
+}

@@ -1,0 +1,126 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { json, urlencoded } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import type { Observable } from 'rxjs';
+import { AppConfig } from '../config/app-config';
+import { ApiException } from '../common/errors/api.exception';
+import { ErrorCode } from '../common/errors/error-codes';
+import { checkJsonShape, checkJsonText, JsonShapeLimits } from './json-shape';
+
+export type BodySize = 'item' | 'bulk';
+const BODY_SIZE = 'livegoods:bodySize';
+
+/** The route takes a large body (POST /sync): SYNC_BODY_LIMIT instead of BODY_LIMIT, and more values. */
+export const LargeBody = (): MethodDecorator & ClassDecorator => SetMetadata(BODY_SIZE, 'bulk');
+
+/** Deepest nesting any route accepts: a goods body is flat, a sync body an array of flat objects. */
+const MAX_DEPTH = 16;
+/** Values (see checkJsonShape) an ordinary body may hold: a reorder of 10,000 goods ids fits. */
+const ITEM_MAX_VALUES = 20_000;
+/** Values per sync element: far more than a goods item, even echoed back with its media. */
+const BULK_VALUES_PER_ITEM = 100;
+
+interface Parsers {
+  json: RequestHandler;
+  form: RequestHandler;
+  limit: string;
+  shape: JsonShapeLimits;
+}
+
+interface HttpError {
+  type?: string;
+  status?: number;
+  statusCode?: number;
+  message?: string;
+}
+
+const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+/**
+ * Reads JSON and form bodies per route, after routing and after the guards: a request without a valid
+ * token is refused before a byte of its body is parsed, and each route gets its own size limit (small
+ * for single items, SYNC_BODY_LIMIT for sync). Right after parsing, the body's nesting and number of
+ * values are checked, before validation. Multipart bodies are left to the upload interceptor.
+ */
+@Injectable()
+export class BodyParserInterceptor implements NestInterceptor {
+  private readonly parsers: Record<BodySize, Parsers>;
+
+  constructor(
+    private readonly reflector: Reflector,
+    config: AppConfig,
+  ) {
+    const build = (limit: string, maxValues: number): Parsers => ({
+      // strict: only objects and arrays at the top, as every route expects. The raw text's nesting and
+      // size are checked before it is parsed (verify runs on the bytes, JSON.parse after it).
+      json: json({
+        limit,
+        strict: true,
+        verify: (_req, _res, buf, encoding) => {
+          if (!encoding || /^utf-?8$/i.test(encoding)) checkJsonText(buf, { maxDepth: MAX_DEPTH, maxValues });
+        },
+      }),
+      // `depth` is a body-parser 2 option its typings do not list yet.
+      form: urlencoded({ limit, extended: true, parameterLimit: 1000, depth: 8 } as Parameters<typeof urlencoded>[0]),
+      limit,
+      shape: { maxDepth: MAX_DEPTH, maxValues },
+    });
+    this.parsers = {
+      item: build(config.server.bodyLimit, ITEM_MAX_VALUES),
+      bulk: build(config.server.syncBodyLimit, Math.max(ITEM_MAX_VALUES, config.limits.syncMaxItems * BULK_VALUES_PER_ITEM)),
+    };
+  }
+
+  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+    if (context.getType() !== 'http') return next.handle();
+    const http = context.switchToHttp();
+    const req = http.getRequest<Request>();
+    if (!NO_BODY.has(req.method) && req.body === undefined) {
+      const size = this.reflector.getAllAndOverride<BodySize | undefined>(BODY_SIZE, [context.getHandler(), context.getClass()]) ?? 'item';
+      const parsers = this.parsers[size];
+      const res = http.getResponse<Response>();
+      await this.run(parsers.json, req, res, parsers.limit);
+      if (req.body === undefined) await this.run(parsers.form, req, res, parsers.limit);
+      checkJsonShape(req.body, parsers.shape);
+    }
+    return next.handle();
+  }
+
+  private run(parser: RequestHandler, req: Request, res: Response, limit: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      void parser(req, res, (err?: unknown) => (err ? reject(refusalOf(err as HttpError, limit)) : resolve()));
+    });
+  }
+}
+
+/** A body-parser (or zlib) error as the API's error codes tell it; never a 500. */
+export function refusalOf(err: HttpError, limit: string): ApiException {
+  switch (err.type) {
+    case 'entity.too.large':
+      return ApiException.tooLarge(`The request body is over the ${limit} limit of this route`);
+    case 'entity.parse.failed':
+      return ApiException.invalid('Malformed JSON body', [{ field: 'body', message: 'must be valid JSON (an object or an array)' }]);
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiException(ErrorCode.UnsupportedMediaType, err.message ?? 'Unsupported body encoding');
+    case 'request.aborted':
+      return ApiException.invalid('The request body ended early');
+    case 'request.size.invalid':
+      return ApiException.invalid('The request body does not match its Content-Length');
+    case 'parameters.too.many':
+      return ApiException.tooLarge('The form body has too many fields');
+    case 'querystring.parse.rangeError':
+      return ApiException.invalid('The form body is nested too deeply');
+    case 'entity.too.deep':
+      return ApiException.invalid(err.message ?? 'The request body is nested too deeply', [{ field: 'body', message: 'is nested too deeply' }]);
+    case 'entity.too.many.values':
+      return ApiException.tooLarge(err.message ?? 'The request body holds too many values');
+    default: {
+      const status = err.status ?? err.statusCode ?? 400;
+      // zlib errors (a gzip, deflate or brotli body that does not decompress) carry no type.
+      if (status === 400 && !err.type) return ApiException.invalid('The request body could not be decoded (check its Content-Encoding)');
+      return ApiException.invalid(`The request body cannot be read${err.message ? ` (${err.message})` : ''}`);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { ApiException } from '../common/errors/api.exception';
+
+/** How deep and how big a parsed request body may be before any validation looks at it. */
+export interface JsonShapeLimits {
+  /** Most levels of nested arrays and objects (the body itself is level 1). */
+  maxDepth: number;
+  /** Most values in the whole body: every object, array, string, number, boolean and null counts. */
+  maxValues: number;
+}
+
+/**
+ * Walks a parsed body once, iteratively (no recursion, so no stack overflow whatever the nesting), and
+ * refuses it as soon as it is nested deeper or holds more values than the route allows: 400 -510 for
+ * depth, 413 -413 for size. Validation (class-transformer, class-validator) then only ever sees small,
+ * shallow input, whose cost is linear in its size.
+ */
+export function checkJsonShape(body: unknown, limits: JsonShapeLimits): void {
+  if (body === null || typeof body !== 'object') return;
+  const stack: Array<{ value: object; depth: number }> = [{ value: body, depth: 1 }];
+  let values = 1;
+  while (stack.length) {
+    const { value, depth } = stack.pop() as { value: object; depth: number };
+    if (depth > limits.maxDepth) {
+      throw ApiException.invalid(`The request body is nested deeper than ${limits.maxDepth} levels`, [
+        { field: 'body', message: `must not be nested deeper than ${limits.maxDepth} levels` },
+      ]);
+    }
+    const children: unknown[] = Array.isArray(value) ? value : Object.values(value);
+    values += children.length;
+    if (values > limits.maxValues) {
+      throw ApiException.tooLarge(`The request body holds more than ${limits.maxValues} values`);
+    }
+    for (const child of children) {
+      if (child !== null && typeof child === 'object') stack.push({ value: child, depth: depth + 1 });
+    }
+  }
+}
+
+/** Thrown by checkJsonText; `type` tells body-parser's verify hook (and BodyParserInterceptor) which refusal it is. */
+export class JsonShapeError extends Error {
+  constructor(
+    readonly type: 'entity.too.deep' | 'entity.too.many.values',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The same limits as checkJsonShape, checked on the raw UTF-8 text before it is parsed: one pass over
+ * the bytes (strings skipped), stopping at the first bracket too deep or the first value too many. An
+ * array bomb (`[[],[],…]`, millions of arrays in a few MB) would cost JSON.parse long event-loop stalls and
+ * much memory; refused here, it costs one pass over the bytes (`npm run bench:abuse`). Counts containers and separators, which is
+ * within one of checkJsonShape's count per container.
+ */
+export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
+  let depth = 0;
+  let values = 1;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (inString) {
+      if (c === 0x5c) i += 1; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > limits.maxDepth) throw new JsonShapeError('entity.too.deep', `The request body is nested deeper than ${limits.maxDepth} levels`);
+      values += 1;
+      if (values > limits.maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${limits.maxValues} values`);
+    } else if (c === 0x5d || c === 0x7d) depth -= 1;
+    else if (c === 0x2c) {
+      values += 1;
+      if (values > limits.maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${limits.maxValues} values`);
+    }
+  }
+}

@@ -1,0 +1,155 @@
+import type { Server } from 'node:http';
+import { Server as NetServer, Socket } from 'node:net';
+import { Injectable, Logger } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import type { Namespace } from 'socket.io';
+import { AppConfig } from '../config/app-config';
+
+const POLL_MS = 50;
+/** Quiet time (no request started) before the remaining keep-alive connections are closed. */
+const SETTLE_MS = 300;
+/** How long a new connection may stay without a request before shutdown stops waiting for it. */
+const FIRST_REQUEST_MS = 5000;
+/**
+ * Before the listener closes: connections the kernel has completed wait in its listen backlog until the
+ * process takes them (later, when the event loop was busy), and closing the listener would reset them.
+ * The listener closes after a full turn of the event loop took in no new connection (its poll phase
+ * accepts everything waiting), at most ACCEPT_MAX_MS after the signal.
+ */
+const ACCEPT_MAX_MS = 2000;
+
+/**
+ * The node's life after start: which requests are in flight, and the orderly shutdown on SIGTERM/SIGINT.
+ *
+ * Shutdown, in order, each step logged: readiness answers 503 at once (load balancers stop sending);
+ * the listener closes (no new connections) and idle keep-alive connections are closed; viewers are told
+ * to reconnect (their transport is closed, so Socket.IO clients reconnect, to another node behind a load
+ * balancer); requests already accepted run to their end, for at most SHUTDOWN_TIMEOUT, each answered with
+ * `Connection: close`; then the app closes (Socket.IO, Redis, the database) and the process exits 0.
+ */
+@Injectable()
+export class Lifecycle {
+  private readonly logger = new Logger('Shutdown');
+  private inFlight = 0;
+  private lastStart = 0;
+  private connections = 0;
+  private draining = false;
+  private namespace: Namespace | null = null;
+  /** Connections accepted that have not sent a request yet (their first one may still be on its way). */
+  private readonly fresh = new Map<Socket, number>();
+  /** Connections that have sent requests: how many are in flight on each (0 = an idle keep-alive connection). */
+  private readonly served = new Map<Socket, number>();
+
+  constructor(private readonly config: AppConfig) {}
+
+  /** True once shutdown has begun: readiness is 503 from then on. */
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  get requestsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /** The viewer channel's namespace, to tell its viewers to reconnect on shutdown. */
+  attachLive(namespace: Namespace): void {
+    this.namespace = namespace;
+  }
+
+  /** Follows the server's connections from their start (see `fresh`). */
+  watch(server: Server): void {
+    server.on('connection', (socket: Socket) => {
+      this.connections += 1;
+      this.fresh.set(socket, Date.now());
+      socket.once('close', () => {
+        this.fresh.delete(socket);
+        this.served.delete(socket);
+      });
+    });
+  }
+
+  /** Express middleware: counts the requests in flight; while draining, each answer closes its connection. */
+  readonly track = (req: Request, res: Response, next: NextFunction): void => {
+    const socket = req.socket;
+    this.fresh.delete(socket);
+    this.served.set(socket, (this.served.get(socket) ?? 0) + 1);
+    this.inFlight += 1;
+    this.lastStart = Date.now();
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      this.inFlight -= 1;
+      const onSocket = this.served.get(socket);
+      if (onSocket !== undefined) this.served.set(socket, onSocket - 1);
+    };
+    res.once('finish', finish);
+    res.once('close', finish);
+    if (this.draining) res.setHeader('Connection', 'close');
+    next();
+  };
+
+  /**
+   * No request in flight, none started for SETTLE_MS, no new connection still to send its first request
+   * (for up to FIRST_REQUEST_MS), and none waiting to be read: the check runs again after the event
+   * loop's poll phase (setImmediate), which reads and parses what has arrived meanwhile.
+   */
+  private async quiet(): Promise<boolean> {
+    const idle = () => {
+      const now = Date.now();
+      if (this.inFlight > 0 || now - this.lastStart < SETTLE_MS) return false;
+      for (const since of this.fresh.values()) if (now - since < FIRST_REQUEST_MS) return false;
+      return true;
+    };
+    if (!idle()) return false;
+    await new Promise((resolve) => setImmediate(resolve));
+    return idle();
+  }
+
+  /** Runs the shutdown; resolves when the app is closed (the caller exits). */
+  async shutdown(app: INestApplication, signal: string): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    const started = Date.now();
+    const server = app.getHttpServer() as Server;
+    this.logger.log(`${signal} received: readiness is 503 from now on; closing the listener`);
+    // Take in the connections the kernel has already completed first (see ACCEPT_MAX_MS).
+    for (let before = -1; before !== this.connections && Date.now() < started + ACCEPT_MAX_MS; ) {
+      before = this.connections;
+      await new Promise((resolve) => setTimeout(resolve, 1)); // the next turn's timers...
+      await new Promise((resolve) => setImmediate(resolve)); // ...and its poll phase (accepts) are behind us
+    }
+    // Stop listening, but leave the open connections alone: http.Server#close would also close the
+    // "idle" ones, and a connection whose request still waits unread in its socket (the event loop was
+    // busy) counts as idle, so its request would be reset. They are closed once the node is quiet.
+    NetServer.prototype.close.call(server);
+    // Keep-alive connections idle right now would only invite new requests: close them (those with a
+    // request in flight are closed after its answer, which says `Connection: close`).
+    let idle = 0;
+    for (const [socket, busy] of this.served) {
+      if (busy > 0) continue;
+      socket.end();
+      idle += 1;
+    }
+    if (idle) this.logger.log(`closed ${idle} idle keep-alive connection(s)`);
+
+    const viewers = this.namespace?.sockets.size ?? 0;
+    if (viewers) {
+      // Closing the transport (not a server-side disconnect) makes Socket.IO clients reconnect by themselves.
+      for (const socket of this.namespace?.sockets.values() ?? []) socket.conn.close();
+      this.logger.log(`told ${viewers} viewer connection(s) to reconnect`);
+    }
+
+    const deadline = started + this.config.server.shutdownTimeoutMs;
+    if (this.inFlight > 0) this.logger.log(`waiting for ${this.inFlight} request(s) in flight (at most ${this.config.server.shutdownTimeoutMs} ms)`);
+    while (Date.now() < deadline && !(await this.quiet())) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (this.inFlight > 0) this.logger.warn(`${this.inFlight} request(s) still running after ${this.config.server.shutdownTimeoutMs} ms; closing anyway`);
+    else this.logger.log(`all requests finished (${Date.now() - started} ms)`);
+    server.closeAllConnections();
+
+    this.logger.log('closing the live channel, Redis and the database');
+    await app.close();
+    this.logger.log(`shutdown complete (${Date.now() - started} ms)`);
+  }
+}

@@ -1,0 +1,34 @@
+import type { LiveEvent, LiveEventMap } from './live-events';
+
+/** Who may watch a campaign: what the viewer channel needs to know once a connection is admitted. */
+export interface LiveAdmission {
+  campaignId: number;
+  /** The customer's currency (goods prices in snapshots). */
+  currency: string;
+  /** false for an operator's console (it showed the customer's token): not counted as a viewer. */
+  counted: boolean;
+}
+
+/** A connection that may not watch: the message goes to the client as its connect_error. */
+export class LiveRefusal extends Error {}
+
+/**
+ * What the viewer channel reads, provided by the campaign domain (token LIVE_SOURCE): the live module
+ * delivers events and never reads campaign tables itself, so the dependency points one way (campaigns
+ * use live to push; live asks campaigns through this port).
+ */
+export interface LiveSource {
+  /** The campaign a connection asks for, or a LiveRefusal (unknown keys, a bad operator token). */
+  admit(accessKey: string, campaignKey: string, operatorToken?: string): Promise<LiveAdmission>;
+  /** The campaign's state at one instant with the seq of the last event it reflects; null when it is gone. */
+  snapshot(campaignId: number, currency: string, baseUrl: string, userCount: number): Promise<LiveEventMap['campaign.snapshot'] | null>;
+  /** The current seq of each campaign; campaigns that are gone are absent. */
+  lastSeqs(campaignIds: number[]): Promise<Map<number, number>>;
+  /**
+   * The events after `sinceSeq` up to `lastSeq`, in order; null when the log no longer holds some of
+   * them, or when together they are bigger than `maxBytes` of JSON (a snapshot is then the answer).
+   */
+  eventsSince(campaignId: number, sinceSeq: number, lastSeq: number, maxBytes?: number): Promise<LiveEvent[] | null>;
+}
+
+export const LIVE_SOURCE = Symbol('LiveSource');

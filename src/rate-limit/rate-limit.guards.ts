@@ -1,0 +1,67 @@
+import { ExecutionContext, Injectable } from '@nestjs/common';
+import { ThrottlerGuard, ThrottlerLimitDetail, ThrottlerRequest } from '@nestjs/throttler';
+import type { Request } from 'express';
+import { ApiException } from '../common/errors/api.exception';
+import { clientIp } from './rate-limiter';
+
+/** What the customer limit needs of a request: the tenant authentication put on it. */
+interface TenantRequest {
+  tenant?: { id: number };
+}
+
+/** The two throttlers of ThrottlerModule (see RateLimitModule): each guard applies one of them. */
+export const IP_THROTTLER = 'ip';
+export const CUSTOMER_THROTTLER = 'customer';
+
+/** Both guards: skipped when rate limits are off; a refusal is 429 -429 with Retry-After. */
+abstract class OneThrottlerGuard extends ThrottlerGuard {
+  protected abstract readonly throttlerName: string;
+
+  protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
+    return context.getType() !== 'http' || !(this.options as { enabled?: boolean }).enabled;
+  }
+
+  protected override async handleRequest(request: ThrottlerRequest): Promise<boolean> {
+    if (request.throttler.name !== this.throttlerName) return true;
+    return super.handleRequest(request);
+  }
+
+  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    throw ApiException.rateLimited(this.refusal(detail), detail.timeToBlockExpire);
+  }
+
+  protected abstract refusal(detail: ThrottlerLimitDetail): string;
+}
+
+/** Every request, public ones included, counts against its client IP; runs before authentication. */
+@Injectable()
+export class IpRateLimitGuard extends OneThrottlerGuard {
+  protected readonly throttlerName = IP_THROTTLER;
+
+  protected override async getTracker(req: Record<string, unknown>): Promise<string> {
+    return clientIp(req as unknown as Request);
+  }
+
+  protected refusal(detail: ThrottlerLimitDetail): string {
+    return `Too many requests from your address (${detail.limit} per ${Math.round(detail.ttl / 1000)} s); retry after ${detail.timeToBlockExpire} s`;
+  }
+}
+
+/** Authenticated requests count against their customer (all its clients together); runs after authentication. */
+@Injectable()
+export class CustomerRateLimitGuard extends OneThrottlerGuard {
+  protected readonly throttlerName = CUSTOMER_THROTTLER;
+
+  protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
+    if (await super.shouldSkip(context)) return true;
+    return !context.switchToHttp().getRequest<TenantRequest>().tenant;
+  }
+
+  protected override async getTracker(req: Record<string, unknown>): Promise<string> {
+    return String((req as TenantRequest).tenant?.id);
+  }
+
+  protected refusal(detail: ThrottlerLimitDetail): string {
+    return `Too many requests for this customer (${detail.limit} per ${Math.round(detail.ttl / 1000)} s); retry after ${detail.timeToBlockExpire} s`;
+  }
+}

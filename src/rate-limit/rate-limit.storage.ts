@@ -1,0 +1,44 @@
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import type Redis from 'ioredis';
+
+type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
+
+/**
+ * Where rate-limit counters live: in Redis when REDIS_URL is set (@nest-lab/throttler-storage-redis, one
+ * atomic script per hit), so that the limits hold for the whole deployment; in this process otherwise.
+ * A Redis that does not answer never fails a request: while it is away each node counts on its own
+ * (the limits then hold per node), and goes back to Redis as soon as it answers again.
+ */
+export class ResilientThrottlerStorage implements ThrottlerStorage, OnApplicationShutdown {
+  private readonly logger = new Logger('RateLimit');
+  private readonly local = new ThrottlerStorageService();
+  private readonly shared: ThrottlerStorageRedisService | null;
+  private sharedDown = false;
+
+  constructor(redis: Redis | null) {
+    this.shared = redis ? new ThrottlerStorageRedisService(redis) : null;
+  }
+
+  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+    if (this.shared) {
+      try {
+        const record = await this.shared.increment(key, ttl, limit, blockDuration, throttlerName);
+        if (this.sharedDown) this.logger.log('Redis answers again: rate limits are counted for the whole deployment');
+        this.sharedDown = false;
+        return record;
+      } catch (err) {
+        if (!this.sharedDown) {
+          this.logger.warn(`Redis unreachable (${err instanceof Error ? err.message : String(err)}): rate limits are counted per node for now`);
+        }
+        this.sharedDown = true;
+      }
+    }
+    return this.local.increment(key, ttl, limit, blockDuration, throttlerName);
+  }
+
+  onApplicationShutdown(): void {
+    this.local.onApplicationShutdown();
+  }
+}

@@ -1,0 +1,48 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { getStorageToken, ThrottlerStorage } from '@nestjs/throttler';
+import type { Request } from 'express';
+import { AppConfig } from '../config/app-config';
+
+/** The limits counted outside the HTTP guards: refused authentications and new viewer connections. */
+export type RateLimitName = 'auth-failures' | 'live-connections';
+
+export interface RateLimitVerdict {
+  allowed: boolean;
+  /** Seconds until the caller may try again (when not allowed). */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Counts hits against a limit per window (RATE_LIMIT_WINDOW_MS) in the throttler's storage (Redis when
+ * configured), for the limits that are not a guard on a route: 401s per client IP (past the limit that IP
+ * gets 429 for the rest of the window) and new /live connections per client IP.
+ */
+@Injectable()
+export class RateLimiter {
+  constructor(
+    private readonly config: AppConfig,
+    @Inject(getStorageToken()) private readonly storage: ThrottlerStorage,
+  ) {}
+
+  get enabled(): boolean {
+    return this.config.rateLimit.enabled;
+  }
+
+  async hit(name: RateLimitName, tracker: string): Promise<RateLimitVerdict> {
+    if (!this.enabled) return { allowed: true, retryAfterSeconds: 0 };
+    const { windowMs, authFailures, liveConnections } = this.config.rateLimit;
+    const limit = name === 'auth-failures' ? authFailures : liveConnections;
+    const record = await this.storage.increment(rateLimitKey(this.config, name, tracker), windowMs, limit, windowMs, name);
+    return { allowed: !record.isBlocked, retryAfterSeconds: Math.max(1, record.timeToBlockExpire) };
+  }
+}
+
+/** One key per deployment, limit and tracker (not per route): `<REDIS_PREFIX>:rl:<limit>:<tracker>`. */
+export function rateLimitKey(config: AppConfig, name: string, tracker: string): string {
+  return `${config.redis.prefix}:rl:${name}:${tracker}`;
+}
+
+/** The client's IP as the request shows it (behind a proxy, with TRUST_PROXY, the forwarded one). */
+export function clientIp(req: Pick<Request, 'ip' | 'socket'>): string {
+  return req.ip ?? req.socket?.remoteAddress ?? 'unknown';
+}

@@ -1,0 +1,141 @@
+import { brotliCompressSync, gzipSync } from 'node:zlib';
+import type { Response } from 'supertest';
+import { listenOn } from './support/live-client';
+import { describeEngines, TestCustomer } from './support/test-app';
+
+/**
+ * Request bodies built to hurt: bodies are read per route after authentication, with a small limit for
+ * single items and a large one for sync, and their nesting and size are checked before validation, so
+ * every one of these is a quick 4xx in the API's error shape, never a 500 or a frozen event loop.
+ */
+
+function expectError(res: Response, status: number, code: number): void {
+  expect({ status: res.status, _s: res.body?._s }).toEqual({ status, _s: code });
+  expect(typeof res.body._e).toBe('string');
+}
+
+/** `{"name": [[],[],…]}` of about `bytes` bytes: cheap to send, once expensive to validate. */
+function manyArrays(bytes: number): string {
+  return `{"name":[${new Array(Math.floor(bytes / 3)).fill('[]').join(',')}]}`;
+}
+
+function deeplyNested(levels: number): string {
+  return `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+}
+
+describeEngines('hostile request bodies', __filename, (ctx) => {
+  let c: TestCustomer;
+  const goods = () => `/v1/goods/${c.accessKey}`;
+
+  beforeAll(async () => {
+    c = await ctx().createCustomer('Hostile');
+  });
+
+  it('a body is not even parsed before the token is checked: malformed JSON without a token is 401, not 400', async () => {
+    const res = await ctx().http.post(goods()).set('Content-Type', 'application/json').send('{"name": ');
+    expectError(res, 401, -102);
+  });
+
+  it('a large body without a token is refused as unauthenticated (not parsed)', async () => {
+    const res = await ctx().http.post(`${goods()}/sync`).set('Content-Type', 'application/json').send(manyArrays(3 * 1024 * 1024));
+    expectError(res, 401, -102);
+  });
+
+  it('a large body to a path that does not exist is 404 (not parsed)', async () => {
+    const res = await ctx().http.post('/v1/nothing/here').set('Content-Type', 'application/json').send(manyArrays(3 * 1024 * 1024));
+    expectError(res, 404, -404);
+  });
+
+  it('a single-item route takes at most BODY_LIMIT (1 MB): 2 MB is 413', async () => {
+    const res = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(manyArrays(2 * 1024 * 1024));
+    expectError(res, 413, -413);
+  });
+
+  it('an array-bomb under the byte limit is 413 for its number of values, before validation', async () => {
+    const res = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(manyArrays(900 * 1024));
+    expectError(res, 413, -413);
+    expect(res.body._e).toMatch(/values/);
+  });
+
+  it('a 5,000-level nested object is 400 (not a stack overflow)', async () => {
+    const res = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(deeplyNested(5000));
+    expectError(res, 400, -510);
+    expect(res.body._e).toMatch(/nested deeper/);
+  });
+
+  it('a form body nested too deeply is 400', async () => {
+    const res = await ctx()
+      .http.put(`${goods()}/campaign/nope/salesStatus/id`)
+      .set('Authorization', c.auth())
+      .type('form')
+      .send(`a${'[a]'.repeat(20)}=1&salesStatus=SOLD_OUT`);
+    expectError(res, 400, -510);
+  });
+
+  it('sync takes large bodies (SYNC_BODY_LIMIT): 2 MB of elements are applied', async () => {
+    const elements = Array.from({ length: 4000 }, (_, i) => ({
+      name: `Bulk ${i}`,
+      description: 'x'.repeat(400),
+      sku: `BULK-${i}`,
+      url: `https://shop.example.com/bulk/${i}`,
+    }));
+    const res = await ctx().http.post(`${goods()}/sync`).set('Authorization', c.auth()).send(elements);
+    expect(res.status).toBe(200);
+    expect(res.body.createCount).toBe(4000);
+  });
+
+  it('a sync element with a nested value in a goods field is a FAIL row, the others apply', async () => {
+    const res = await ctx()
+      .http.post(`${goods()}/sync`)
+      .set('Authorization', c.auth())
+      .send([
+        { name: new Array(50_000).fill([]), sku: 'NEST-1', url: 'https://shop.example.com/nest/1' },
+        { name: 'Fine', sku: 'NEST-2', url: 'https://shop.example.com/nest/2', originalPrice: { $gt: 1 } },
+        { name: 'Fine', sku: 'NEST-3', url: 'https://shop.example.com/nest/3', medias: [{ thumbnails: [] }] },
+      ]);
+    expect(res.status).toBe(200);
+    expect(res.body.results.map((r: { status: string; message: string | null }) => [r.status, r.message])).toEqual([
+      ['FAIL', 'name must be a string'],
+      ['FAIL', 'originalPrice must be a number'],
+      ['CREATE', null],
+    ]);
+    expect(res.body.results[0].sku).toBe('NEST-1');
+    expect(res.body.results[0].name).toBeNull(); // not echoed: it was not a string
+  });
+
+  /** Sends raw bytes (supertest would serialize a Buffer as JSON when the type is JSON). */
+  async function postRaw(path: string, body: Buffer, encoding: string): Promise<{ status: number; body: { _s?: number; _e?: string; sku?: string } }> {
+    const base = await listenOn(ctx().app);
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { authorization: c.auth(), 'content-type': 'application/json', 'content-encoding': encoding },
+      body,
+    });
+    return { status: res.status, body: (await res.json()) as { _s?: number; _e?: string; sku?: string } };
+  }
+
+  it.each(['gzip', 'deflate', 'br'])('a malformed %s body is 400 -510, not a 500', async (encoding) => {
+    const res = await postRaw(goods(), Buffer.from('this is not compressed at all, just bytes'), encoding);
+    expect([res.status, res.body._s]).toEqual([400, -510]);
+  });
+
+  it('well-formed gzip and brotli JSON bodies are read', async () => {
+    const item = (n: number) => JSON.stringify({ name: `Zipped ${n}`, sku: `ZIP-${n}`, url: `https://shop.example.com/zip/${n}` });
+    const gz = await postRaw(goods(), gzipSync(item(1)), 'gzip');
+    const br = await postRaw(goods(), brotliCompressSync(item(2)), 'br');
+    expect([gz.status, br.status]).toEqual([200, 200]);
+    expect([gz.body.sku, br.body.sku]).toEqual(['ZIP-1', 'ZIP-2']);
+  });
+
+  it('a gzip bomb inflating past the limit is 413', async () => {
+    const bomb = gzipSync(Buffer.from(`{"name":"${'a'.repeat(8 * 1024 * 1024)}"}`));
+    expect(bomb.length).toBeLessThan(100 * 1024);
+    const res = await postRaw(goods(), bomb, 'gzip');
+    expect([res.status, res.body._s]).toEqual([413, -413]);
+  });
+
+  it('an unknown Content-Encoding is 415', async () => {
+    const res = await postRaw(goods(), Buffer.from('{}'), 'compress');
+    expect([res.status, res.body._s]).toEqual([415, -415]);
+  });
+});

@@ -1,0 +1,93 @@
+import { RESYNC_ABUSE, RESYNC_BURST } from '../src/live/live.gateway';
+import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
+import { RawViewer } from './support/raw-viewer';
+import { describeEngines, TestCustomer } from './support/test-app';
+
+/**
+ * Viewers that misbehave on the /live channel (no token needed to connect): a flood of `resync`, a
+ * socket that never reads, and a claim to be the operator. The server answers a bounded amount, drops
+ * abusive or slow sockets, and never queues more for a viewer than its send-buffer cap.
+ */
+describeEngines('live channel abuse', __filename, (ctx) => {
+  let base = '';
+  let C: TestCustomer;
+  let key = '';
+  let campaignId = 0;
+  const LOGGED = 499;
+
+  beforeAll(async () => {
+    base = await listenOn(ctx().app);
+    C = await ctx().createCustomer('Abused');
+    const created = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns`).set('Authorization', C.auth()).send({ title: 'Busy', collectionVisible: true });
+    expect(created.status).toBe(200);
+    key = created.body.campaignKey;
+    campaignId = Number(created.body.campaignId);
+    // A campaign with 499 logged events (chat lines), as after a long broadcast.
+    const ds = ctx().dataSource;
+    const now = new Date();
+    const stamp = now.toISOString().replace('T', ' ').replace('Z', '');
+    const rows = Array.from({ length: LOGGED }, (_, i) => [
+      campaignId,
+      i + 1,
+      'chat.message',
+      JSON.stringify({ seq: i + 1, id: String(i + 1), message: `line ${i + 1} ${'x'.repeat(60)}`, adminName: 'op', createdAt: now.getTime() }),
+      stamp,
+    ]);
+    for (let i = 0; i < rows.length; i += 100) {
+      const chunk = rows.slice(i, i + 100);
+      await ds.query(`INSERT INTO campaign_events (campaignId, seq, type, payload, createdAt) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`, chunk.flat());
+    }
+    await ds.query('UPDATE campaigns SET lastSeq = ? WHERE id = ?', [LOGGED, campaignId]);
+  });
+
+  afterEach(() => closeAllViewers());
+
+  const userCount = async () => (await ctx().http.get(`/v1/campaigns/${C.accessKey}/${key}`)).body.userCount as number;
+
+  it('a flood of resync {sinceSeq: 0} is answered at most RESYNC_BURST times, then the socket is dropped', async () => {
+    const raw = await RawViewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+    for (let i = 0; i < 500; i += 1) raw.emit('resync', { sinceSeq: 0 });
+    const closed = await eventually(async () => raw.closed, (c) => c, 10_000);
+    raw.close();
+    expect(closed).toBe(true);
+    // The snapshot, plus at most RESYNC_BURST replays of 499 events (not 500 × 499 = 249,500 events).
+    expect(raw.events.length).toBeGreaterThanOrEqual(1);
+    expect(raw.events.length).toBeLessThanOrEqual(1 + RESYNC_BURST * LOGGED);
+  });
+
+  it('a socket that never reads and floods resync is dropped; nothing is kept queued for it', async () => {
+    const raw = await RawViewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+    expect(await eventually(userCount, (n) => n === 1, 3000)).toBe(1);
+    raw.pause();
+    for (let i = 0; i < 2000; i += 1) raw.emit('resync', { sinceSeq: 0 });
+    expect(await eventually(userCount, (n) => n === 0, 10_000)).toBe(0);
+    raw.close();
+  });
+
+  it('a well-behaved viewer can resync a few times in a row and keeps receiving events', async () => {
+    const v = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+    await v.next('campaign.snapshot');
+    for (let i = 0; i < 3; i += 1) {
+      v.resync(LOGGED - 2);
+      expect((await v.take(2)).map((e) => e.payload.seq)).toEqual([LOGGED - 1, LOGGED]);
+    }
+    const res = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns/${key}/chat`).set('Authorization', C.auth()).send({ message: 'still here' });
+    expect(res.status).toBe(200);
+    expect(await v.next('chat.message')).toMatchObject({ message: 'still here' });
+    expect(RESYNC_ABUSE).toBeGreaterThan(RESYNC_BURST);
+  });
+
+  it('a resync whose missed events are too big to replay (over 256 KB) gets a snapshot instead', async () => {
+    const v = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+    const snap = await v.next('campaign.snapshot');
+    const big = 'y'.repeat(1900);
+    for (let i = 0; i < 150; i += 1) {
+      const res = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns/${key}/chat`).set('Authorization', C.auth()).send({ message: `${i} ${big}` });
+      expect(res.status).toBe(200);
+    }
+    await v.waitFor((e) => e.payload.seq === snap.seq + 150, 10_000);
+    v.resync(snap.seq);
+    const answer = await v.next('campaign.snapshot');
+    expect(answer.seq).toBe(snap.seq + 150);
+  });
+});

@@ -1,0 +1,163 @@
+import { rmSync } from 'node:fs';
+import { io } from 'socket.io-client';
+import request from 'supertest';
+import { AppConfig } from '../src/config/app-config';
+import { createNodeCustomer, Node, startNode } from './support/cluster-app';
+import { listenOn } from './support/live-client';
+import { TcpProxy } from './support/tcp-proxy';
+import { describeEngines, dropDatabase, engineUnavailable, TestCustomer, testConfig } from './support/test-app';
+
+/**
+ * Rate limits: per client IP on every route, per customer on authenticated routes, refused
+ * authentications per IP, new viewer connections per IP; 429 -429 with Retry-After; shared by the nodes
+ * of a deployment through Redis, and never a failure when Redis is away. Client addresses are set with
+ * X-Forwarded-For (TRUST_PROXY=true), so that each test counts on an address of its own.
+ */
+
+const LIMITS = {
+  RATE_LIMIT_ENABLED: 'true',
+  RATE_LIMIT_WINDOW_MS: '60000',
+  RATE_LIMIT_IP: '30',
+  RATE_LIMIT_CUSTOMER: '10',
+  RATE_LIMIT_AUTH_FAILURES: '5',
+  RATE_LIMIT_LIVE_CONNECTIONS: '3',
+  TRUST_PROXY: 'true',
+};
+
+function expectLimited(res: request.Response): void {
+  expect({ status: res.status, _s: res.body?._s }).toEqual({ status: 429, _s: -429 });
+  expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  expect(res.body._e).toMatch(/retry after/);
+}
+
+describeEngines(
+  'rate limits',
+  __filename,
+  (ctx) => {
+    let A: TestCustomer;
+    let B: TestCustomer;
+    let n = 0;
+    const ip = () => `203.0.113.${(n += 1)}`;
+
+    beforeAll(async () => {
+      A = await ctx().createCustomer('Busy');
+      B = await ctx().createCustomer('Quiet');
+    });
+
+    it('per client IP on every route, public ones included: past RATE_LIMIT_IP, 429 -429 with Retry-After; /health is never refused', async () => {
+      const from = ip();
+      for (let i = 0; i < 30; i += 1) expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', from)).status).toBe(200);
+      expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', from));
+      expectLimited(await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', from).set('Authorization', B.auth()));
+      expect((await ctx().http.get('/health/ready').set('X-Forwarded-For', from)).status).toBe(200);
+      // Another address is not affected.
+      expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', ip())).status).toBe(200);
+    });
+
+    it('per customer: past RATE_LIMIT_CUSTOMER its requests are 429 from any address; other customers are not affected', async () => {
+      for (let i = 0; i < 10; i += 1) expect((await ctx().http.get(`/v1/goods/${A.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', A.auth())).status).toBe(200);
+      expectLimited(await ctx().http.get(`/v1/goods/${A.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', A.auth()));
+      expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', B.auth())).status).toBe(200);
+    });
+
+    it("requests with a bad token do not spend the customer's limit; past RATE_LIMIT_AUTH_FAILURES an address gets 429 instead of 401", async () => {
+      const from = ip();
+      for (let i = 0; i < 5; i += 1) {
+        const res = await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', from).set('Authorization', 'Bearer not.a.token');
+        expect(res.status).toBe(401);
+      }
+      expectLimited(await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', from).set('Authorization', 'Bearer not.a.token'));
+      expectLimited(await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', from));
+      // B's own limit was not touched by them.
+      for (let i = 0; i < 5; i += 1) expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', B.auth())).status).toBe(200);
+    });
+
+    it('new viewer connections per address: past RATE_LIMIT_LIVE_CONNECTIONS a connection is refused (connect_error)', async () => {
+      const created = await ctx().http.post(`/v1/console/${B.accessKey}/campaigns`).set('Authorization', B.auth()).set('X-Forwarded-For', ip()).send({ title: 'Crowded' });
+      expect(created.status).toBe(200);
+      const base = await listenOn(ctx().app);
+      const from = ip();
+      const connect = () =>
+        new Promise<string>((resolve) => {
+          const socket = io(`${base}/live`, {
+            transports: ['websocket'],
+            reconnection: false,
+            forceNew: true,
+            extraHeaders: { 'X-Forwarded-For': from },
+            auth: { accessKey: B.accessKey, campaignKey: created.body.campaignKey },
+          });
+          socket.once('campaign.snapshot', () => {
+            resolve('connected');
+            socket.close();
+          });
+          socket.once('connect_error', (err) => {
+            resolve(err.message);
+            socket.close();
+          });
+        });
+      for (let i = 0; i < 3; i += 1) expect(await connect()).toBe('connected');
+      expect(await connect()).toMatch(/too many connections from your address; retry after \d+ s/);
+    });
+  },
+  LIMITS,
+);
+
+const REDIS = new URL(process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379');
+const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`].filter(Boolean).join('; ');
+const required = process.env.REQUIRE_SERVICES === '1';
+
+(down && !required ? describe.skip : describe)(`rate limits across two nodes sharing Redis [mysql]${down ? ` (skipped: ${down})` : ''}`, () => {
+  let proxy: TcpProxy;
+  let A: Node;
+  let B: Node;
+  let dataDir = '';
+  let database = '';
+
+  beforeAll(async () => {
+    if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
+    proxy = await TcpProxy.start({ host: REDIS.hostname, port: Number(REDIS.port || 6379) });
+    const setup = await testConfig('mysql', __filename, {
+      ...LIMITS,
+      REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
+      REDIS_PREFIX: `lgtest-rl-${process.pid}-${Date.now().toString(36)}`,
+    });
+    dataDir = setup.dataDir;
+    database = setup.database;
+    A = await startNode(AppConfig.fromEnv(setup.env));
+    B = await startNode(AppConfig.fromEnv(setup.env));
+  });
+
+  afterAll(async () => {
+    await B?.close();
+    await A?.close();
+    await proxy?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (database) await dropDatabase(database);
+  });
+
+  it("a customer's limit holds across nodes: 5 requests on each node, the 11th is refused on either", async () => {
+    const C = await createNodeCustomer(A, 'Shared');
+    for (let i = 0; i < 10; i += 1) {
+      const node = i % 2 ? B : A;
+      expect((await node.http.get(`/v1/goods/${C.accessKey}`).set('X-Forwarded-For', `198.51.100.${i}`).set('Authorization', C.auth())).status).toBe(200);
+    }
+    expectLimited(await B.http.get(`/v1/goods/${C.accessKey}`).set('X-Forwarded-For', '198.51.100.77').set('Authorization', C.auth()));
+    expectLimited(await A.http.get(`/v1/goods/${C.accessKey}`).set('X-Forwarded-For', '198.51.100.78').set('Authorization', C.auth()));
+  });
+
+  it('with Redis unreachable requests still pass (each node counts on its own meanwhile), never 500', async () => {
+    const D = await createNodeCustomer(A, 'While Redis is away');
+    proxy.cut();
+    try {
+      for (const node of [A, B, A, B]) {
+        const res = await node.http.get(`/v1/goods/${D.accessKey}`).set('X-Forwarded-For', '192.0.2.10').set('Authorization', D.auth());
+        expect(res.status).toBe(200);
+      }
+      // Each node alone still enforces the limit.
+      for (let i = 0; i < 8; i += 1) await A.http.get(`/v1/goods/${D.accessKey}`).set('X-Forwarded-For', '192.0.2.11').set('Authorization', D.auth());
+      expectLimited(await A.http.get(`/v1/goods/${D.accessKey}`).set('X-Forwarded-For', '192.0.2.12').set('Authorization', D.auth()));
+    } finally {
+      proxy.restore();
+    }
+  });
+});

@@ -1,0 +1,139 @@
+import { rmSync } from 'node:fs';
+import { io } from 'socket.io-client';
+import { HealthService } from '../src/health/health.service';
+import { Lifecycle } from '../src/lifecycle/lifecycle.service';
+import { request as httpRequest } from 'node:http';
+import { listenOn } from './support/live-client';
+import { insertCustomer, ServerProcess } from './support/server-process';
+import { createTestApp, dropDatabase, ENGINES, engineUnavailable, testConfig } from './support/test-app';
+
+/**
+ * SIGTERM with requests in flight: readiness goes 503, the listener closes, every request already
+ * accepted is answered (2xx, never a reset or a 5xx), viewers are told to reconnect, then Redis and the
+ * database close and the process exits 0, logging each step. The service runs in a process of its own.
+ */
+
+interface Call {
+  /** Resolves once the request is connected and fully written. */
+  sent: Promise<void>;
+  answer: Promise<{ status: number | string; body: string }>;
+}
+
+/** One HTTP request on a connection of its own (no keep-alive), for counting outcomes exactly. */
+function call(url: string, auth: string, body?: string): Call {
+  let sent!: () => void;
+  const sentP = new Promise<void>((r) => (sent = r));
+  const answer = new Promise<{ status: number | string; body: string }>((resolve) => {
+    const req = httpRequest(url, { method: body ? 'POST' : 'GET', agent: false, headers: { authorization: auth, 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('error', (err) => resolve({ status: `response error: ${err.message}`, body: '' }));
+    });
+    req.on('error', (err) => {
+      sent();
+      resolve({ status: `error: ${err.message}`, body: '' });
+    });
+    let connected = false;
+    let finished = false;
+    req.on('socket', (socket) => socket.once('connect', () => ((connected = true), finished && sent())));
+    req.on('finish', () => ((finished = true), connected && sent()));
+    req.end(body);
+  });
+  return { sent: sentP, answer };
+}
+
+for (const engine of ENGINES) {
+  const down = engineUnavailable(engine);
+  const skip = down && process.env.REQUIRE_SERVICES !== '1';
+  (skip ? describe.skip : describe)(`graceful shutdown [${engine}]${skip ? ` (skipped: ${down})` : ''}`, () => {
+    let server: ServerProcess | undefined;
+    let setup: Awaited<ReturnType<typeof testConfig>>;
+
+    beforeAll(async () => {
+      if (down) throw new Error(`${engine} required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
+      setup = await testConfig(engine, __filename, { RATE_LIMIT_ENABLED: 'false', LOG_LEVEL: 'log' });
+    });
+
+    afterAll(async () => {
+      await server?.kill();
+      rmSync(setup.dataDir, { recursive: true, force: true });
+      if (engine === 'mysql') await dropDatabase(setup.database);
+    });
+
+    it('SIGTERM during a burst: every accepted request is answered 2xx, viewers are told to reconnect, the process exits 0', async () => {
+      server = await ServerProcess.start(setup.env);
+      const C = await insertCustomer(setup.env, "Shutdown");
+      const goods = `${server.base}/v1/goods/${C.accessKey}`;
+
+      const viewerDisconnect = new Promise<string>((resolve) => {
+        const socket = io(`${(server as ServerProcess).base}/live`, { transports: ['websocket'], auth: { accessKey: C.accessKey, campaignKey: 'none' }, reconnection: false });
+        socket.on('connect_error', () => resolve('refused'));
+        socket.on('disconnect', (reason) => resolve(reason));
+      });
+      await viewerDisconnect.then(() => undefined); // unknown campaign: refused; real viewers below
+
+      const created = await fetch(`${server.base}/v1/console/${C.accessKey}/campaigns`, {
+        method: 'POST',
+        headers: { authorization: C.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'Closing time' }),
+      });
+      expect(created.status).toBe(200);
+      const { campaignKey } = (await created.json()) as { campaignKey: string };
+      const viewer = io(`${server.base}/live`, { transports: ['websocket'], auth: { accessKey: C.accessKey, campaignKey }, reconnection: false });
+      const snapshot = new Promise<void>((resolve) => viewer.once('campaign.snapshot', () => resolve()));
+      const reason = new Promise<string>((resolve) => viewer.once('disconnect', (r) => resolve(r)));
+      await snapshot;
+
+      const batch = (b: number) =>
+        Array.from({ length: 2000 }, (_, i) => ({ name: `Burst ${b}-${i}`, sku: `SD-${b}-${i}`, url: `https://shop.example.com/sd/${b}/${i}` }));
+      const calls: Call[] = [];
+      for (let b = 0; b < 4; b += 1) calls.push(call(`${goods}/sync`, C.auth, JSON.stringify(batch(b))));
+      for (let i = 0; i < 30; i += 1) calls.push(call(`${goods}?count=5`, C.auth));
+      // Every request is on the wire (connected, fully sent) before the signal: each is an accepted request.
+      await Promise.all(calls.map((c) => c.sent));
+      server.signal('SIGTERM');
+
+      const outcomes = await Promise.all(calls.map((c) => c.answer));
+      if (outcomes.some((o) => o.status !== 200)) {
+        await server.stopped();
+        console.log(server.output.split('\n').filter((l) => !/RouterExplorer|RoutesResolver|InstanceLoader/.test(l)).join('\n').slice(-5000), server.exit);
+      }
+      expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+      for (const o of outcomes.slice(0, 4)) expect((JSON.parse(o.body) as { createCount: number }).createCount).toBe(2000);
+      expect(await reason).toBe('transport close');
+      viewer.close();
+      expect(await server.stopped()).toEqual({ code: 0, signal: null });
+      for (const step of ['SIGTERM received', 'told 1 viewer connection(s) to reconnect', 'all requests finished', 'closing the live channel, Redis and the database', 'shutdown complete']) {
+        expect(server.output).toContain(step);
+      }
+      expect(server.output).not.toMatch(/Can't add new command|ERROR \[Errors\]/);
+
+      // Everything the answers said was written is there.
+      server = await ServerProcess.start(setup.env);
+      const list = await fetch(`${goods.replace(/^http:\/\/[^/]+/, server.base)}?count=1`, { headers: { authorization: C.auth } });
+      expect(((await list.json()) as { totalCount: number }).totalCount).toBe(8000);
+      server.signal('SIGTERM');
+      expect(await server.stopped()).toEqual({ code: 0, signal: null });
+    });
+  });
+}
+
+describe('readiness while draining [sqlite]', () => {
+  it('is 503 from the moment shutdown starts, while an accepted request still completes', async () => {
+    const t = await createTestApp('sqlite', `${__filename}.ready`);
+    const C = await t.createCustomer('Draining');
+    await listenOn(t.app);
+    const health = t.app.get(HealthService);
+    expect((await health.readiness()).status).toBe('ok');
+    const elements = Array.from({ length: 3000 }, (_, i) => ({ name: `D ${i}`, sku: `D-${i}`, url: `https://shop.example.com/d/${i}` }));
+    const sync = t.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(elements).then((res) => res.status);
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = t.app.get(Lifecycle).shutdown(t.app, 'TEST');
+    expect(await health.readiness()).toEqual({ status: 'error', checks: { node: 'down' } });
+    expect(await sync).toBe(200);
+    await closing;
+    rmSync(t.config.dataDir, { recursive: true, force: true });
+  });
+});
