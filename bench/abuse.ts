@@ -40,7 +40,7 @@ function probe(base: string): Probe {
     }
   };
   void loop();
-  return { samples, get failures() { return failures; }, stop: () => (stopped = true) } as Probe;
+  return { samples, get failures() { return failures; }, stop: () => (stopped = true) };
 }
 
 interface Outcome {

@@ -67,7 +67,8 @@ class Balancer {
   }
 }
 
-type Outcome = '2xx' | '429' | '503' | 'lost with a killed node' | string;
+/** '2xx', '429', '503', 'lost with a killed node', or what else happened, in words. */
+type Outcome = string;
 
 class Tally {
   readonly counts = new Map<Outcome, number>();

@@ -33,7 +33,7 @@ function adminWith(settings: Record<string, string>, dataDir: string, ...args: s
       ['-r', 'ts-node/register/transpile-only', 'src/cli/admin.ts', ...args],
       { cwd: ROOT, env, timeout: 60_000 },
       (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return fail(err);
+        if (err && typeof err.code !== 'number') return fail(new Error(`the admin CLI did not run: ${err.message}`));
         done({ code: err ? (err.code as number) : 0, stdout, stderr });
       },
     );

@@ -48,7 +48,7 @@ export class AuthGuard extends PassportAuthGuard() implements OnModuleInit {
 
   /** Passport's outcome in the service's words; the tenant goes where @CurrentTenant() reads it. */
   override handleRequest<T = Tenant>(err: unknown, user: unknown, info: unknown, context: ExecutionContext): T {
-    if (err && !(err instanceof TokenRejected)) throw err;
+    if (err && !(err instanceof TokenRejected)) throw err instanceof Error ? err : new Error('authentication failed');
     if (!user) throw ApiException.unauthorized(refusalOf(err ?? info));
     context.switchToHttp().getRequest<AuthenticatedRequest>().tenant = user as Tenant;
     return user as T;

@@ -130,7 +130,7 @@ function verifyUncached(token: string, keys: SigningKeys, accessKey: string, max
   }
   if (payload.accessKey !== accessKey) throw new TokenRejected('Invalid token');
   const claims: VerifiedClaims = {
-    accessKey: payload.accessKey,
+    accessKey,
     exp: payload.exp,
     iat: typeof payload.iat === 'number' ? payload.iat : undefined,
     name: claimText(payload.name),

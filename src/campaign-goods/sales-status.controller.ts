@@ -42,7 +42,7 @@ const SALES_STATUS_DOCS = [
 
 function SalesStatusDocs(): MethodDecorator {
   return (target, key, descriptor) => {
-    for (const d of SALES_STATUS_DOCS) (d as MethodDecorator)(target, key, descriptor);
+    for (const d of SALES_STATUS_DOCS) (d)(target, key, descriptor);
   };
 }
 

@@ -55,7 +55,7 @@ export class CampaignEventLog {
     if (!rows.length || rows[0].seq !== sinceSeq + 1 || rows[rows.length - 1].seq !== lastSeq) return null;
     let bytes = 0;
     for (const r of rows) if ((bytes += r.payload.length) > maxBytes) return null;
-    return rows.map((r) => ({ campaignId, seq: r.seq, type: r.type as LiveEvent['type'], payload: JSON.parse(r.payload) }));
+    return rows.map((r) => ({ campaignId, seq: r.seq, type: r.type, payload: JSON.parse(r.payload) as unknown }) as LiveEvent);
   }
 
   /** The current seq of each campaign (the last event recorded); campaigns that are gone are absent. */

@@ -75,14 +75,16 @@ export function joinOptionValues(argv: string[]): string[] {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const parsed = parseArgs({
     args: joinOptionValues(argv),
     allowPositionals: true,
     options: {
       ...Object.fromEntries(STRING_OPTIONS.map((o) => [o, { type: 'string' as const }])),
       help: { type: 'boolean', short: 'h' },
     },
-  }) as { values: Partial<Record<(typeof STRING_OPTIONS)[number], string>> & { help?: boolean }; positionals: string[] };
+  });
+  const values = parsed.values as Partial<Record<(typeof STRING_OPTIONS)[number], string>> & { help?: boolean };
+  const positionals = parsed.positionals;
   const command = positionals.join(' ');
   if (values.help || !command) {
     process.stdout.write(USAGE);

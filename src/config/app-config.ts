@@ -159,7 +159,7 @@ export class AppConfig {
 
   /** Reads `.env` (without overriding real environment variables), then validates. */
   static load(): AppConfig {
-    loadDotenv({ quiet: true } as Parameters<typeof loadDotenv>[0]);
+    loadDotenv({ quiet: true });
     return AppConfig.fromEnv(process.env);
   }
 }

@@ -19,7 +19,7 @@ describe('.env.example', () => {
   });
 
   it.each(Object.keys(defaults))('gives the default of %s', (name) => {
-    expect(listed.get(name)).toBe(defaults[name] === undefined ? '' : String(defaults[name]));
+    expect(listed.get(name)).toBe(defaults[name] === undefined ? '' : String(defaults[name] as string | number | boolean));
   });
 
   it('lists nothing the service does not read', () => {

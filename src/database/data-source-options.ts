@@ -99,14 +99,14 @@ export async function runMigrations(dataSource: DataSource): Promise<void> {
   }
   const runner = dataSource.createQueryRunner();
   try {
-    const [{ charset }] = await runner.query('SELECT @@character_set_database AS charset');
+    const [{ charset }] = (await runner.query('SELECT @@character_set_database AS charset')) as Array<{ charset: string }>;
     if (!String(charset).startsWith('utf8mb4')) {
       throw new Error(
         `database "${String(dataSource.options.database)}" uses character set ${String(charset)}; ` +
           'create it with CHARACTER SET utf8mb4 (the default of MySQL 8 and MariaDB 10.6+)',
       );
     }
-    const [{ locked }] = await runner.query("SELECT GET_LOCK('livegoods_migrations', 120) AS locked");
+    const [{ locked }] = (await runner.query("SELECT GET_LOCK('livegoods_migrations', 120) AS locked")) as Array<{ locked: number | string | null }>;
     if (Number(locked) !== 1) throw new Error('could not get the migration lock within 120 s');
     try {
       await dataSource.runMigrations({ transaction: 'each' });

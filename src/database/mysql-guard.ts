@@ -111,7 +111,7 @@ export class MysqlGuard {
           if (timedOut) conn.release(); // came too late: back to the pool for the next one
           else resolve(conn);
         },
-        (err: unknown) => {
+        (err: Error) => {
           clearTimeout(timer);
           reject(err);
         },
@@ -151,7 +151,7 @@ export class MysqlGuard {
 
   private query(conn: PooledConnection, sql: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      conn.query({ sql, timeout: this.config.queryTimeoutMs }, [], (err: unknown) => (err ? reject(err) : resolve()));
+      conn.query({ sql, timeout: this.config.queryTimeoutMs }, [], (err: unknown) => (err ? reject(err instanceof Error ? err : new Error('query failed')) : resolve()));
     });
   }
 

@@ -333,7 +333,7 @@ describe('parseGoodsSheet: .xlsx', () => {
       ['no header in row 1', [[], ['sku'], ['A']], /Row 1 must be the header/],
       ['an empty sheet', [], /empty/],
     ])('%s is a bad layout', async (_, rows, message) => {
-      const err = await refusal(parse(await xlsx(rows as ExcelJS.CellValue[][])));
+      const err = await refusal(parse(await xlsx(rows)));
       expect(err.refusal).toBe(SheetRefusal.BadLayout);
       expect(err.message).toMatch(message);
     });

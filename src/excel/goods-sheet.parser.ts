@@ -184,7 +184,7 @@ class GoodsSheetBuilder {
     const row: GoodsSheetRow = { row: raw.row, values };
     this.rows.push(row);
     for (const { index, field } of this.mapped) {
-      if (columnOf(field).kind === 'url' && typeof values[field] === 'string' && !isHttpUrlText(values[field] as string)) {
+      if (columnOf(field).kind === 'url' && typeof values[field] === 'string' && !isHttpUrlText(values[field])) {
         this.linkCandidates.push({ row, field, index });
       }
     }

@@ -128,7 +128,7 @@ export class XlsxArchive {
    * The minimal zip exceljs reads: shared strings, styles and the sheet's rels before the sheet itself.
    * `pace` is awaited before each chunk (the caller's deadline and event-loop breathing).
    */
-  stream(pace: () => Promise<void> = async () => undefined): Readable {
+  stream(pace: () => Promise<void> = () => Promise.resolve()): Readable {
     const stream = Readable.from(this.generate(pace), { objectMode: false, highWaterMark: 64 * 1024 });
     stream.on('error', (err) => this.fail(err));
     return stream;

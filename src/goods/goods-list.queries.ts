@@ -137,7 +137,7 @@ export async function mediaOfPage(em: EntityManager, goodsIds: number[]): Promis
         size: Number(r.size),
         width: Number(r.width),
         height: Number(r.height),
-        thumbnails: JSON.parse(r.thumbnails),
+        thumbnails: JSON.parse(r.thumbnails) as Media['thumbnails'],
         createdAt: utcDate(r.createdAt),
         updatedAt: utcDate(r.updatedAt),
       }),

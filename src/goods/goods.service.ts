@@ -104,7 +104,7 @@ export class GoodsService {
   }
 
   updateById(tenant: Tenant, body: UpdateGoodsByIdDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'id', id: body.id as number }, body, options);
+    return this.update(tenant, { by: 'id', id: body.id }, body, options);
   }
 
   updateBySku(tenant: Tenant, body: UpdateGoodsBySkuDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {

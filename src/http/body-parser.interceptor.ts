@@ -89,7 +89,7 @@ export class BodyParserInterceptor implements NestInterceptor {
 
   private run(parser: RequestHandler, req: Request, res: Response, limit: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      void parser(req, res, (err?: unknown) => (err ? reject(refusalOf(err as HttpError, limit)) : resolve()));
+      void parser(req, res, (err?: unknown) => (err ? reject(refusalOf(err, limit)) : resolve()));
     });
   }
 }

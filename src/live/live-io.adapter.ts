@@ -28,13 +28,13 @@ export class LiveIoAdapter extends IoAdapter {
   }
 
   override createIOServer(port: number, options?: ServerOptions): Server {
-    const server: Server = super.createIOServer(port, {
+    const server = super.createIOServer(port, {
       ...options,
       maxHttpBufferSize: 64 * 1024,
       pingInterval: 25_000,
       pingTimeout: 20_000,
       perMessageDeflate: false,
-    } as ServerOptions);
+    }) as Server;
     if (this.redis.url) {
       const pub = RedisConnection.neverRejectingPublish(RedisConnection.open(this.redis.url, this.logger), (err) => this.publishFailed(err));
       const sub = RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true });

@@ -45,7 +45,7 @@ export class LiveNotifier implements OnModuleDestroy {
   private readonly feeds = new Map<number, RoomFeed>();
   private sweepTimer: NodeJS.Timeout | null = null;
   /** Sends a fresh snapshot to every viewer of a campaign on this node (set by the gateway). */
-  private refreshRoom: (campaignId: number) => Promise<void> = async () => undefined;
+  private refreshRoom: (campaignId: number) => Promise<void> = () => Promise.resolve();
 
   constructor(
     private readonly config: AppConfig,
@@ -161,7 +161,7 @@ export class LiveNotifier implements OnModuleDestroy {
 
   private write(id: number, feed: RoomFeed, event: LiveEvent): void {
     feed.last = Math.max(feed.last, event.seq);
-    this.fanout?.toRoom(roomOf(id), event.type, event.payload as LiveEventMap[typeof event.type]);
+    this.fanout?.toRoom(roomOf(id), event.type, event.payload);
   }
 
   private scheduleFill(id: number, feed: RoomFeed, delayMs: number): void {

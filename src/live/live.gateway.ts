@@ -166,7 +166,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
         await this.sendSnapshot(socket);
         return;
       }
-      for (const event of missed) if (!this.notifier.sendTo(socket, event.type, event.payload as LiveEventMap[typeof event.type])) break;
+      for (const event of missed) if (!this.notifier.sendTo(socket, event.type, event.payload)) break;
     } catch (err) {
       this.logger.warn(`resync for campaign ${campaignId} failed: ${err instanceof Error ? err.message : String(err)}`);
     } finally {

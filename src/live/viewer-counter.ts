@@ -81,7 +81,7 @@ export class ViewerCounter implements OnModuleDestroy {
       this.remote = { until: now + REMOTE_CACHE_MS, counts: remote };
       for (const id of campaignIds) out.set(id, (this.local.get(id) ?? 0) + (remote.get(id) ?? 0));
     } catch (err) {
-      this.logger.warn(`viewer counts from Redis failed, counting this node only: ${err instanceof Error ? err.message : err}`);
+      this.logger.warn(`viewer counts from Redis failed, counting this node only: ${err instanceof Error ? err.message : String(err)}`);
       for (const id of campaignIds) out.set(id, this.local.get(id) ?? 0);
     }
     return out;
@@ -111,7 +111,7 @@ export class ViewerCounter implements OnModuleDestroy {
       multi.zremrangebyscore(this.nodes, '-inf', now);
       await multi.exec();
     } catch (err) {
-      this.logger.warn(`publishing viewer counts failed: ${err instanceof Error ? err.message : err}`);
+      this.logger.warn(`publishing viewer counts failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 

@@ -17,8 +17,8 @@ export const CUSTOMER_THROTTLER = 'customer';
 abstract class OneThrottlerGuard extends ThrottlerGuard {
   protected abstract readonly throttlerName: string;
 
-  protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
-    return context.getType() !== 'http' || !(this.options as { enabled?: boolean }).enabled;
+  protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
+    return Promise.resolve(context.getType() !== 'http' || !(this.options as { enabled?: boolean }).enabled);
   }
 
   protected override async handleRequest(request: ThrottlerRequest): Promise<boolean> {
@@ -26,8 +26,8 @@ abstract class OneThrottlerGuard extends ThrottlerGuard {
     return super.handleRequest(request);
   }
 
-  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
-    throw ApiException.rateLimited(this.refusal(detail), detail.timeToBlockExpire);
+  protected override throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    return Promise.reject(ApiException.rateLimited(this.refusal(detail), detail.timeToBlockExpire));
   }
 
   protected abstract refusal(detail: ThrottlerLimitDetail): string;
@@ -38,8 +38,8 @@ abstract class OneThrottlerGuard extends ThrottlerGuard {
 export class IpRateLimitGuard extends OneThrottlerGuard {
   protected readonly throttlerName = IP_THROTTLER;
 
-  protected override async getTracker(req: Record<string, unknown>): Promise<string> {
-    return clientIp(req as unknown as Request);
+  protected override getTracker(req: Record<string, unknown>): Promise<string> {
+    return Promise.resolve(clientIp(req as unknown as Request));
   }
 
   protected refusal(detail: ThrottlerLimitDetail): string {
@@ -57,8 +57,8 @@ export class CustomerRateLimitGuard extends OneThrottlerGuard {
     return !context.switchToHttp().getRequest<TenantRequest>().tenant;
   }
 
-  protected override async getTracker(req: Record<string, unknown>): Promise<string> {
-    return String((req as TenantRequest).tenant?.id);
+  protected override getTracker(req: Record<string, unknown>): Promise<string> {
+    return Promise.resolve(String((req as TenantRequest).tenant?.id));
   }
 
   protected refusal(detail: ThrottlerLimitDetail): string {

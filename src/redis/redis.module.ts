@@ -57,7 +57,7 @@ export class RedisConnection implements OnModuleDestroy {
    * adapter does) would otherwise leave a rejected promise behind each time Redis is unreachable.
    */
   static neverRejectingPublish(client: Redis, onError: (err: Error) => void): Redis {
-    const publish = client.publish.bind(client) as (channel: string | Buffer, message: string | Buffer) => Promise<number>;
+    const publish: (channel: string | Buffer, message: string | Buffer) => Promise<number> = client.publish.bind(client);
     const safe = (channel: string | Buffer, message: string | Buffer): Promise<number> =>
       publish(channel, message).catch((err: Error) => {
         onError(err);

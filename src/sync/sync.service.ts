@@ -23,7 +23,7 @@ export class SyncService {
     if (body.length > max) throw ApiException.tooLarge(`A sync call takes at most ${max} elements (got ${body.length})`);
     return this.writer.apply(
       tenant,
-      body.map((data, index) => ({ row: index + 1, data })),
+      (body as unknown[]).map((data, index) => ({ row: index + 1, data })),
       options,
     );
   }

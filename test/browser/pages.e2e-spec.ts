@@ -402,7 +402,7 @@ if (chromiumMissing && !required) {
       expect(await viewer.locator('#campaign-status').getAttribute('data-status')).toBe('READY');
       expect(await viewer.locator('#connection').textContent()).toBe('Live');
       // The Content-Security-Policy lets the WebSocket through (no fallback to long-polling needed).
-      expect(await viewer.evaluate(() => (window as unknown as LiveWindow).livegoods.live.socket.io.engine.transport.name)).toBe('websocket');
+      expect(await viewer.evaluate(() => (window as LiveWindow).livegoods.live.socket.io.engine.transport.name)).toBe('websocket');
       expect(await viewerNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
 
       const won = (n: number) => new Intl.NumberFormat(VIEWER_LOCALE, { style: 'currency', currency: 'KRW' }).format(n);
@@ -484,19 +484,19 @@ if (chromiumMissing && !required) {
     it('a missed event opens a gap: the viewer page resyncs and applies the missed events once, in order', async () => {
       // Drop the next chat.message on the page's socket, as a lost packet would.
       await viewer.evaluate(() => {
-        const socket = (window as unknown as LiveWindow).livegoods.live.socket;
+        const socket = (window as LiveWindow).livegoods.live.socket;
         const [listener] = socket.listeners('chat.message');
         socket.off('chat.message');
         socket.once('chat.message', () => socket.on('chat.message', listener));
       });
-      const resyncs = await viewer.evaluate(() => (window as unknown as LiveWindow).livegoods.live.stats.resyncs);
+      const resyncs = await viewer.evaluate(() => (window as LiveWindow).livegoods.live.stats.resyncs);
       const chat = (message: string) => api(`/v1/console/${accessKey}/campaigns/${campaignKey}/chat`, { method: 'POST', body: { message } });
       expect((await chat('First line (lost on the way)')).status).toBe(200);
       expect((await chat('Second line')).status).toBe(200);
       await viewer.waitForFunction(() => /Second line/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 3000 });
       const lines = await viewer.locator('#chat li .text').allTextContents();
       expect(lines.slice(-2)).toEqual(['First line (lost on the way)', 'Second line']);
-      expect(await viewer.evaluate(() => (window as unknown as LiveWindow).livegoods.live.stats.resyncs)).toBe(resyncs + 1);
+      expect(await viewer.evaluate(() => (window as LiveWindow).livegoods.live.stats.resyncs)).toBe(resyncs + 1);
     });
 
     it('the viewer page survives a server restart and catches up', async () => {
@@ -521,7 +521,7 @@ if (chromiumMissing && !required) {
       // The un-notified shirt status arrives with the fresh snapshot.
       expect(await card('shirt').getAttribute('data-status')).toBe('ALMOST_SOLD_OUT');
       // Nothing lost, nothing twice: the page is at the server's seq, chat lines appear once.
-      const [{ lastSeq }] = (await app.get(DataSource).query('SELECT lastSeq FROM campaigns WHERE campaignKey = ?', [campaignKey])) as Array<{ lastSeq: number }>;
+      const [{ lastSeq }] = await app.get(DataSource).query<Array<{ lastSeq: number }>>('SELECT lastSeq FROM campaigns WHERE campaignKey = ?', [campaignKey]);
       await viewer.waitForFunction((seq) => document.body.dataset.seq === String(seq), Number(lastSeq));
       expect(Number(lastSeq)).toBeGreaterThan(seqBefore);
       const chat = await viewer.locator('#chat li .text').allTextContents();

@@ -34,7 +34,7 @@ export async function xlsx(rows: CellInput[][], options: XlsxOptions = {}): Prom
     const s = workbook.addWorksheet(extra.name);
     extra.rows.forEach((values) => s.addRow(values));
   }
-  return Buffer.from(await workbook.xlsx.writeBuffer({ useSharedStrings: options.sharedStrings ?? true } as ExcelJS.XlsxWriteOptions));
+  return Buffer.from(await workbook.xlsx.writeBuffer({ useSharedStrings: options.sharedStrings ?? true }));
 }
 
 /** Bytes of a zip entry: a buffer, or chunks produced lazily (for entries of a gigabyte). */

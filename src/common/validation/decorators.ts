@@ -55,7 +55,7 @@ export function BooleanField(property: string, p: Presence, options: ApiProperty
     booleanText,
     ...presence(p, property),
     IsBoolean({ message: (args: ValidationArguments) => `${property} must be true or false (also 1/0, yes/no, on/off); got ${sent(args.value)}` }),
-    docs(p, { type: Boolean, ...options } as ApiPropertyOptions),
+    docs(p, { type: Boolean, ...options }),
   );
 }
 
@@ -139,7 +139,7 @@ export function TextField(property: string, max: number, p: Presence, options: A
     MinLength(1, { message: `${property} must not be empty` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
     WellFormedText(property),
-    docs(p, { type: String, maxLength: max, ...options } as ApiPropertyOptions),
+    docs(p, { type: String, maxLength: max, ...options }),
   );
 }
 
@@ -150,7 +150,7 @@ export function LongTextField(property: string, max: number, p: Presence, option
     IsString({ message: `${property} must be a string` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
     WellFormedText(property),
-    docs(p, { type: String, maxLength: max, ...options } as ApiPropertyOptions),
+    docs(p, { type: String, maxLength: max, ...options }),
   );
 }
 
@@ -184,7 +184,7 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
     WellFormedText(property),
     isHttp,
-    docs(p, { type: String, maxLength: max, format: 'uri', ...options } as ApiPropertyOptions),
+    docs(p, { type: String, maxLength: max, format: 'uri', ...options }),
   );
 }
 
@@ -202,7 +202,7 @@ export function DecimalField(
     IsNumber({ allowNaN: false, allowInfinity: false }, { message: `${property} must be a number` }),
     Min(min, { message: `${property} must be at least ${min}` }),
     Max(max, { message: `${property} must be at most ${max}` }),
-    docs(p, { type: Number, minimum: min, maximum: max, ...options } as ApiPropertyOptions),
+    docs(p, { type: Number, minimum: min, maximum: max, ...options }),
   );
 }
 
@@ -215,7 +215,7 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
     IsInt({ message }),
     Min(1, { message }),
     Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `${property} is too large; got ${sent(args.value)}` }),
-    docs(p, { type: Number, format: 'int64', ...options } as ApiPropertyOptions),
+    docs(p, { type: Number, format: 'int64', ...options }),
   );
 }
 
@@ -226,7 +226,7 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
  */
 export function IntQuery(property: string, min: number, max: number, options: ApiPropertyOptions, { clamp = false } = {}): PropertyDecorator {
   const toInt = Transform(({ value }: { value: unknown }) => {
-    if (typeof value === 'string' && value.trim() === '') return options.default;
+    if (typeof value === 'string' && value.trim() === '') return options.default as number | undefined;
     const n = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
     return clamp && typeof n === 'number' && n > max ? max : n;
   });
@@ -272,6 +272,6 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
     Transform(toDate),
     ...presence(p, property),
     isDateInput,
-    docs(p, { type: Number, description: 'epoch ms or ISO-8601 (no offset = UTC)', ...options } as ApiPropertyOptions),
+    docs(p, { type: Number, description: 'epoch ms or ISO-8601 (no offset = UTC)', ...options }),
   );
 }
