@@ -1,0 +1,270 @@
+import type { Response } from 'supertest';
+import { eventually, Payload, Viewer } from './support/live-client';
+import { SUMMARY_KEYS, CAMPAIGN_KEYS, DAY, keys, expectError, expectOk, Body, liveHarness } from './support/live-harness';
+import { describeEngines, TestCustomer } from './support/test-app';
+
+/** Tenant isolation of campaigns and the public broadcast endpoints (no token), and their OpenAPI paths (docs/api-reference.md). */
+
+describeEngines(
+  'live campaigns: public information',
+  __filename,
+  (ctx) => {
+    const live = liveHarness(ctx);
+    const { http, con, salesStatus, createCampaign, liveCampaign, viewer } = live;
+    let base = '';
+    let A: TestCustomer;
+    let B: TestCustomer;
+    beforeAll(() => {
+      ({ base, A, B } = live);
+    });
+
+    describe('tenant isolation', () => {
+      it("A's token never opens B's campaigns: B's path is 401, B's campaignKey under A's path is 404 -710", async () => {
+        const b = await liveCampaign(B, 1);
+        const bViewer = await viewer(B, b.key);
+        await bViewer.next('campaign.snapshot');
+        const aOnB = con(B, A.auth());
+        expectError(await aOnB.get(b.key), 401, -102);
+        expectError(await aOnB.list(), 401, -102);
+        expectError(await aOnB.status(b.key, 'ONAIR'), 401, -102);
+        expectError(await aOnB.chat(b.key, { message: 'x' }), 401, -102);
+        expectError(await aOnB.remove(b.key), 401, -102);
+        expectError(await salesStatus(B, b.key, 'id', { goodsId: b.goods[0].id, salesStatus: 'SOLD_OUT' }, 'json', A.auth()), 401, -102);
+
+        const aOwn = con(A);
+        expectError(await aOwn.get(b.key), 404, -710);
+        expectError(await aOwn.patch(b.key, { title: 'mine' }), 404, -710);
+        expectError(await aOwn.status(b.key, 'ONAIR'), 404, -710);
+        expectError(await aOwn.goods(b.key), 404, -710);
+        expectError(await aOwn.addGoods(b.key, { goodsIds: [b.goods[0].id] }), 404, -710);
+        expectError(await aOwn.order(b.key, [b.goods[0].id]), 404, -710);
+        expectError(await aOwn.showing(b.key, b.goods[0].id, true), 404, -710);
+        expectError(await aOwn.removeGoods(b.key, b.goods[0].id), 404, -710);
+        expectError(await aOwn.chat(b.key, { message: 'x' }), 404, -710);
+        expectError(await aOwn.remove(b.key), 404, -710);
+        expectError(await salesStatus(A, b.key, 'id', { goodsId: b.goods[0].id, salesStatus: 'SOLD_OUT' }), 404, -710);
+        expect((await aOwn.list()).body.results.map((c: Payload) => c.campaignKey)).not.toContain(b.key);
+
+        await bViewer.settle(300);
+        expect(bViewer.unread).toEqual([]);
+        const still = await con(B).get(b.key);
+        expect(still.body).toMatchObject({ campaignStatus: 'READY', title: 'Friday live' });
+        expect(still.body.goods[0].salesStatus).toBe('ON_SALE');
+        expect(still.body.goods[0].currency).toBe('USD');
+      });
+    });
+
+    describe('public broadcast information (no token)', () => {
+      let P: TestCustomer;
+      const at: Record<string, Payload> = {};
+      const now = Date.now();
+      const pub = (path: string, query: Body = {}) => http().get(`/v1/campaigns/${P.accessKey}${path}`).query(query);
+      const order = (res: Response) => res.body.results.map((c: Payload) => c.title);
+
+      beforeAll(async () => {
+        P = await ctx().createCustomer('Public');
+        const make = async (title: string, scheduledAt: number | null, visible: boolean, status: 'READY' | 'ONAIR' | 'CLOSED', goods = 0) => {
+          const c = await liveCampaign(P, goods, { title, scheduledAt, collectionVisible: visible, description: `${title} description` });
+          if (status !== 'READY') expectOk(await con(P).status(c.key, 'ONAIR'));
+          if (status === 'CLOSED') expectOk(await con(P).status(c.key, 'CLOSED'));
+          at[title] = { ...c.campaign, goods: c.goods };
+        };
+        await make('closed-2d', now - 2 * DAY, true, 'CLOSED');
+        await make('late-ready-1d', now - DAY, true, 'READY');
+        await make('onair', now - 3600_000, true, 'ONAIR', 2);
+        await make('private-1d', now + DAY, false, 'READY');
+        await make('next-2d', now + 2 * DAY, true, 'READY', 1);
+        await make('later-5d', now + 5 * DAY, true, 'READY');
+      });
+
+      it('lists only collection-visible campaigns, ordered by scheduledAt, summary form, with a Cache-Control header', async () => {
+        const res = await pub('');
+        expectOk(res);
+        expect(res.headers['cache-control']).toMatch(/max-age=\d+/);
+        expect(res.body._s).toBe(0);
+        expect(res.body.totalCount).toBe(5);
+        expect(order(res)).toEqual(['closed-2d', 'late-ready-1d', 'onair', 'next-2d', 'later-5d']);
+        for (const c of res.body.results) {
+          expect(keys(c)).toEqual(CAMPAIGN_KEYS);
+          expect(c.collectionVisible).toBe(true);
+        }
+        const nobody = await http().get('/v1/campaigns/NoSuchAccessKey000000');
+        expectOk(nobody);
+        expect(nobody.body).toEqual({ results: [], totalCount: 0, _s: 0 });
+      });
+
+      it('filters by status (comma list) and by scheduledAt from/to, in epoch ms or ISO-8601', async () => {
+        expect(order(await pub('', { status: 'READY,ONAIR' }))).toEqual(['late-ready-1d', 'onair', 'next-2d', 'later-5d']);
+        expect(order(await pub('', { status: 'CLOSED' }))).toEqual(['closed-2d']);
+        expect(order(await pub('', { status: 'onair' }))).toEqual(['onair']);
+        expectError(await pub('', { status: 'READY,LIVE' }), 400, -510);
+        const from = now - 1.5 * DAY;
+        const to = now + 3 * DAY;
+        expect(order(await pub('', { from, to }))).toEqual(['late-ready-1d', 'onair', 'next-2d']);
+        expect(order(await pub('', { from: new Date(from).toISOString(), to: new Date(to).toISOString() }))).toEqual(['late-ready-1d', 'onair', 'next-2d']);
+        expect(order(await pub('', { from: now }))).toEqual(['next-2d', 'later-5d']);
+        expect(order(await pub('', { to: new Date(now).toISOString() }))).toEqual(['closed-2d', 'late-ready-1d', 'onair']);
+        const counted = await pub('', { from, to, status: 'READY' });
+        expect(order(counted)).toEqual(['late-ready-1d', 'next-2d']);
+        expect(counted.body.totalCount).toBe(2);
+        expectError(await pub('', { from: 'yesterday' }), 400, -510);
+      });
+
+      it('pages with page/count (count above 100 is served as 100)', async () => {
+        const res = await pub('', { page: 2, count: 2 });
+        expectOk(res);
+        expect(order(res)).toEqual(['onair', 'next-2d']);
+        expect(res.body.totalCount).toBe(5);
+        expect(order(await pub('', { page: 3, count: 2 }))).toEqual(['later-5d']);
+        expectOk(await pub('', { count: 100 }));
+        expectOk(await pub('', { count: 101 }));
+        expectError(await pub('', { count: 0 }), 400, -510);
+        expectError(await pub('', { page: 0 }), 400, -510);
+      });
+
+      it('detail=true adds description and the goods with their statuses', async () => {
+        const res = await pub('', { detail: true, status: 'ONAIR' });
+        expectOk(res);
+        const [c] = res.body.results;
+        expect(keys(c)).toEqual([...CAMPAIGN_KEYS, 'description', 'goods'].sort());
+        expect(c.description).toBe('onair description');
+        expect(c.goods.map((g: Payload) => [g.goodsId, g.salesStatus])).toEqual(at.onair.goods.map((g: Payload) => [String(g.id), 'ON_SALE']));
+        for (const g of c.goods) expect(keys(g)).toEqual(SUMMARY_KEYS);
+      });
+
+      it('one campaign: detail form, also for a private known key; an unknown key is 200 NOT_EXIST', async () => {
+        const res = await pub(`/${at['private-1d'].campaignKey}`);
+        expectOk(res);
+        expect(res.headers['cache-control']).toMatch(/max-age=\d+/);
+        expect(keys(res.body)).toEqual([...CAMPAIGN_KEYS, 'description', 'goods'].sort());
+        expect(res.body).toMatchObject({ title: 'private-1d', collectionVisible: false, description: 'private-1d description', goods: [] });
+        const unknown = await pub('/NoSuchCampaign1');
+        expectOk(unknown);
+        expect(unknown.body).toEqual({ campaignKey: 'NoSuchCampaign1', campaignStatus: 'NOT_EXIST' });
+        const otherTenant = await http().get(`/v1/campaigns/${A.accessKey}/${at['next-2d'].campaignKey}`);
+        expect(otherTenant.body).toEqual({ campaignKey: at['next-2d'].campaignKey, campaignStatus: 'NOT_EXIST' });
+      });
+
+      it('upcoming: the ONAIR one when includeOnAir (default), else the soonest READY after now; collection-visible only', async () => {
+        const onair = await pub('/upcoming');
+        expectOk(onair);
+        expect(onair.headers['cache-control']).toMatch(/max-age=\d+/);
+        expect(onair.body).toMatchObject({ title: 'onair', campaignStatus: 'ONAIR', description: 'onair description' });
+        expect(onair.body.goods).toHaveLength(2);
+        expect((await pub('/upcoming', { includeOnAir: true })).body.title).toBe('onair');
+        expect((await pub('/upcoming', { includeOnAir: false })).body.title).toBe('next-2d');
+        expectError(await pub('/upcoming', { includeOnAir: 'sometimes' }), 400, -510);
+
+        // No parameter exposes a private campaign on this unauthenticated endpoint: the former
+        // includePrivate is an unknown parameter now, ignored (the answer is the one without it).
+        expect((await pub('/upcoming', { includeOnAir: false, includePrivate: true })).body.title).toBe('next-2d');
+        expect((await pub('/upcoming', { includePrivate: true })).body.title).toBe('onair');
+        expect((await pub('/upcoming', { includeOnAir: false, includePrivate: 'yes please' })).body.title).toBe('next-2d');
+
+        // A private ONAIR campaign is never the answer; none visible at all → NOT_EXIST.
+        const Q = await ctx().createCustomer('Quiet');
+        const q = await createCampaign(Q, { title: 'secret live', collectionVisible: false });
+        expectOk(await con(Q).status(q.campaignKey, 'ONAIR'));
+        await createCampaign(Q, { title: 'secret next', collectionVisible: false, scheduledAt: Date.now() + DAY });
+        for (const query of [{}, { includePrivate: true }, { includePrivate: 1 }, { includeOnAir: false, includePrivate: true }]) {
+          const none = await http().get(`/v1/campaigns/${Q.accessKey}/upcoming`).query(query);
+          expectOk(none);
+          expect(none.body).toEqual({ campaignStatus: 'NOT_EXIST' });
+        }
+        for (const query of [{}, { includePrivate: true }, { detail: true, includePrivate: true }]) {
+          const listed = await http().get(`/v1/campaigns/${Q.accessKey}`).query(query);
+          expectOk(listed);
+          expect(listed.body).toEqual({ results: [], totalCount: 0, _s: 0 });
+        }
+        // The key itself still opens the private campaign (known keys answer even when private).
+        expect((await http().get(`/v1/campaigns/${Q.accessKey}/${q.campaignKey}`)).body.title).toBe('secret live');
+        const nobody = await http().get('/v1/campaigns/NoSuchAccessKey000000/upcoming');
+        expect(nobody.body.campaignStatus).toBe('NOT_EXIST');
+      });
+
+      it('upcoming after the running one closes: the soonest READY scheduled after now', async () => {
+        const R = await ctx().createCustomer('Rotation');
+        const live = await createCampaign(R, { title: 'live', collectionVisible: true, scheduledAt: now - 1000 });
+        await createCampaign(R, { title: 'past-ready', collectionVisible: true, scheduledAt: now - DAY });
+        await createCampaign(R, { title: 'soon', collectionVisible: true, scheduledAt: now + 3600_000 });
+        await createCampaign(R, { title: 'later', collectionVisible: true, scheduledAt: now + 7200_000 });
+        expectOk(await con(R).status(live.campaignKey, 'ONAIR'));
+        const up = () => http().get(`/v1/campaigns/${R.accessKey}/upcoming`);
+        expect((await up()).body.title).toBe('live');
+        expectOk(await con(R).status(live.campaignKey, 'CLOSED'));
+        expect((await up()).body.title).toBe('soon');
+      });
+
+      it('userCount is the number of viewers connected right now', async () => {
+        const key = at['next-2d'].campaignKey;
+        const count = async () => (await pub(`/${key}`)).body.userCount as number;
+        expect(await count()).toBe(0);
+        const viewers = [await viewer(P, key), await viewer(P, key), await viewer(P, key)];
+        expect(await eventually(count, (n) => n === 3)).toBe(3);
+        const listed = (await pub('', { status: 'READY', from: now })).body.results.find((c: Payload) => c.campaignKey === key);
+        expect(listed.userCount).toBe(3);
+        expect((await con(P).get(key)).body.userCount).toBe(3);
+        viewers[0].close();
+        expect(await eventually(count, (n) => n === 2)).toBe(2);
+        viewers[1].close();
+        viewers[2].close();
+        expect(await eventually(count, (n) => n === 0)).toBe(0);
+      });
+
+      it("an operator's console connection (auth.role 'operator' with the customer's token) gets the events but is not a viewer in userCount", async () => {
+        const key = at['later-5d'].campaignKey;
+        const count = async () => (await pub(`/${key}`)).body.userCount as number;
+        const operator = await Viewer.connect(base, { accessKey: P.accessKey, campaignKey: key, role: 'operator', token: P.token() });
+        const snap = await operator.next('campaign.snapshot');
+        const audience = await viewer(P, key);
+        expect(await eventually(count, (n) => n === 1)).toBe(1);
+        expectOk(await con(P).chat(key, { message: 'to everyone' }));
+        expect(await operator.next('chat.message')).toMatchObject({ seq: snap.seq + 1, message: 'to everyone' });
+        operator.close();
+        audience.close();
+        expect(await eventually(count, (n) => n === 0)).toBe(0);
+      });
+
+      it("claiming role 'operator' without the customer's valid token is refused (viewer counts cannot be faked)", async () => {
+        const key = at['later-5d'].campaignKey;
+        const other = await ctx().createCustomer('Someone else');
+        const auth = { accessKey: P.accessKey, campaignKey: key, role: 'operator' };
+        expect(await Viewer.refused(base, auth)).toMatch(/token/);
+        expect(await Viewer.refused(base, { ...auth, token: 'not-a-jwt' })).toMatch(/operator/);
+        expect(await Viewer.refused(base, { ...auth, token: other.token() })).toMatch(/operator/);
+        expect(await Viewer.refused(base, { ...auth, token: P.token({}, { expiresIn: -3600 }) })).toMatch(/operator/);
+      });
+    });
+
+    describe('OpenAPI', () => {
+      it('documents the console, sales-status and public endpoints', async () => {
+        const res = await http().get('/docs-json');
+        expectOk(res);
+        const paths = Object.keys(res.body.paths);
+        for (const p of [
+          '/v1/console/{accessKey}/campaigns',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}/status',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}/goods',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}/goods/order',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}/goods/{goodsId}/showing',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}/goods/{goodsId}',
+          '/v1/console/{accessKey}/campaigns/{campaignKey}/chat',
+          '/v1/goods/{accessKey}/campaign/{campaignKey}/salesStatus/id',
+          '/v1/goods/{accessKey}/campaign/{campaignKey}/salesStatus/url',
+          '/v1/goods/{accessKey}/campaign/{campaignKey}/salesStatus/sku',
+          '/v1/campaigns/{accessKey}',
+          '/v1/campaigns/{accessKey}/upcoming',
+          '/v1/campaigns/{accessKey}/{campaignKey}',
+        ]) {
+          expect(paths).toContain(p);
+        }
+        expect(res.body.components.schemas.CampaignGoodsResponse).toBeDefined();
+        const upcomingParams = res.body.paths['/v1/campaigns/{accessKey}/upcoming'].get.parameters.map((p: { name: string }) => p.name);
+        expect(upcomingParams).toContain('includeOnAir');
+        expect(upcomingParams).not.toContain('includePrivate');
+      });
+    });
+  },
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true' },
+);
