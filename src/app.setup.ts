@@ -1,9 +1,7 @@
 import { INestApplication, ValidationPipe } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
-import { BodyParserInterceptor } from './http/body-parser.interceptor';
 import { validationException } from './common/errors/validation';
 import { requestIdMiddleware } from './http/request-id.middleware';
 import { AppConfig } from './config/app-config';
@@ -23,8 +21,6 @@ export function configureApp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
   if (config.server.trustProxy) app.set('trust proxy', true);
   app.useGlobalFilters(new ApiExceptionFilter());
-  // Bodies are read per route, after routing and authentication (see BodyParserInterceptor).
-  app.useGlobalInterceptors(new BodyParserInterceptor(app.get(Reflector), config));
   app.useGlobalPipes(
     new ValidationPipe({
       transform: true,

@@ -34,11 +34,17 @@ export class AuthGuard extends PassportAuthGuard() implements OnModuleInit {
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
+    // A token verified before through passport (see JwtStrategy.knownTenant) is not verified again.
+    const req = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
+    const known = await this.strategy.knownTenant(req);
+    if (known) {
+      req.tenant = known;
+      return true;
+    }
     try {
       return (await super.canActivate(context)) as boolean;
     } catch (err) {
       if (err instanceof ApiException && err.code === ErrorCode.Unauthorized) {
-        const req = context.switchToHttp().getRequest<Request>();
         const verdict = await this.limiter.hit('auth-failures', clientIp(req));
         if (!verdict.allowed) throw ApiException.rateLimited(`Too many refused authentications from your address; retry after ${verdict.retryAfterSeconds} s`, verdict.retryAfterSeconds);
       }

@@ -4,11 +4,13 @@ import { CustomersModule } from '../customers/customers.module';
 import { CustomerRateLimitGuard, IpRateLimitGuard } from '../rate-limit/rate-limit.guards';
 import { PassportModule } from '@nestjs/passport';
 import { AuthGuard } from './auth.guard';
+import { BodyParserGuard } from '../http/body-parser.guard';
 import { JwtStrategy } from './jwt.strategy';
 
 /**
  * The global guards, in this order: the per-IP rate limit (before any work, even for a bad token), the
- * authentication (secure by default; opt out with @Public()), the per-customer rate limit.
+ * authentication (secure by default; opt out with @Public()), the per-customer rate limit, and last the
+ * reading of the request body (BodyParserGuard): no byte of a body is parsed for a refused request.
  */
 @Module({
   imports: [CustomersModule, PassportModule],
@@ -17,6 +19,7 @@ import { JwtStrategy } from './jwt.strategy';
     { provide: APP_GUARD, useClass: IpRateLimitGuard },
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: CustomerRateLimitGuard },
+    { provide: APP_GUARD, useClass: BodyParserGuard },
   ],
 })
 export class AuthModule {}

@@ -67,18 +67,34 @@ export function verifyCustomerToken(token: string, keys: SigningKeys | string, a
 export function verifiedToken(token: string, keys: SigningKeys | string, accessKey: string, maxTtlSeconds: number): VerifiedToken {
   const signing: SigningKeys = typeof keys === 'string' ? { secretKey: keys } : keys;
   const now = Date.now() / 1000;
-  // Clients send the same token many times; one that verified before needs only its validity checked.
-  // The entry never outlives the token's exp (+ skew) nor, for the previous key, that key's end.
-  const cacheKey = [signing.secretKey, signing.previousSecretKey ?? '', signing.previousKeyValidUntil?.getTime() ?? '', accessKey, token].join('\n');
-  const known = verifiedTokens.get(cacheKey);
-  if (known) {
-    if (known.validUntil > now && known.claims.exp - now <= maxTtlSeconds + CLOCK_SKEW_SECONDS) return known;
-    verifiedTokens.delete(cacheKey);
-  }
+  const cacheKey = verifiedCacheKey(token, signing, accessKey);
+  const known = previouslyVerified(cacheKey, maxTtlSeconds, now);
+  if (known) return known;
   const verified = verifyUncached(token, signing, accessKey, maxTtlSeconds, now);
   if (verifiedTokens.size >= 10_000) verifiedTokens.clear();
   verifiedTokens.set(cacheKey, verified);
   return verified;
+}
+
+/**
+ * The token, if it passed every rule before for these very keys and this path and is still valid;
+ * undefined otherwise (then it must be verified). Clients send the same token many times.
+ */
+export function alreadyVerified(token: string, keys: SigningKeys, accessKey: string, maxTtlSeconds: number): VerifiedToken | undefined {
+  return previouslyVerified(verifiedCacheKey(token, keys, accessKey), maxTtlSeconds, Date.now() / 1000);
+}
+
+function verifiedCacheKey(token: string, keys: SigningKeys, accessKey: string): string {
+  return [keys.secretKey, keys.previousSecretKey ?? '', keys.previousKeyValidUntil?.getTime() ?? '', accessKey, token].join('\n');
+}
+
+/** A cached verification, unless it outlived the token's exp (+ skew) or, for the previous key, that key's end. */
+function previouslyVerified(cacheKey: string, maxTtlSeconds: number, now: number): VerifiedToken | undefined {
+  const known = verifiedTokens.get(cacheKey);
+  if (!known) return undefined;
+  if (known.validUntil > now && known.claims.exp - now <= maxTtlSeconds + CLOCK_SKEW_SECONDS) return known;
+  verifiedTokens.delete(cacheKey);
+  return undefined;
 }
 
 /** The payload and the key when one of the keys signed the token; undefined when none did. */

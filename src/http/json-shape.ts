@@ -36,7 +36,7 @@ export function checkJsonShape(body: unknown, limits: JsonShapeLimits): void {
   }
 }
 
-/** Thrown by checkJsonText; `type` tells body-parser's verify hook (and BodyParserInterceptor) which refusal it is. */
+/** Thrown by checkJsonText; `type` tells body-parser's verify hook (and BodyParserGuard) which refusal it is. */
 export class JsonShapeError extends Error {
   constructor(
     readonly type: 'entity.too.deep' | 'entity.too.many.values',

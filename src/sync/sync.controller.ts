@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
-import { LargeBody } from '../http/body-parser.interceptor';
+import { LargeBody } from '../http/body-parser.guard';
 import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { SyncResponse } from './dto/sync-response.dto';

