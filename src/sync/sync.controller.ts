@@ -28,7 +28,7 @@ export class SyncController {
   })
   @ApiBody({ type: [SyncGoodsElementDto] })
   @ApiOkResponse({ type: SyncResponse })
-  @ApiErrors(400, 413)
+  @ApiErrors(400, 413, 415)
   sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown, @Query() query: RefreshMediaQuery): Promise<SyncResponse> {
     return this.syncService.sync(tenant, body, query);
   }

@@ -16,7 +16,7 @@ import {
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
-import { parseDateInput, toDate } from './dates';
+import { MAX_EPOCH_MS, parseDateInput, toDate } from './dates';
 
 /** Whether a field may be absent, and whether `null` (meaning "clear it") is allowed. */
 export interface Presence {
@@ -238,7 +238,7 @@ export function IntQuery(property: string, min: number, max: number, options: Ap
     Min(min, { message: (args: ValidationArguments) => `${property} must be at least ${min}; got ${sent(args.value)}` }),
     Max(max, { message: (args: ValidationArguments) => `${property} must be at most ${max}; got ${sent(args.value)}` }),
     ApiProperty({
-      type: Number,
+      type: 'integer',
       format: 'int32',
       minimum: min,
       ...(clamp ? {} : { maximum: max }),
@@ -268,10 +268,33 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
         },
       },
     });
+  const nullable = !!p.nullable;
   return applyDecorators(
     Transform(toDate),
     ...presence(p, property),
     isDateInput,
-    docs(p, { type: Number, description: 'epoch ms or ISO-8601 (no offset = UTC)', ...options } as ApiPropertyOptions),
+    ApiProperty({
+      required: !!p.required,
+      description: 'Epoch milliseconds (0 to 253402300799999), or an ISO-8601 date or date-time in the extended format, optionally with Z or ±hh:mm (no offset = UTC)',
+      ...options,
+      oneOf: dateInputSchemas(nullable),
+    } as ApiPropertyOptions),
   );
+}
+
+/** Numeric text, or an ISO-8601 date or date-time in the extended format (dates.ts checks the calendar). */
+export const DATE_TEXT_PATTERN =
+  '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?)\\s*$';
+
+/**
+ * The documented forms of a date input: epoch milliseconds as an integer, or text (numeric, or ISO-8601:
+ * a pattern rather than `format: date-time`, which would refuse `2026-03-01` and `2026-03-01T20:00`,
+ * both accepted); with `nullable`, also null.
+ */
+export function dateInputSchemas(nullable = false): Record<string, unknown>[] {
+  return [
+    { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1803898800000, description: 'epoch milliseconds' },
+    { type: 'string', pattern: DATE_TEXT_PATTERN, example: '2026-03-01T20:00:00+09:00', description: 'ISO-8601 date or date-time, or epoch milliseconds as text' },
+    ...(nullable ? [{ type: 'string', nullable: true, enum: [null], description: 'null clears the value' }] : []),
+  ];
 }
