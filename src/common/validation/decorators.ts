@@ -59,10 +59,12 @@ export function BooleanField(property: string, p: Presence, options: ApiProperty
   );
 }
 
+const NUMERIC_TEXT = /^\s*-?(\d+\.?\d*|\.\d+)\s*$/;
+/** The JSON null as a `oneOf` branch (OpenAPI 3.0 has no `type: 'null'`). */
+const NULL_BRANCH = { type: 'string', nullable: true, enum: [null], description: 'null clears the value' };
+
 /** Numeric text ("19.99") becomes a number; anything else is left for the validators to refuse. */
-const numericText = Transform(({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^\s*-?(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : value,
-);
+const numericText = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value));
 
 function presence({ required, nullable }: Presence, property: string): PropertyDecorator[] {
   if (required) return [IsDefined({ message: `${property} is required` })];
@@ -71,7 +73,9 @@ function presence({ required, nullable }: Presence, property: string): PropertyD
 }
 
 function docs(p: Presence, options: ApiPropertyOptions): PropertyDecorator {
-  return ApiProperty({ ...options, required: !!p.required, nullable: !!p.nullable } as ApiPropertyOptions);
+  // A oneOf carries null as a branch of its own (a `nullable` beside a oneOf has no type to extend).
+  const nullable = 'oneOf' in options ? {} : { nullable: !!p.nullable };
+  return ApiProperty({ ...options, required: !!p.required, ...nullable } as ApiPropertyOptions);
 }
 
 /**
@@ -202,7 +206,15 @@ export function DecimalField(
     IsNumber({ allowNaN: false, allowInfinity: false }, { message: `${property} must be a number` }),
     Min(min, { message: `${property} must be at least ${min}` }),
     Max(max, { message: `${property} must be at most ${max}` }),
-    docs(p, { type: Number, minimum: min, maximum: max, ...options } as ApiPropertyOptions),
+    docs(p, {
+      description: `A number from ${min} to ${max}; numeric text ("19.99") is read as the number`,
+      ...options,
+      oneOf: [
+        { type: 'number', minimum: min, maximum: max },
+        { type: 'string', pattern: NUMERIC_TEXT.source, description: 'numeric text' },
+        ...(p.nullable ? [NULL_BRANCH] : []),
+      ],
+    } as ApiPropertyOptions),
   );
 }
 
@@ -215,7 +227,13 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
     IsInt({ message }),
     Min(1, { message }),
     Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `${property} is too large; got ${sent(args.value)}` }),
-    docs(p, { type: Number, format: 'int64', ...options } as ApiPropertyOptions),
+    docs(p, {
+      ...options,
+      oneOf: [
+        { type: 'integer', format: 'int64', minimum: 1 },
+        { type: 'string', pattern: '^\\s*\\d+\\s*$', description: 'the id as text' },
+      ],
+    } as ApiPropertyOptions),
   );
 }
 
@@ -295,6 +313,6 @@ export function dateInputSchemas(nullable = false): Record<string, unknown>[] {
   return [
     { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1803898800000, description: 'epoch milliseconds' },
     { type: 'string', pattern: DATE_TEXT_PATTERN, example: '2026-03-01T20:00:00+09:00', description: 'ISO-8601 date or date-time, or epoch milliseconds as text' },
-    ...(nullable ? [{ type: 'string', nullable: true, enum: [null], description: 'null clears the value' }] : []),
+    ...(nullable ? [NULL_BRANCH] : []),
   ];
 }
