@@ -6,7 +6,9 @@ import { ApiExceptionFilter } from './http/api-exception.filter';
 import { BodyParserInterceptor } from './http/body-parser.interceptor';
 import { validationException } from './common/errors/validation';
 import { requestIdMiddleware } from './http/request-id.middleware';
+import type { Request } from 'express';
 import { AppConfig } from './config/app-config';
+import { baseUrlOf } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
 
@@ -63,6 +65,7 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
         'Errors are `{"_s": <code>, "_e": "<message>"}` (plus `errors[]` for validation failures). ' +
         'The full reference is docs/api-reference.md in the repository.',
     )
+    .setOpenAPIVersion('3.0.3')
     .setVersion('1')
     .setLicense('MIT', 'https://opensource.org/licenses/MIT')
     .addServer('{origin}', 'This service: its scheme, host and port', {
@@ -81,5 +84,18 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
 
 function setupSwagger(app: INestApplication): void {
   const document = createOpenApiDocument(app);
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', customSiteTitle: 'livegoods API' });
+  const config = app.get(AppConfig);
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'docs-json',
+    customSiteTitle: 'livegoods API',
+    // The served document's server defaults to where it was fetched from (PUBLIC_BASE_URL when set), so
+    // Swagger UI's "Try it out" calls this service wherever it runs.
+    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => ({
+      ...doc,
+      servers: (doc.servers ?? []).map((server) => ({
+        ...server,
+        variables: { origin: { ...server.variables?.origin, default: baseUrlOf(req as Request, config) } },
+      })),
+    }),
+  });
 }

@@ -103,6 +103,12 @@ describeEngines(
 
     it('document hygiene: tags, summary and description on every operation; every parameter typed and described; nothing defaulted is required; one error shape', () => {
       expect(hygieneProblems(checker.doc)).toEqual([]);
+      expect(checker.doc.openapi).toBe('3.0.3');
+    });
+
+    it('the served document names the address it was fetched from as its server', async () => {
+      const docs = await ctx().http.get('/docs-json').set('Host', 'live.example.net:8443').expect(200);
+      expect(docs.body.servers).toEqual([{ url: '{origin}', description: expect.any(String), variables: { origin: { default: 'http://live.example.net:8443', description: expect.any(String) } } }]);
     });
 
     it('the checker refuses an undeclared field, a missing required field, a wrong type, an undocumented status and a tokenless 2xx of a secured route', () => {
