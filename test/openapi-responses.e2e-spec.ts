@@ -1,12 +1,15 @@
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import Database from 'better-sqlite3';
 import type { Response } from 'supertest';
 import { ImageServer, startImageServer } from './support/image-server';
 import { hygieneProblems, OpenApiChecker, SentRequest } from './support/openapi-check';
-import { describeEngines, TestApp, TestCustomer } from './support/test-app';
+import { describeEngines, mysqlServer, TestApp, TestCustomer } from './support/test-app';
 
 /**
  * The OpenAPI document tells the truth (issue 12): every operation of /docs-json is called at least once
- * with a 2xx, and the error statuses the API has are provoked; every real exchange is checked against
+ * with a 2xx, and the error statuses the API has are provoked (400 with errors[], 401, 404, 409, 413,
+ * 415, 422, 429 and 503 with Retry-After); every real exchange is checked against
  * the document the app serves (test/support/openapi-check.ts): path, method and status documented,
  * content type documented, JSON bodies valid with every object closed (`additionalProperties: false`),
  * a 2xx without a token only from a `security: []` operation, and the query and body the service
@@ -337,4 +340,43 @@ describeEngines(
     });
   },
   { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_IP: '3', RATE_LIMIT_WINDOW_MS: '60000' },
+);
+
+describeEngines(
+  'OpenAPI: unavailable answers (503 with Retry-After) agree with /docs-json',
+  `${__filename}-unavailable`,
+  (ctx) => {
+    it('503 when a write waits longer than DB_LOCK_TIMEOUT_MS for a lock held elsewhere', async () => {
+      const t = ctx();
+      const checker = new OpenApiChecker((await t.http.get('/docs-json')).body as Body);
+      const call = caller(ctx, () => checker);
+      const c = await t.createCustomer('Locked');
+      let release: () => Promise<void>;
+      if (t.engine === 'sqlite') {
+        const other = new Database(join(t.config.dataDir, 'livegoods.sqlite'));
+        other.prepare('BEGIN IMMEDIATE').run();
+        release = async () => {
+          other.prepare('COMMIT').run();
+          other.close();
+        };
+      } else {
+        const { createConnection } = await import('mysql2/promise');
+        const other = await createConnection({ ...mysqlServer, database: t.config.database.database });
+        await other.query('START TRANSACTION');
+        await other.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [c.id]);
+        release = async () => {
+          await other.query('COMMIT');
+          await other.end();
+        };
+      }
+      try {
+        const res = await call('post', `/v1/goods/${c.accessKey}`, { auth: c, json: goodsItem('locked') });
+        expect([res.status, res.body._s]).toEqual([503, -503]);
+        expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      } finally {
+        await release();
+      }
+    });
+  },
+  { DB_QUERY_TIMEOUT_MS: '1500', DB_CONNECT_TIMEOUT_MS: '1500', DB_LOCK_TIMEOUT_MS: '1000', DB_TRANSACTION_TIMEOUT_MS: '3000' },
 );
