@@ -1,10 +1,12 @@
 import { INestApplication, ValidationPipe } from '@nestjs/common';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { validationException } from './common/errors/validation';
 import { requestIdMiddleware } from './http/request-id.middleware';
+import type { Request } from 'express';
 import { AppConfig } from './config/app-config';
+import { baseUrlOf } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
 
@@ -36,20 +38,60 @@ export function configureApp(app: NestExpressApplication): void {
   setupSwagger(app);
 }
 
+/** The tags of the document, in the order Swagger UI shows them. */
+const TAGS: [string, string][] = [
+  ['Goods', 'The goods catalog: list and search, look-ups, register, updates, deletes, sync and the spreadsheet import'],
+  ['Sales status', "Set a campaign item's sales status (ON_SALE, ALMOST_SOLD_OUT, SOLD_OUT), optionally with a notice or a chat line"],
+  ['Campaigns console', 'Campaigns (broadcasts) for operator tools: create, list, change, status moves, delete, chat and notice'],
+  ['Campaign goods', 'The goods of a campaign: add, list, reorder, the item showing now, remove'],
+  ['Public campaigns', 'Public broadcast information for players; no token'],
+  ['Media', 'The hosted images and thumbnails; no token'],
+  ['Health', 'Liveness, readiness and process metrics; no token, not rate limited'],
+];
+
+/** The OpenAPI document of the app (served at /docs-json; `npm run openapi` writes it to openapi.json). */
+export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const { server } = app.get(AppConfig);
+  const builder = new DocumentBuilder()
+    .setTitle('livegoods API')
+    .setDescription(
+      'Goods catalog, campaigns and live sales status. Authenticated routes take `Authorization: Bearer <JWT>` ' +
+        'signed HS256 by the customer with its secretKey, carrying `accessKey` (equal to the path segment) and `exp` ' +
+        '(at most TOKEN_MAX_TTL, 30 days by default, ahead); operations marked `security: []` need no token. ' +
+        'Errors are `{"_s": <code>, "_e": "<message>"}` (plus `errors[]` for validation failures). ' +
+        'The full reference is docs/api-reference.md in the repository.',
+    )
+    .setOpenAPIVersion('3.0.3')
+    .setVersion('1')
+    .setLicense('MIT', 'https://opensource.org/licenses/MIT')
+    .addServer('{origin}', 'This service: its scheme, host and port', {
+      origin: {
+        default: server.publicBaseUrl || `http://localhost:${server.port}`,
+        description: 'Where the service is reached (PUBLIC_BASE_URL when set)',
+      },
+    })
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT signed by the customer (docs/authentication.md)' })
+    .addSecurityRequirements('bearer');
+  for (const [name, description] of TAGS) builder.addTag(name, description);
+  const config = builder.build();
+  config.info.contact = { name: 'livegoods maintainers (issues on the project repository)' };
+  return SwaggerModule.createDocument(app, config);
+}
+
 function setupSwagger(app: INestApplication): void {
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('livegoods API')
-      .setDescription(
-        'Goods catalog, campaigns and live sales status. Authenticated routes take `Authorization: Bearer <JWT>` ' +
-          'signed HS256 by the customer with its secretKey, carrying `accessKey` (equal to the path segment) and `exp` ' +
-          '(at most TOKEN_MAX_TTL, 30 days by default, ahead). ' +
-          'Errors are `{"_s": <code>, "_e": "<message>"}` (plus `errors[]` for validation failures).',
-      )
-      .setVersion('1')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', customSiteTitle: 'livegoods API' });
+  const document = createOpenApiDocument(app);
+  const config = app.get(AppConfig);
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'docs-json',
+    customSiteTitle: 'livegoods API',
+    // The served document's server defaults to where it was fetched from (PUBLIC_BASE_URL when set), so
+    // Swagger UI's "Try it out" calls this service wherever it runs.
+    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => ({
+      ...doc,
+      servers: (doc.servers ?? []).map((server) => ({
+        ...server,
+        variables: { origin: { ...server.variables?.origin, default: baseUrlOf(req as Request, config) } },
+      })),
+    }),
+  });
 }

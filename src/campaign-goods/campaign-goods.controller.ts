@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { CampaignKeyParam } from '../campaigns/console.controller';
 import { CampaignGoodsListResponse } from '../campaigns/dto/campaign-response.dto';
-import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { ApiErrors, IdPathParam, TenantRoute } from '../http/api-docs.decorators';
 import { IdParam } from '../http/id-param';
 import { CampaignGoodsService } from './campaign-goods.service';
 import { CampaignGoodsRefsDto, GoodsOrderDto, ShowingDto } from './dto/campaign-goods-requests.dto';
@@ -18,15 +18,18 @@ export class CampaignGoodsController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Append goods (goodsIds, skus or urls) in that order, ON_SALE; ones already in are skipped' })
+  @ApiOperation({
+    summary: 'Append goods (goodsIds, skus or urls) in that order, ON_SALE; ones already in are skipped',
+    description: 'Exactly one of goodsIds, skus or urls, 1 to 1,000 entries. Unknown goods are 404 -404 naming them, and nothing is added. Answers the campaign goods in sortOrder; viewers get the new list.',
+  })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
-  @ApiErrors(400, 404)
+  @ApiErrors(400, 404, 413, 415)
   addGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Body() body: CampaignGoodsRefsDto): Promise<CampaignGoodsListResponse> {
     return this.campaignGoods.add(tenant, key, body);
   }
 
   @Get()
-  @ApiOperation({ summary: 'The campaign goods in sortOrder (CampaignGoods objects)' })
+  @ApiOperation({ summary: 'The campaign goods in sortOrder (CampaignGoods objects)', description: 'Every goods item of the campaign with its sales status, in sortOrder; 404 -710 when the campaign is unknown.' })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(404)
   listGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string): Promise<CampaignGoodsListResponse> {
@@ -34,18 +37,24 @@ export class CampaignGoodsController {
   }
 
   @Put('order')
-  @ApiOperation({ summary: 'Reorder: listed ids first in that order, the others after in their old order' })
+  @ApiOperation({
+    summary: 'Reorder: listed ids first in that order, the others after in their old order',
+    description: '1 to 10,000 ids; an id that is not in the campaign is 404 -711. Viewers get the new order.',
+  })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
-  @ApiErrors(400, 404)
+  @ApiErrors(400, 404, 413, 415)
   reorder(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Body() body: GoodsOrderDto): Promise<CampaignGoodsListResponse> {
     return this.campaignGoods.reorder(tenant, key, body);
   }
 
   @Put(':goodsId/showing')
-  @ApiParam({ name: 'goodsId', type: Number })
-  @ApiOperation({ summary: 'Mark the item showing now (at most one at a time) or not' })
+  @IdPathParam('goodsId', 'Id of a goods item in the campaign')
+  @ApiOperation({
+    summary: 'Mark the item showing now (at most one at a time) or not',
+    description: 'showingNow true on one item clears it on the others; an item not in the campaign is 404 -711. Viewers are told.',
+  })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
-  @ApiErrors(400, 404)
+  @ApiErrors(400, 404, 413, 415)
   setShowing(
     @CurrentTenant() tenant: Tenant,
     @Param('campaignKey') key: string,
@@ -56,8 +65,11 @@ export class CampaignGoodsController {
   }
 
   @Delete(':goodsId')
-  @ApiParam({ name: 'goodsId', type: Number })
-  @ApiOperation({ summary: 'Remove an item from the campaign (the goods item itself stays)' })
+  @IdPathParam('goodsId', 'Id of a goods item in the campaign')
+  @ApiOperation({
+    summary: 'Remove an item from the campaign (the goods item itself stays)',
+    description: 'An item not in the campaign is 404 -711. Answers the remaining campaign goods; viewers get the new list.',
+  })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404)
   removeGoods(

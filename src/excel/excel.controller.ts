@@ -1,16 +1,8 @@
 import { Controller, Get, HttpCode, Post, Query, Res, StreamableFile, UploadedFile, UseInterceptors } from '@nestjs/common';
-import {
-  ApiBody,
-  ApiConsumes,
-  ApiOkResponse,
-  ApiOperation,
-  ApiProduces,
-  ApiResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiErrors, ErrorResponse, TenantRoute } from '../http/api-docs.decorators';
+import { ApiError, ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
 import { ExcelUploadBody } from './dto/excel-upload.dto';
@@ -56,11 +48,7 @@ export class ExcelController {
     },
   })
   @ApiErrors(400, 413)
-  @ApiResponse({
-    status: 415,
-    description: '-415 not a readable .xlsx or CSV spreadsheet (wrong type, empty, corrupt, truncated, no workbook)',
-    type: ErrorResponse,
-  })
+  @ApiError(415, '-415 not a readable .xlsx or CSV spreadsheet (wrong type, empty, corrupt, truncated, no workbook, too slow to read)')
   async upload(
     @CurrentTenant() tenant: Tenant,
     @UploadedFile() file: UploadedSheet | undefined,
@@ -83,8 +71,13 @@ export class ExcelController {
       'sheet "Columns": every column with its Korean label, type, whether it is required, limits and an example. ' +
       'A filled template uploads as is to POST /v1/goods/{accessKey}/excel.',
   })
-  @ApiProduces(XLSX_CONTENT_TYPE)
-  @ApiOkResponse({ schema: { type: 'string', format: 'binary' }, description: TEMPLATE_FILENAME })
+  @ApiOkResponse({
+    description: `${TEMPLATE_FILENAME}, an .xlsx workbook`,
+    headers: {
+      'Content-Disposition': { description: 'A download', schema: { type: 'string', example: `attachment; filename="${TEMPLATE_FILENAME}"` } },
+    },
+    content: { [XLSX_CONTENT_TYPE]: { schema: { type: 'string', format: 'binary' } } },
+  })
   async template(): Promise<StreamableFile> {
     const file = await this.excel.template();
     return new StreamableFile(file, {

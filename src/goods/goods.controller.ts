@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Put, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { ApiErrors, IdPathParam, TenantRoute } from '../http/api-docs.decorators';
 import { IdParam } from '../http/id-param';
 import { RegisterGoodsDto, UpdateGoodsByIdDto, UpdateGoodsBySkuDto, UpdateGoodsByUrlDto } from './dto/goods-body.dto';
 import { ListGoodsQuery, SkuQuery, UrlQuery } from './dto/goods-query.dto';
@@ -18,7 +18,7 @@ export class GoodsController {
   constructor(private readonly goods: GoodsService) {}
 
   @Get()
-  @ApiOperation({ summary: 'List goods (newest first), optionally filtered by a keyword in name, brand or sku' })
+  @ApiOperation({ summary: 'List goods (newest first), optionally filtered by a keyword in name, brand or sku', description: 'Answers a page of the catalog, newest (highest id) first, with the exact number of matches in totalCount. searchKeyword matches name, brand or sku containing it, ignoring letter case (NFKC-normalised). List items have no mediaUrl.' })
   @ApiOkResponse({ type: GoodsListResponse })
   @ApiErrors(400)
   list(@CurrentTenant() tenant: Tenant, @Query() query: ListGoodsQuery): Promise<GoodsListResponse> {
@@ -26,7 +26,7 @@ export class GoodsController {
   }
 
   @Get('sku')
-  @ApiOperation({ summary: 'Look up one item by its goods code' })
+  @ApiOperation({ summary: 'Look up one item by its goods code', description: 'The code goes in `value` or in `sku` (`value` wins when both are sent); trimmed, not empty. Answers the item with mediaUrl; 404 -404 when no item has that code.' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404)
   findBySku(@CurrentTenant() tenant: Tenant, @Query() query: SkuQuery): Promise<GoodsResponse> {
@@ -34,7 +34,7 @@ export class GoodsController {
   }
 
   @Get('url')
-  @ApiOperation({ summary: 'Look up one item by its goods URL' })
+  @ApiOperation({ summary: 'Look up one item by its goods URL', description: 'The URL goes in `value` or in `url` (`value` wins when both are sent); trimmed, not empty. Answers the item with mediaUrl; 404 -404 when no item has that URL.' })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404)
   findByUrl(@CurrentTenant() tenant: Tenant, @Query() query: UrlQuery): Promise<GoodsResponse> {
@@ -43,17 +43,17 @@ export class GoodsController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Register one item; refused (409) when its sku or url is already registered' })
+  @ApiOperation({ summary: 'Register one item; refused (409) when its sku or url is already registered', description: 'name, sku and url are required; id is ignored. mediaUrl is fetched (public http/https hosts only) and stored with thumbnails; an image that cannot be stored leaves the item without one. Answers the created item (its thumbnails carry fileSize); 409 -409 names the holder of a taken sku or url.' })
   @ApiOkResponse({ type: GoodsResponse })
-  @ApiErrors(400, 409)
+  @ApiErrors(400, 409, 413, 415)
   register(@CurrentTenant() tenant: Tenant, @Body() body: RegisterGoodsDto): Promise<GoodsResponse> {
     return this.goods.register(tenant, body);
   }
 
   @Put()
-  @ApiOperation({ summary: 'Update one item found by id (partial: absent fields keep their value; sku and url may change)' })
+  @ApiOperation({ summary: 'Update one item found by id (partial: absent fields keep their value; sku and url may change)', description: 'Partial update of the item with that id: absent fields keep their value, null clears a nullable one; sku and url may change (409 when another item holds the new one). Answers the updated item.' })
   @ApiOkResponse({ type: GoodsResponse })
-  @ApiErrors(400, 404, 409)
+  @ApiErrors(400, 404, 409, 413, 415)
   updateById(
     @CurrentTenant() tenant: Tenant,
     @Body() body: UpdateGoodsByIdDto,
@@ -63,9 +63,9 @@ export class GoodsController {
   }
 
   @Put('sku')
-  @ApiOperation({ summary: 'Update one item found by sku (partial; url may change)' })
+  @ApiOperation({ summary: 'Update one item found by sku (partial; url may change)', description: 'Partial update of the item with that sku: absent fields keep their value, null clears a nullable one; url may change. Answers the updated item.' })
   @ApiOkResponse({ type: GoodsResponse })
-  @ApiErrors(400, 404, 409)
+  @ApiErrors(400, 404, 409, 413, 415)
   updateBySku(
     @CurrentTenant() tenant: Tenant,
     @Body() body: UpdateGoodsBySkuDto,
@@ -75,9 +75,9 @@ export class GoodsController {
   }
 
   @Put('url')
-  @ApiOperation({ summary: 'Update one item found by url (partial; sku may change)' })
+  @ApiOperation({ summary: 'Update one item found by url (partial; sku may change)', description: 'Partial update of the item with that url: absent fields keep their value, null clears a nullable one; sku may change. Answers the updated item.' })
   @ApiOkResponse({ type: GoodsResponse })
-  @ApiErrors(400, 404, 409)
+  @ApiErrors(400, 404, 409, 413, 415)
   updateByUrl(
     @CurrentTenant() tenant: Tenant,
     @Body() body: UpdateGoodsByUrlDto,
@@ -87,7 +87,7 @@ export class GoodsController {
   }
 
   @Delete('sku')
-  @ApiOperation({ summary: 'Delete one item by its goods code' })
+  @ApiOperation({ summary: 'Delete one item by its goods code', description: 'The code goes in `value` or in `sku`. Deleting frees the sku and url, takes the item out of every campaign (viewers are told) and deletes its image files when no other item uses them.' })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteBySku(@CurrentTenant() tenant: Tenant, @Query() query: SkuQuery): Promise<DeleteResponse> {
@@ -96,7 +96,7 @@ export class GoodsController {
   }
 
   @Delete('url')
-  @ApiOperation({ summary: 'Delete one item by its goods URL' })
+  @ApiOperation({ summary: 'Delete one item by its goods URL', description: 'The URL goes in `value` or in `url`. Deleting frees the sku and url, takes the item out of every campaign (viewers are told) and deletes its image files when no other item uses them.' })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteByUrl(@CurrentTenant() tenant: Tenant, @Query() query: UrlQuery): Promise<DeleteResponse> {
@@ -105,8 +105,8 @@ export class GoodsController {
   }
 
   @Delete(':goodsId/sku')
-  @ApiOperation({ summary: 'Delete by goods code; the goodsId segment must name the item found' })
-  @ApiParam({ name: 'goodsId', type: Number, format: 'int64' })
+  @ApiOperation({ summary: 'Delete by goods code; the goodsId segment must name the item found', description: 'Like the delete by goods code, but the goodsId segment must be the id of the item found, else 404 -404.' })
+  @IdPathParam('goodsId', 'Id of the goods item')
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteBySkuWithId(
@@ -119,8 +119,8 @@ export class GoodsController {
   }
 
   @Delete(':goodsId/url')
-  @ApiOperation({ summary: 'Delete by goods URL; the goodsId segment must name the item found' })
-  @ApiParam({ name: 'goodsId', type: Number, format: 'int64' })
+  @ApiOperation({ summary: 'Delete by goods URL; the goodsId segment must name the item found', description: 'Like the delete by goods URL, but the goodsId segment must be the id of the item found, else 404 -404.' })
+  @IdPathParam('goodsId', 'Id of the goods item')
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteByUrlWithId(
@@ -133,8 +133,8 @@ export class GoodsController {
   }
 
   @Delete(':goodsId')
-  @ApiOperation({ summary: 'Delete one item by id' })
-  @ApiParam({ name: 'goodsId', type: Number, format: 'int64' })
+  @ApiOperation({ summary: 'Delete one item by id', description: 'Deleting frees the sku and url, takes the item out of every campaign (viewers are told) and deletes its image files when no other item uses them; 404 -404 when no item has that id.' })
+  @IdPathParam('goodsId', 'Id of the goods item')
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(400, 404)
   async deleteById(

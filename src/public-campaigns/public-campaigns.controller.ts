@@ -1,23 +1,37 @@
 import { Controller, Get, Header, Param, Query, Req } from '@nestjs/common';
-import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { dateInputSchemas } from '../common/validation/decorators';
 import type { Request } from 'express';
 import { Public } from '../auth/decorators';
-import { CampaignListResponse, CampaignResponse, NotExistResponse } from '../campaigns/dto/campaign-response.dto';
-import { ApiErrors } from '../http/api-docs.decorators';
+import {
+  CAMPAIGN_OR_NOT_EXIST,
+  CampaignListResponse,
+  CampaignResponse,
+  NoticeResponse,
+  NotExistResponse,
+} from '../campaigns/dto/campaign-response.dto';
+import { AccessKeyParam, ApiErrors, PublicRoute } from '../http/api-docs.decorators';
 import { baseUrlOf } from '../http/base-url';
 import { AppConfig } from '../config/app-config';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
 import { PublicCampaignsService } from './public-campaigns.service';
 
 const CACHE = 'public, max-age=5, stale-while-revalidate=30';
+const CACHE_HEADER = {
+  'Cache-Control': { description: 'Public caching for 5 seconds', schema: { type: 'string', example: CACHE } },
+};
 const ONE_OR_NOT_EXIST = {
-  schema: { oneOf: [{ $ref: getSchemaPath(CampaignResponse) }, { $ref: getSchemaPath(NotExistResponse) }] },
+  schema: CAMPAIGN_OR_NOT_EXIST,
+  headers: CACHE_HEADER,
+  description: 'The campaign in detail form, or `{"campaignStatus": "NOT_EXIST"}` (told apart by campaignStatus)',
 };
 
 /** Public broadcast information: no token; short public caching (userCount and status move). */
 @ApiTags('Public campaigns')
-@ApiExtraModels(CampaignResponse, NotExistResponse)
+@ApiExtraModels(CampaignResponse, NotExistResponse, NoticeResponse)
 @Public()
+@PublicRoute(429, 503)
+@AccessKeyParam
 @Controller('v1/campaigns/:accessKey')
 export class PublicCampaignsController {
   constructor(
@@ -27,9 +41,25 @@ export class PublicCampaignsController {
 
   @Get()
   @Header('Cache-Control', CACHE)
-  @ApiParam({ name: 'accessKey' })
-  @ApiOperation({ summary: 'Collection-visible campaigns ordered by scheduledAt, filtered by status and schedule' })
-  @ApiOkResponse({ type: CampaignListResponse })
+  @ApiOperation({
+    summary: 'Collection-visible campaigns ordered by scheduledAt, filtered by status and schedule',
+    description:
+      'Only campaigns listed publicly (collectionVisible). Ordered by scheduledAt, soonest first; campaigns without a schedule ' +
+      'last. from/to keep campaigns scheduled at or after / at or before the instant. detail=true adds description and goods. ' +
+      'An unknown access key reads like a customer without campaigns.',
+  })
+  @ApiQuery({
+    name: 'status',
+    required: false,
+    description: 'Comma-separated statuses to list, in any letter case (default: all three)',
+    style: 'form',
+    explode: false,
+    schema: { type: 'array', items: { type: 'string', enum: ['READY', 'ONAIR', 'CLOSED'] }, minItems: 1, example: ['READY', 'ONAIR'] },
+  })
+  // A Date-typed query property would be documented as a date-time string; these say what is accepted.
+  @ApiQuery({ name: 'from', required: false, description: 'Campaigns scheduled at or after this instant (epoch ms or ISO-8601; no offset = UTC)', schema: { oneOf: dateInputSchemas(), example: '2026-03-01' } })
+  @ApiQuery({ name: 'to', required: false, description: 'Campaigns scheduled at or before this instant (epoch ms or ISO-8601; no offset = UTC)', schema: { oneOf: dateInputSchemas(), example: 1803898800000 } })
+  @ApiOkResponse({ type: CampaignListResponse, headers: CACHE_HEADER })
   @ApiErrors(400)
   list(@Param('accessKey') accessKey: string, @Query() query: PublicCampaignListQuery, @Req() req: Request): Promise<CampaignListResponse> {
     return this.campaigns.list(accessKey, baseUrlOf(req, this.config), query);
@@ -37,8 +67,12 @@ export class PublicCampaignsController {
 
   @Get('upcoming')
   @Header('Cache-Control', CACHE)
-  @ApiParam({ name: 'accessKey' })
-  @ApiOperation({ summary: 'The running campaign (includeOnAir) or the soonest READY one after now; NOT_EXIST when none' })
+  @ApiOperation({
+    summary: 'The running campaign (includeOnAir) or the soonest READY one after now; NOT_EXIST when none',
+    description:
+      'Answers, in detail form, the campaign on air (with includeOnAir, the most recently started), else the READY campaign ' +
+      'scheduled soonest after now; only publicly listed campaigns. None: `{"campaignStatus": "NOT_EXIST"}`.',
+  })
   @ApiOkResponse(ONE_OR_NOT_EXIST)
   @ApiErrors(400)
   upcoming(@Param('accessKey') accessKey: string, @Query() query: UpcomingQuery, @Req() req: Request): Promise<CampaignResponse | NotExistResponse> {
@@ -47,9 +81,13 @@ export class PublicCampaignsController {
 
   @Get(':campaignKey')
   @Header('Cache-Control', CACHE)
-  @ApiParam({ name: 'accessKey' })
-  @ApiParam({ name: 'campaignKey' })
-  @ApiOperation({ summary: 'One campaign in detail form (known keys answer even when private); NOT_EXIST when unknown' })
+  @ApiParam({ name: 'campaignKey', description: 'The campaign key (matched exactly)', schema: { type: 'string', example: 'k7Qw2ZbX9mN4pR8s' } })
+  @ApiOperation({
+    summary: 'One campaign in detail form (known keys answer even when private); NOT_EXIST when unknown',
+    description:
+      'Answers the campaign with description and goods for any known key, listed publicly or not; an unknown key, or one of ' +
+      'another customer, answers `{"campaignKey": <key>, "campaignStatus": "NOT_EXIST"}` with HTTP 200.',
+  })
   @ApiOkResponse(ONE_OR_NOT_EXIST)
   one(@Param('accessKey') accessKey: string, @Param('campaignKey') campaignKey: string, @Req() req: Request): Promise<CampaignResponse | NotExistResponse> {
     return this.campaigns.one(accessKey, campaignKey, baseUrlOf(req, this.config));

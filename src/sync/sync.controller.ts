@@ -26,9 +26,14 @@ export class SyncController {
       'Images (mediaUrl) are fetched with bounded concurrency, each distinct URL once; an image that cannot be ' +
       'stored leaves the row CREATE/UPDATE with the reason in `message`.',
   })
-  @ApiBody({ type: [SyncGoodsElementDto] })
+  @ApiBody({
+    type: [SyncGoodsElementDto],
+    description:
+      'A JSON array of goods (at most SYNC_MAX_ITEMS, 10,000 by default). The element schema says what is applied; an element ' +
+      'that does not fit it (not an object, a wrong type, a value out of range) does not refuse the call but comes back as a FAIL row.',
+  })
   @ApiOkResponse({ type: SyncResponse })
-  @ApiErrors(400, 413)
+  @ApiErrors(400, 413, 415)
   sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown, @Query() query: RefreshMediaQuery): Promise<SyncResponse> {
     return this.syncService.sync(tenant, body, query);
   }

@@ -19,7 +19,14 @@ import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-g
 
 /** Goods named by id, by sku or by url (exactly one of the three lists). */
 export class CampaignGoodsRefsDto {
-  @ApiPropertyOptional({ type: [Number], example: [1024, 1025] })
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'integer', format: 'int64', minimum: 1 },
+    minItems: 1,
+    maxItems: 1000,
+    example: [1024, 1025],
+    description: 'Goods ids (exactly one of goodsIds, skus, urls)',
+  })
   @IsOptional()
   @IsArray()
   @ArrayMinSize(1)
@@ -28,7 +35,7 @@ export class CampaignGoodsRefsDto {
   @Min(1, { each: true })
   goodsIds?: number[];
 
-  @ApiPropertyOptional({ type: [String], example: ['SW-7'] })
+  @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: 1000, example: ['SW-7'], description: 'Goods codes (exactly one of goodsIds, skus, urls)' })
   @IsOptional()
   @IsArray()
   @ArrayMinSize(1)
@@ -36,7 +43,13 @@ export class CampaignGoodsRefsDto {
   @IsString({ each: true })
   skus?: string[];
 
-  @ApiPropertyOptional({ type: [String], example: ['https://shop.example.com/goods/SW-7'] })
+  @ApiPropertyOptional({
+    type: [String],
+    minItems: 1,
+    maxItems: 1000,
+    example: ['https://shop.example.com/goods/SW-7'],
+    description: 'Goods URLs (exactly one of goodsIds, skus, urls)',
+  })
   @IsOptional()
   @IsArray()
   @ArrayMinSize(1)
@@ -46,7 +59,13 @@ export class CampaignGoodsRefsDto {
 }
 
 export class GoodsOrderDto {
-  @ApiProperty({ type: [Number], example: [1025, 1024], description: 'The new order; ids not listed keep their relative order after these' })
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'integer', format: 'int64' },
+    minItems: 1,
+    maxItems: 10000,
+    example: [1025, 1024],
+    description: 'The new order; ids not listed keep their relative order after these' })
   @IsDefined({ message: 'goodsIds is required' })
   @IsArray()
   @ArrayMinSize(1)
@@ -56,7 +75,7 @@ export class GoodsOrderDto {
 }
 
 export class ShowingDto {
-  @ApiProperty({ example: true })
+  @ApiProperty({ type: Boolean, example: true, description: 'true: this item shows now (clears it on the others); false: it does not' })
   @booleanText
   @IsDefined({ message: 'showingNow is required' })
   @IsBoolean({ message: 'showingNow must be true or false' })

@@ -80,10 +80,10 @@ export class CampaignStatusDto {
 }
 
 export class ListCampaignsQuery {
-  @IntQuery('page', 1, 1_000_000, { default: 1 })
+  @IntQuery('page', 1, 1_000_000, { default: 1, description: 'Page number, from 1' })
   page: number = 1;
 
-  @IntQuery('count', 1, 100, { default: 30 }, { clamp: true })
+  @IntQuery('count', 1, 100, { default: 30, description: 'Items per page' }, { clamp: true })
   count: number = 30;
 }
 

@@ -1,4 +1,5 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { nullableRef } from '../../http/api-docs.decorators';
 import type { Goods } from '../../goods/entities/goods.entity';
 import { mediaFileUrl, ThumbnailResponse, toMediaResponse } from '../../media/dto/media-response.dto';
 import type { Media } from '../../media/entities/media.entity';
@@ -21,13 +22,13 @@ export class CampaignGoodsMediaResponse {
   @ApiProperty({ nullable: true, type: String, example: 'https://cdn.example.com/sw7.jpg' }) originalUrl: string | null;
   @ApiProperty({ example: 'https://live.example.com/media/3f/3fa4….jpg' }) url: string;
   @ApiProperty({ nullable: true, type: String, example: '3fa4…' }) checksum: string | null;
-  @ApiProperty({ example: 1200 }) width: number;
-  @ApiProperty({ example: 1200 }) height: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1200 }) width: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1200 }) height: number;
   @ApiProperty({ example: '183422', description: 'bytes, as text' }) size: string;
   @ApiProperty({ example: '77' }) historyId: string;
   @ApiProperty({ type: [ThumbnailResponse], nullable: true }) thumbnails: ThumbnailResponse[] | null;
-  @ApiProperty({ example: 1763700000000 }) createdAt: number;
-  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
 }
 
 export class CampaignGoodsItemResponse {
@@ -47,8 +48,8 @@ export class CampaignGoodsItemResponse {
   @ApiProperty({ nullable: true, type: Number, example: 10 }) discountPercentage: number | null;
   @ApiProperty({ example: '', description: 'Not tracked for goods: always empty' }) adminId: string;
   @ApiProperty({ example: '', description: 'Not tracked for goods: always empty' }) adminName: string;
-  @ApiProperty({ example: 1763700000000 }) createdAt: number;
-  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
   @ApiProperty({ example: false }) checked: boolean;
   @ApiProperty({ example: false }) locked: boolean;
 }
@@ -56,14 +57,14 @@ export class CampaignGoodsItemResponse {
 export class CampaignGoodsResponse {
   @ApiProperty({ example: '12' }) campaignId: string;
   @ApiProperty({ example: '1024' }) goodsId: string;
-  @ApiProperty({ example: 1 }) sortOrder: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: '1-based place in the campaign' }) sortOrder: number;
   @ApiProperty({ example: false }) showingNow: boolean;
   @ApiProperty({ enum: SALES_STATUSES, example: 'SOLD_OUT' }) salesStatus: SalesStatus;
   @ApiProperty({ type: CampaignGoodsItemResponse }) goods: CampaignGoodsItemResponse;
   @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
   @ApiProperty({ example: 'op-7' }) adminId: string;
-  @ApiProperty({ example: 1763700000000 }) createdAt: number;
-  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
 }
 
 export interface CampaignGoodsRow {
@@ -134,9 +135,9 @@ export function toCampaignGoodsResponse(row: CampaignGoodsRow, currency: string,
 
 export class CampaignGoodsSummary {
   @ApiProperty({ example: '1024' }) goodsId: string;
-  @ApiProperty({ example: 1 }) sortOrder: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: '1-based place in the campaign' }) sortOrder: number;
   @ApiProperty({ example: true }) showingNow: boolean;
-  @ApiProperty({ enum: SALES_STATUSES }) salesStatus: SalesStatus;
+  @ApiProperty({ enum: SALES_STATUSES, example: 'ON_SALE' }) salesStatus: SalesStatus;
   @ApiProperty({ example: '스마트 워치 7' }) name: string;
   @ApiProperty({ nullable: true, type: String }) brand: string | null;
   @ApiProperty() url: string;
@@ -148,7 +149,7 @@ export class CampaignGoodsSummary {
   @ApiProperty({ nullable: true, type: String, description: 'Hosted image' }) imageUrl: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'The 240 px thumbnail' }) thumbnailUrl: string | null;
   @ApiProperty({ nullable: true, type: String }) adminName: string | null;
-  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
 }
 
 export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, baseUrl: string): CampaignGoodsSummary {
@@ -180,36 +181,36 @@ export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, 
 export class NoticeResponse {
   @ApiProperty({ example: 'Free shipping until 9 pm' }) message: string;
   @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
-  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
 }
 
 export class ChatLineResponse {
   @ApiProperty({ example: '41' }) id: string;
   @ApiProperty({ example: 'Welcome!' }) message: string;
   @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
-  @ApiProperty({ example: 1763700000000 }) createdAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
 }
 
 export class CampaignResponse {
   @ApiProperty({ example: '12', description: 'int64 as text, as in CampaignGoods' }) campaignId: string;
   @ApiProperty({ example: 'k7Qw2ZbX9mN4pR8s' }) campaignKey: string;
-  @ApiProperty({ enum: ['READY', 'ONAIR', 'CLOSED'] }) campaignStatus: CampaignStatus;
+  @ApiProperty({ enum: ['READY', 'ONAIR', 'CLOSED'], example: 'READY', description: 'READY (upcoming), ONAIR (live) or CLOSED (ended)' }) campaignStatus: CampaignStatus;
   @ApiProperty({ example: 'Friday night deals' }) title: string;
   @ApiPropertyOptional({ nullable: true, type: String, description: 'Console answers and public detail form' })
   description?: string | null;
-  @ApiProperty({ nullable: true, type: Number, description: 'epoch ms' }) scheduledAt: number | null;
-  @ApiProperty({ nullable: true, type: Number }) scheduledEndAt: number | null;
-  @ApiProperty({ nullable: true, type: Number }) startedAt: number | null;
-  @ApiProperty({ nullable: true, type: Number }) endedAt: number | null;
+  @ApiProperty({ nullable: true, type: 'integer', format: 'int64', description: 'Planned start, epoch ms' }) scheduledAt: number | null;
+  @ApiProperty({ nullable: true, type: 'integer', format: 'int64', description: 'Planned end, epoch ms' }) scheduledEndAt: number | null;
+  @ApiProperty({ nullable: true, type: 'integer', format: 'int64', description: 'When it went ONAIR, epoch ms' }) startedAt: number | null;
+  @ApiProperty({ nullable: true, type: 'integer', format: 'int64', description: 'When it went CLOSED, epoch ms' }) endedAt: number | null;
   @ApiProperty({ nullable: true, type: String }) posterUrl: string | null;
   @ApiProperty({ nullable: true, type: String }) liveUrl: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'Detail setting: default name on operator messages' })
   operatorName: string | null;
   @ApiProperty({ description: 'Detail setting: listed publicly (collection-view visibility)' }) collectionVisible: boolean;
-  @ApiProperty({ type: NoticeResponse, nullable: true }) notice: NoticeResponse | null;
-  @ApiProperty({ example: 1532, description: 'Viewers connected right now, across all nodes' }) userCount: number;
-  @ApiProperty({ example: 1763700000000 }) createdAt: number;
-  @ApiProperty({ example: 1763700000000 }) updatedAt: number;
+  @ApiProperty({ ...nullableRef(NoticeResponse), description: 'The pinned operator notice, or null' }) notice: NoticeResponse | null;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1532, description: 'Viewers connected right now, across all nodes' }) userCount: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
   @ApiPropertyOptional({ type: [CampaignGoodsSummary], description: 'Detail form: the goods in sortOrder' })
   goods?: CampaignGoodsSummary[];
 }
@@ -253,17 +254,44 @@ export function toCampaignResponse(
 
 export class CampaignListResponse {
   @ApiProperty({ type: [CampaignResponse] }) results: CampaignResponse[];
-  @ApiProperty({ example: 1 }) totalCount: number;
-  @ApiProperty({ example: 0 }) _s: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: 'Number of all matches, not only this page' }) totalCount: number;
+  @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
 }
 
 export class CampaignGoodsListResponse {
   @ApiProperty({ type: [CampaignGoodsResponse] }) results: CampaignGoodsResponse[];
-  @ApiProperty({ example: 1 }) totalCount: number;
-  @ApiProperty({ example: 0 }) _s: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: 'Number of all matches, not only this page' }) totalCount: number;
+  @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
 }
 
+/** The public answer for an unknown campaign (HTTP 200). */
 export class NotExistResponse {
-  @ApiPropertyOptional({ example: 'k7Qw2ZbX9mN4pR8s' }) campaignKey?: string;
-  @ApiProperty({ example: 'NOT_EXIST' }) campaignStatus: 'NOT_EXIST';
+  @ApiPropertyOptional({ example: 'k7Qw2ZbX9mN4pR8s', description: 'The key asked for (absent on …/upcoming)' }) campaignKey?: string;
+  @ApiProperty({ enum: ['NOT_EXIST'], example: 'NOT_EXIST', description: 'No such campaign' }) campaignStatus: 'NOT_EXIST';
+}
+
+/** A public campaign answer: the campaign, or NOT_EXIST, told apart by campaignStatus. */
+export const CAMPAIGN_OR_NOT_EXIST = {
+  oneOf: [{ $ref: getSchemaPath(CampaignResponse) }, { $ref: getSchemaPath(NotExistResponse) }],
+  discriminator: {
+    propertyName: 'campaignStatus',
+    mapping: {
+      READY: getSchemaPath(CampaignResponse),
+      ONAIR: getSchemaPath(CampaignResponse),
+      CLOSED: getSchemaPath(CampaignResponse),
+      NOT_EXIST: getSchemaPath(NotExistResponse),
+    },
+  },
+};
+
+/** The answer of a chat line. */
+export class ChatPostedResponse {
+  @ApiProperty({ type: ChatLineResponse, description: 'The chat line posted' }) chat: ChatLineResponse;
+  @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
+}
+
+/** The answer of a pinned message: the notice now pinned, or null when an empty message unpinned it. */
+export class NoticePinnedResponse {
+  @ApiProperty({ ...nullableRef(NoticeResponse), description: 'The pinned notice, or null (unpinned)' }) notice: NoticeResponse | null;
+  @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
 }

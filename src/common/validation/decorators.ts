@@ -16,7 +16,7 @@ import {
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
-import { parseDateInput, toDate } from './dates';
+import { MAX_EPOCH_MS, parseDateInput, toDate } from './dates';
 
 /** Whether a field may be absent, and whether `null` (meaning "clear it") is allowed. */
 export interface Presence {
@@ -59,10 +59,12 @@ export function BooleanField(property: string, p: Presence, options: ApiProperty
   );
 }
 
+const NUMERIC_TEXT = /^\s*-?(\d+\.?\d*|\.\d+)\s*$/;
+/** The JSON null as a `oneOf` branch (OpenAPI 3.0 has no `type: 'null'`). */
+const NULL_BRANCH = { type: 'string', nullable: true, enum: [null], description: 'null clears the value' };
+
 /** Numeric text ("19.99") becomes a number; anything else is left for the validators to refuse. */
-const numericText = Transform(({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^\s*-?(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : value,
-);
+const numericText = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value));
 
 function presence({ required, nullable }: Presence, property: string): PropertyDecorator[] {
   if (required) return [IsDefined({ message: `${property} is required` })];
@@ -71,7 +73,9 @@ function presence({ required, nullable }: Presence, property: string): PropertyD
 }
 
 function docs(p: Presence, options: ApiPropertyOptions): PropertyDecorator {
-  return ApiProperty({ ...options, required: !!p.required, nullable: !!p.nullable } as ApiPropertyOptions);
+  // A oneOf carries null as a branch of its own (a `nullable` beside a oneOf has no type to extend).
+  const nullable = 'oneOf' in options ? {} : { nullable: !!p.nullable };
+  return ApiProperty({ ...options, required: !!p.required, ...nullable } as ApiPropertyOptions);
 }
 
 /**
@@ -202,7 +206,15 @@ export function DecimalField(
     IsNumber({ allowNaN: false, allowInfinity: false }, { message: `${property} must be a number` }),
     Min(min, { message: `${property} must be at least ${min}` }),
     Max(max, { message: `${property} must be at most ${max}` }),
-    docs(p, { type: Number, minimum: min, maximum: max, ...options }),
+    docs(p, {
+      description: `A number from ${min} to ${max}; numeric text ("19.99") is read as the number`,
+      ...options,
+      oneOf: [
+        { type: 'number', minimum: min, maximum: max },
+        { type: 'string', pattern: NUMERIC_TEXT.source, description: 'numeric text' },
+        ...(p.nullable ? [NULL_BRANCH] : []),
+      ],
+    }),
   );
 }
 
@@ -215,7 +227,13 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
     IsInt({ message }),
     Min(1, { message }),
     Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `${property} is too large; got ${sent(args.value)}` }),
-    docs(p, { type: Number, format: 'int64', ...options }),
+    docs(p, {
+      ...options,
+      oneOf: [
+        { type: 'integer', format: 'int64', minimum: 1 },
+        { type: 'string', pattern: '^\\s*\\d+\\s*$', description: 'the id as text' },
+      ],
+    }),
   );
 }
 
@@ -238,7 +256,7 @@ export function IntQuery(property: string, min: number, max: number, options: Ap
     Min(min, { message: (args: ValidationArguments) => `${property} must be at least ${min}; got ${sent(args.value)}` }),
     Max(max, { message: (args: ValidationArguments) => `${property} must be at most ${max}; got ${sent(args.value)}` }),
     ApiProperty({
-      type: Number,
+      type: 'integer',
       format: 'int32',
       minimum: min,
       ...(clamp ? {} : { maximum: max }),
@@ -268,10 +286,33 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
         },
       },
     });
+  const nullable = !!p.nullable;
   return applyDecorators(
     Transform(toDate),
     ...presence(p, property),
     isDateInput,
-    docs(p, { type: Number, description: 'epoch ms or ISO-8601 (no offset = UTC)', ...options }),
+    ApiProperty({
+      required: !!p.required,
+      description: 'Epoch milliseconds (0 to 253402300799999), or an ISO-8601 date or date-time in the extended format, optionally with Z or ±hh:mm (no offset = UTC)',
+      ...options,
+      oneOf: dateInputSchemas(nullable),
+    } as ApiPropertyOptions),
   );
+}
+
+/** Numeric text, or an ISO-8601 date or date-time in the extended format (dates.ts checks the calendar). */
+export const DATE_TEXT_PATTERN =
+  '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?)\\s*$';
+
+/**
+ * The documented forms of a date input: epoch milliseconds as an integer, or text (numeric, or ISO-8601:
+ * a pattern rather than `format: date-time`, which would refuse `2026-03-01` and `2026-03-01T20:00`,
+ * both accepted); with `nullable`, also null.
+ */
+export function dateInputSchemas(nullable = false): Record<string, unknown>[] {
+  return [
+    { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1803898800000, description: 'epoch milliseconds' },
+    { type: 'string', pattern: DATE_TEXT_PATTERN, example: '2026-03-01T20:00:00+09:00', description: 'ISO-8601 date or date-time, or epoch milliseconds as text' },
+    ...(nullable ? [NULL_BRANCH] : []),
+  ];
 }

@@ -13,10 +13,10 @@ export class ListGoodsQuery {
   @IsString({ message: (args: ValidationArguments) => `searchKeyword must be a single string; got ${sent(args.value)}` })
   searchKeyword?: string;
 
-  @IntQuery('page', 1, 1_000_000, { default: 1 })
+  @IntQuery('page', 1, 1_000_000, { default: 1, description: 'Page number, from 1' })
   page: number = 1;
 
-  @IntQuery('count', 1, 100, { default: 30 }, { clamp: true })
+  @IntQuery('count', 1, 100, { default: 30, description: 'Items per page' }, { clamp: true })
   count: number = 30;
 }
 

@@ -5,7 +5,7 @@ import type { Goods } from '../entities/goods.entity';
 
 /** A goods item as the API returns it (docs/api-reference.md, Goods). */
 export class GoodsResponse {
-  @ApiProperty({ format: 'int64', example: 1024 }) id: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 1024, description: 'Assigned by the service' }) id: number;
   @ApiProperty({ example: '스마트 워치 7' }) name: string;
   @ApiProperty({ nullable: true, type: String, example: 'Sampletech' }) brand: string | null;
   @ApiProperty({ nullable: true, type: String, example: '45 mm case, GPS' }) description: string | null;
@@ -27,12 +27,12 @@ export class GoodsResponse {
 
 export class GoodsListResponse {
   @ApiProperty({ type: [GoodsResponse] }) results: GoodsResponse[];
-  @ApiProperty({ example: 1, description: 'Number of all matching goods' }) totalCount: number;
-  @ApiProperty({ example: 0 }) _s: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: 'Number of all matches, not only this page' }) totalCount: number;
+  @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
 }
 
 export class DeleteResponse {
-  @ApiProperty({ example: 0 }) _s: number;
+  @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
 }
 
 /** What a response needs besides the item: the customer's currency and the base of absolute URLs. */

@@ -3,20 +3,20 @@ import type { Media } from '../entities/media.entity';
 
 export class ThumbnailResponse {
   @ApiProperty({ example: 'https://live.example.com/media/3f/3fa4…-120.jpg' }) imageUrl: string;
-  @ApiProperty({ example: false }) original: boolean;
-  @ApiProperty({ example: 120 }) width: number;
-  @ApiProperty({ example: 120 }) height: number;
-  @ApiProperty({ example: 5120, description: 'bytes' }) size: number;
-  @ApiPropertyOptional({ example: 5120, description: 'bytes; on the register response' }) fileSize?: number;
+  @ApiProperty({ enum: [false], example: false, description: 'Always false' }) original: boolean;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 120, description: 'pixels' }) width: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 120, description: 'pixels' }) height: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 5120, description: 'bytes' }) size: number;
+  @ApiPropertyOptional({ type: 'integer', format: 'int64', example: 5120, description: 'bytes, the same as size; only in the answer of register' }) fileSize?: number;
 }
 
 export class MediaResponse {
-  @ApiProperty({ format: 'int64', example: 77 }) id: number;
-  @ApiProperty({ example: 'IMAGE' }) mediaType: string;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 77 }) id: number;
+  @ApiProperty({ enum: ['IMAGE'], example: 'IMAGE' }) mediaType: string;
   @ApiProperty({ example: 'https://live.example.com/media/3f/3fa4….jpg', description: 'The service-hosted copy' }) url: string;
-  @ApiProperty({ example: 183422, description: 'bytes' }) size: number;
-  @ApiProperty({ example: 1200 }) width: number;
-  @ApiProperty({ example: 1200 }) height: number;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 183422, description: 'bytes' }) size: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1200, description: 'pixels (after EXIF orientation)' }) width: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 1200, description: 'pixels (after EXIF orientation)' }) height: number;
   @ApiProperty({
     type: [ThumbnailResponse],
     description:

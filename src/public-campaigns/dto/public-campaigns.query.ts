@@ -20,10 +20,10 @@ export class PublicCampaignListQuery {
   @DateField('to', {}, { description: 'scheduledAt at or before (epoch ms or ISO-8601; no offset = UTC)', example: '2026-12-31T23:59:59Z' })
   to?: Date;
 
-  @IntQuery('page', 1, 1_000_000, { default: 1 })
+  @IntQuery('page', 1, 1_000_000, { default: 1, description: 'Page number, from 1' })
   page: number = 1;
 
-  @IntQuery('count', 1, 100, { default: 10 }, { clamp: true })
+  @IntQuery('count', 1, 100, { default: 10, description: 'Items per page' }, { clamp: true })
   count: number = 10;
 
   @ApiPropertyOptional({ default: false, description: 'Add description and the goods with their statuses' })
