@@ -103,8 +103,8 @@ interface Plan {
 }
 
 /**
- * Applies a batch of goods writes (the JSON sync, and later the spreadsheet import) with the rules of
- * the sync rules: elements apply in order, each on its own, later ones see earlier ones. Matching and key
+ * Applies a batch of goods writes (the JSON sync and the spreadsheet import) with the sync rules
+ * (docs/api-reference.md): elements apply in order, each on its own, later ones see earlier ones. Matching and key
  * checks happen in memory against the rows the batch touches, loaded with a few IN queries; the result
  * is written with multi-row statements, so a batch of N costs O(N / chunk) queries in one transaction.
  */
