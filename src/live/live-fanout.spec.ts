@@ -1,7 +1,7 @@
 import type { Namespace, Socket } from 'socket.io';
 import { Encoder } from 'socket.io-parser';
 import type { LiveEventMap } from './live-events';
-import { LiveFanout, MAX_BUFFERED_BYTES, MAX_QUEUED_PACKETS } from './live-fanout';
+import { LiveFanout, MAX_BUFFERED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS } from './live-fanout';
 
 interface FakeSocket {
   id: string;
@@ -56,6 +56,39 @@ describe('LiveFanout', () => {
     expect(a.sent[0]).toBe(b.sent[0]); // encoded once
     expect(other.sent).toEqual([]);
     expect(fanout.counts).toEqual({ direct: 2, engine: 0, slowDisconnects: 0 });
+  });
+
+  describe('a viewer waiting for its snapshot', () => {
+    const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
+    const seqsOf = (s: FakeSocket) => s.sent.map((d) => (JSON.parse(d.toString().slice('42/live,'.length)) as [string, { seq: number }])[1].seq);
+    const snapshot = { seq: 5 } as unknown as LiveEventMap['campaign.snapshot'];
+
+    it('gets the room’s events only after its snapshot, and only those that come after it, in order', () => {
+      const [waiting, live] = [fakeSocket('w'), fakeSocket('l')];
+      const fanout = new LiveFanout(namespaceOf([waiting, live], { r: ['w', 'l'] }));
+      fanout.holdUntilSnapshot(waiting as unknown as Socket);
+      for (const seq of [4, 5, 6, 7]) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      expect(waiting.sent).toEqual([]);
+      expect(seqsOf(live)).toEqual([4, 5, 6, 7]);
+      fanout.toSocket(waiting as unknown as Socket, 'campaign.snapshot', snapshot);
+      fanout.snapshotSent(waiting as unknown as Socket, 5);
+      expect(seqsOf(waiting)).toEqual([5, 6, 7]); // the snapshot (seq 5), then 6 and 7
+      fanout.toRoom('r', 'goods.salesStatus', event(8));
+      expect(seqsOf(waiting)).toEqual([5, 6, 7, 8]);
+    });
+
+    it('gets nothing held when no snapshot went out; one that waits too long is disconnected', () => {
+      const [a, b] = [fakeSocket('a'), fakeSocket('b')];
+      const fanout = new LiveFanout(namespaceOf([a, b], { r: ['a', 'b'] }));
+      fanout.holdUntilSnapshot(a as unknown as Socket);
+      fanout.holdUntilSnapshot(b as unknown as Socket);
+      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      fanout.snapshotSent(a as unknown as Socket, null);
+      expect(a.sent).toEqual([]);
+      for (let seq = 2; seq <= MAX_HELD_EVENTS + 1; seq += 1) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      expect(b.disconnect).toHaveBeenCalledWith(true);
+      expect(b.sent).toEqual([]);
+    });
   });
 
   it.each([

@@ -31,6 +31,16 @@ const WS_OPEN = 1;
  */
 export const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 export const MAX_QUEUED_PACKETS = 1000;
+/**
+ * The most room events held for a viewer that joined but has not had its snapshot yet (that takes a few
+ * milliseconds); past it the viewer is disconnected, and reconnects.
+ */
+export const MAX_HELD_EVENTS = 1000;
+
+interface HeldEvent {
+  type: LiveEventType;
+  payload: { seq: number };
+}
 
 /** How many event writes went straight to a WebSocket and how many through socket.io's path; viewers dropped as slow. */
 export interface FanoutCounts {
@@ -52,8 +62,29 @@ export interface FanoutCounts {
  */
 export class LiveFanout {
   readonly counts: FanoutCounts = { direct: 0, engine: 0, slowDisconnects: 0 };
+  /** Viewers in a room that wait for their snapshot, with the room's events meanwhile (see holdUntilSnapshot). */
+  private readonly awaitingSnapshot = new WeakMap<Socket, HeldEvent[]>();
 
   constructor(private readonly namespace: Namespace) {}
+
+  /**
+   * From now until snapshotSent(), the room events for this socket are held instead of written: a viewer
+   * joins its room before its snapshot is read (so the snapshot misses nothing), and must still get the
+   * snapshot first, then only what follows it.
+   */
+  holdUntilSnapshot(socket: Socket): void {
+    this.awaitingSnapshot.set(socket, []);
+  }
+
+  /** The socket's snapshot went out at `seq` (null: none did): writes the held events that come after it, in order. */
+  snapshotSent(socket: Socket, seq: number | null): void {
+    const held = this.awaitingSnapshot.get(socket);
+    this.awaitingSnapshot.delete(socket);
+    if (!held || seq === null) return;
+    for (const event of held) {
+      if (event.payload.seq > seq && !this.write(socket, this.encode(event.type, event.payload), event.type, event.payload)) return;
+    }
+  }
 
   /** Sends the event to every socket of `room` on this node; returns how many sockets it reached. */
   toRoom<K extends LiveEventType>(room: string, type: K, payload: LiveEventMap[K]): number {
@@ -64,6 +95,15 @@ export class LiveFanout {
     for (const id of ids) {
       const socket = this.namespace.sockets.get(id);
       if (!socket) continue;
+      const held = this.awaitingSnapshot.get(socket);
+      if (held) {
+        if (held.length < MAX_HELD_EVENTS) held.push({ type, payload: payload });
+        else {
+          this.awaitingSnapshot.delete(socket);
+          socket.disconnect(true);
+        }
+        continue;
+      }
       this.write(socket, data, type, payload);
       reached += 1;
     }

@@ -98,6 +98,16 @@ export class LiveNotifier implements OnModuleDestroy {
     if (!this.feeds.has(campaignId)) this.feeds.set(campaignId, { last: seq, ahead: new Map(), filling: false });
   }
 
+  /** Room events for this new viewer wait for its snapshot (see LiveFanout.holdUntilSnapshot). */
+  awaitSnapshot(socket: Socket): void {
+    this.fanout?.holdUntilSnapshot(socket);
+  }
+
+  /** The new viewer's snapshot went out at `seq` (null: it did not): the events held for it follow. */
+  snapshotSent(socket: Socket, seq: number | null): void {
+    this.fanout?.snapshotSent(socket, seq);
+  }
+
   /** Sends one event to one viewer of this node (snapshot, resync), through the same writer as room events. */
   sendTo<K extends LiveEventType>(socket: Socket, type: K, payload: LiveEventMap[K]): boolean {
     return this.fanout?.toSocket(socket, type, payload) ?? false;

@@ -135,9 +135,12 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   async handleConnection(socket: ViewerSocket): Promise<void> {
     const { campaignId } = socket.data;
     if (!campaignId) return;
+    // Joined before the snapshot is read, so that it misses nothing; the room's events wait for it.
+    this.notifier.awaitSnapshot(socket);
     await socket.join(roomOf(campaignId));
     if (socket.data.counted) this.counter.joined(campaignId);
     const seq = await this.sendSnapshot(socket);
+    this.notifier.snapshotSent(socket, seq);
     if (seq !== null) this.notifier.joined(campaignId, seq);
     // Without its snapshot a viewer cannot apply events: let it come back (socket.io clients retry).
     else if (socket.connected) socket.disconnect(true);
