@@ -45,6 +45,8 @@ export class MetricsController {
     }
     const { contentType, body } = await this.metrics.exposition();
     res.setHeader('Cache-Control', 'no-store');
-    res.type(contentType).send(body);
+    // Exactly prom-client's content type (Express would add a charset parameter before the version).
+    res.status(200).setHeader('Content-Type', contentType);
+    res.end(body);
   }
 }

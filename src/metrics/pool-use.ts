@@ -11,7 +11,8 @@ interface Mysql2PoolInternals {
 
 /** How the MySQL pool of a data source is used right now; null on SQLite (no pool) or before it is open. */
 export function poolUseOf(dataSource: DataSource): PoolUse | null {
-  if (dataSource.options.type !== 'mysql' || !dataSource.isInitialized) return null;
+  const type = dataSource.options.type;
+  if ((type !== 'mysql' && type !== 'mariadb') || !dataSource.isInitialized) return null;
   const pool = (dataSource.driver as unknown as { pool?: Mysql2PoolInternals }).pool;
   if (!pool?._allConnections || !pool._freeConnections || !pool._connectionQueue) return null;
   const all = pool._allConnections.length;
