@@ -21,7 +21,8 @@ async function bootstrap(): Promise<void> {
   // Nest's own logger is pino from the first line on: start-up warnings (a database still coming up) are
   // written at once, in LOG_FORMAT; inside a request, lines carry its requestId (see LoggingModule).
   const logger = new PinoNestLogger(new PinoLogger({ pinoHttp: { logger: root } }), {});
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, logger });
+  // abortOnError off: a failed start reaches the catch below (one fatal line, exit code 1), not process.abort().
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, logger, abortOnError: false });
   configureApp(app);
   handleSignals(app);
   await app.listen(config.server.port);
