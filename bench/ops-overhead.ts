@@ -4,7 +4,8 @@
  * (SQLite, rate limits off). Servers run side by side and take the load in turns (round robin, several
  * rounds), so that a busy machine weighs on each alike; CPU is read from /proc/<pid>/stat around each run.
  * Variants of this build: access log on (LOG_LEVEL=log, JSON to a file) and off (LOG_LEVEL=warn).
- * Options: --before=<dir> (required)  --rounds=8  --duration=5  --connections=10
+ * Options: --before=<dir> (required; several comma-separated dirs: each is measured as `before:<dir>`)
+ *          --rounds=8  --duration=5  --connections=10  --variants=on,off (which variants of this build)
  */
 import { execFileSync, spawn, ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -37,7 +38,7 @@ function cpuMsOf(pid: number): number {
 }
 
 async function start(name: string, dir: string, port: number, env: Record<string, string>): Promise<Server> {
-  const dataDir = mkdtempSync(join(tmpdir(), `livegoods-ops-${name}-`));
+  const dataDir = mkdtempSync(join(tmpdir(), `livegoods-ops-${name.replace(/[^A-Za-z0-9]+/g, '-')}-`));
   const fullEnv = { ...(process.env as Record<string, string>), DATA_DIR: dataDir, DB_TYPE: 'sqlite', RATE_LIMIT_ENABLED: 'false', PORT: String(port), ...env };
   const created = execFileSync(process.execPath, [join(dir, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], { env: fullEnv, encoding: 'utf8' });
   const customer = JSON.parse(created.trim().split('\n').pop() as string) as { accessKey: string; secretKey: string };
@@ -72,11 +73,13 @@ async function load(server: Server, seconds: number, count: boolean): Promise<vo
 
 async function main(): Promise<void> {
   if (!BEFORE) throw new Error('--before=<dir of a built checkout> is required');
-  const servers = [
-    await start('before', resolve(BEFORE), 3941, { LOG_LEVEL: 'log' }),
-    await start('after (access log on, JSON)', AFTER, 3942, { LOG_LEVEL: 'log', LOG_FORMAT: 'json' }),
-    await start('after (access log off)', AFTER, 3943, { LOG_LEVEL: 'warn', LOG_FORMAT: 'json' }),
-  ];
+  const befores = BEFORE.split(',');
+  const variants = (arg('variants', 'on,off') as string).split(',');
+  const servers: Server[] = [];
+  let port = 3941;
+  for (const dir of befores) servers.push(await start(befores.length > 1 ? `before:${dir}` : 'before', resolve(dir), port++, { LOG_LEVEL: 'log' }));
+  if (variants.includes('on')) servers.push(await start('after (access log on, JSON)', AFTER, port++, { LOG_LEVEL: 'log', LOG_FORMAT: 'json' }));
+  if (variants.includes('off')) servers.push(await start('after (access log off)', AFTER, port++, { LOG_LEVEL: 'warn', LOG_FORMAT: 'json' }));
   try {
     for (const s of servers) await load(s, 3, false); // warm-up (JIT, caches)
     for (let round = 1; round <= ROUNDS; round += 1) {

@@ -34,6 +34,10 @@ export function accessLogFields(req: Request, res: ServerResponse, durationMs: n
           logger: rootLoggerOf(config),
           genReqId: (req: IncomingMessage) => (req as Request & { id?: string }).id ?? '-',
           quietReqLogger: true,
+          // pino-http binds every request to a child logger with `req` serialized (all headers, at once,
+          // even when nothing is logged): the access line is built by hand, so that work is skipped.
+          wrapSerializers: false,
+          serializers: { req: () => undefined, res: () => undefined },
           quietResLogger: true,
           customAttributeKeys: { reqId: 'requestId', responseTime: 'durationMs' },
           customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) => (err || res.statusCode >= 500 ? 'error' : 'info'),
