@@ -168,6 +168,19 @@ describeEngines(
   { METRICS_TOKEN: TOKEN },
 );
 
+describe('docs/monitoring/prometheus.yml', () => {
+  it('passes promtool check config', () => {
+    if (!promtoolAvailable()) {
+      if (process.env.REQUIRE_SERVICES === '1') throw new Error('promtool is required (REQUIRE_SERVICES=1): apt-get install prometheus');
+      console.warn('promtool not installed: skipping promtool check config');
+      return;
+    }
+    const run = spawnSync('promtool', ['check', 'config', resolve(ROOT, 'docs/monitoring/prometheus.yml')], { encoding: 'utf8' });
+    expect(`${run.stdout}${run.stderr}`).toContain('SUCCESS');
+    expect(run.status).toBe(0);
+  });
+});
+
 // Rate limits on: a refusal is counted by limit, and /metrics itself is never refused.
 for (const engine of ENGINES) {
   const down = engineUnavailable(engine);
