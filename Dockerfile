@@ -16,7 +16,8 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
     PORT=3000 \
-    DATA_DIR=/data
+    DATA_DIR=/data \
+    LOG_FORMAT=json
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules

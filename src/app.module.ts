@@ -10,6 +10,8 @@ import { GoodsModule } from './goods/goods.module';
 import { HealthModule } from './health/health.module';
 import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { LiveModule } from './live/live.module';
+import { LoggingModule } from './logging/logging.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { MediaModule } from './media/media.module';
 import { PagesModule } from './pages/pages.module';
 import { PublicCampaignsModule } from './public-campaigns/public-campaigns.module';
@@ -19,6 +21,6 @@ import { ENTITIES } from './schema';
 import { SyncModule } from './sync/sync.module';
 
 @Module({
-  imports: [AppConfigModule, LifecycleModule, DatabaseModule.forRoot(ENTITIES), CustomersModule, RedisModule, RateLimitModule, AuthModule, GoodsModule, MediaModule, SyncModule, ExcelModule, LiveModule, CampaignsModule, CampaignLiveSourceModule, CampaignGoodsModule, PublicCampaignsModule, HealthModule, PagesModule],
+  imports: [AppConfigModule, LoggingModule, MetricsModule, LifecycleModule, DatabaseModule.forRoot(ENTITIES), CustomersModule, RedisModule, RateLimitModule, AuthModule, GoodsModule, MediaModule, SyncModule, ExcelModule, LiveModule, CampaignsModule, CampaignLiveSourceModule, CampaignGoodsModule, PublicCampaignsModule, HealthModule, PagesModule],
 })
 export class AppModule {}

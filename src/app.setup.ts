@@ -9,6 +9,12 @@ import { AppConfig } from './config/app-config';
 import { baseUrlOf } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
+import { DataSource } from 'typeorm';
+import { corsMiddleware } from './http/cors';
+import { compressionMiddleware } from './http/compression';
+import { httpMetrics } from './metrics/http-metrics';
+import { Metrics } from './metrics/metrics.service';
+import { poolUseOf } from './metrics/pool-use';
 
 /**
  * Everything the HTTP app needs besides its modules; shared by main.ts and the e2e tests so that
@@ -16,7 +22,14 @@ import { LiveIoAdapter } from './live/live-io.adapter';
  */
 export function configureApp(app: NestExpressApplication): void {
   const config = app.get(AppConfig);
+  const metrics = app.get(Metrics);
+  const dataSource = app.get(DataSource);
+  metrics.readPool(() => poolUseOf(dataSource));
   app.use(requestIdMiddleware);
+  app.use(httpMetrics(metrics));
+  // Before routing, so that preflights are answered and error responses carry the headers too.
+  app.use(corsMiddleware(config.server.corsOrigins));
+  app.use(compressionMiddleware());
   const lifecycle = app.get(Lifecycle);
   lifecycle.watch(app.getHttpServer());
   app.use(lifecycle.track);

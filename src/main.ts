@@ -2,21 +2,27 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger as PinoNestLogger, PinoLogger } from 'nestjs-pino';
+import type { Logger as PinoInstance } from 'pino';
 import { AppModule } from './app.module';
 import { configureApp } from './app.setup';
 import { AppConfig } from './config/app-config';
-import { redactCredentials } from './common/util/redact';
 import { ConfigValidationError } from './config/env.validation';
 import { Lifecycle } from './lifecycle/lifecycle.service';
+import { fallbackLogger, rootLoggerOf } from './logging/root-logger';
+
+/** The logger of this process: set as soon as the settings are known (LOG_FORMAT, LOG_LEVEL). */
+let root: PinoInstance | undefined;
 
 async function bootstrap(): Promise<void> {
   // Validate settings before anything else, so a bad one is one clear message and exit code 1.
   const config = AppConfig.load();
-  const levels = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, {
-    bodyParser: false,
-    logger: levels.slice(0, levels.indexOf(config.server.logLevel) + 1),
-  });
+  root = rootLoggerOf(config);
+  // Nest's own logger is pino from the first line on: start-up warnings (a database still coming up) are
+  // written at once, in LOG_FORMAT; inside a request, lines carry its requestId (see LoggingModule).
+  const logger = new PinoNestLogger(new PinoLogger({ pinoHttp: { logger: root } }), {});
+  // abortOnError off: a failed start reaches the catch below (one fatal line, exit code 1), not process.abort().
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, logger, abortOnError: false });
   configureApp(app);
   handleSignals(app);
   await app.listen(config.server.port);
@@ -53,10 +59,12 @@ process.on('unhandledRejection', (reason: unknown) => {
 });
 
 bootstrap().catch((err: unknown) => {
+  // One fatal line in LOG_FORMAT (written synchronously, before the exit); credentials are redacted by the logger.
+  const logger = root ?? fallbackLogger();
   if (err instanceof ConfigValidationError) {
-    console.error(err.message);
+    logger.fatal({ context: 'Bootstrap' }, err.message);
   } else {
-    console.error(`livegoods failed to start: ${redactCredentials(err instanceof Error ? (err.stack ?? err.message) : String(err))}`);
+    logger.fatal({ context: 'Bootstrap', err }, `livegoods failed to start: ${err instanceof Error ? err.message : String(err)}`);
   }
   process.exit(1);
 });

@@ -1,7 +1,8 @@
 import { isAbsolute, resolve } from 'node:path';
 import { config as loadDotenv } from 'dotenv';
 import { parseDuration } from '../common/util/duration';
-import { EnvironmentVariables, validateEnv } from './env.validation';
+import { resolveLogFormat, LogFormat } from '../logging/log-format';
+import { EnvironmentVariables, normalizeOrigin, validateEnv } from './env.validation';
 
 export interface ServerConfig {
   port: number;
@@ -12,6 +13,12 @@ export interface ServerConfig {
   syncBodyLimit: string;
   trustProxy: boolean;
   logLevel: EnvironmentVariables['LOG_LEVEL'];
+  /** LOG_FORMAT resolved: `auto` is text on a terminal, JSON otherwise. */
+  logFormat: LogFormat;
+  /** METRICS_TOKEN: the bearer token GET /metrics asks for; unset, /metrics is open. */
+  metricsToken?: string;
+  /** CORS_ORIGINS, normalized: the browser origins the authenticated API answers. */
+  corsOrigins: string[];
   /** Longest wait for accepted requests on shutdown. */
   shutdownTimeoutMs: number;
 }
@@ -109,6 +116,16 @@ export class AppConfig {
         syncBodyLimit: env.SYNC_BODY_LIMIT,
         trustProxy: env.TRUST_PROXY,
         logLevel: env.LOG_LEVEL,
+        logFormat: resolveLogFormat(env.LOG_FORMAT),
+        metricsToken: env.METRICS_TOKEN,
+        corsOrigins: [
+          ...new Set(
+            env.CORS_ORIGINS.split(',')
+              .map((o) => o.trim())
+              .filter(Boolean)
+              .map((o) => normalizeOrigin(o) as string),
+          ),
+        ],
         shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT * 1000,
       },
       {

@@ -138,4 +138,18 @@ describe('validateEnv', () => {
     expect(invalidPassword.message).toContain('DB_PASSWORD');
     expect(invalidPassword.message).not.toContain('987654321');
   });
+
+  it('LOG_FORMAT: auto, json or text; anything else refused', () => {
+    expect(validateEnv({}).LOG_FORMAT).toBe('auto');
+    expect(validateEnv({ LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
+    expect(refusal({ LOG_FORMAT: 'pretty' }).message).toContain('LOG_FORMAT');
+  });
+
+  it('METRICS_TOKEN: empty is unset; a short one is refused without printing it', () => {
+    expect(validateEnv({ METRICS_TOKEN: '' }).METRICS_TOKEN).toBeUndefined();
+    expect(validateEnv({ METRICS_TOKEN: 'a-long-enough-metrics-token' }).METRICS_TOKEN).toBe('a-long-enough-metrics-token');
+    const err = refusal({ METRICS_TOKEN: 'short-tok' });
+    expect(err.message).toContain('METRICS_TOKEN');
+    expect(err.message).not.toContain('short-tok');
+  });
 });

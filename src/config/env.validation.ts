@@ -49,6 +49,44 @@ function IsDuration(min: number, max: number): PropertyDecorator {
 }
 
 /**
+ * A CORS origin as browsers send it (`scheme://host[:port]`, lowercase, default port dropped), or
+ * undefined when the text is not exactly one: a path, query, credentials or a wildcard are refused.
+ */
+export function normalizeOrigin(text: string): string | undefined {
+  if (text.includes('*')) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username || url.password || url.search || url.hash || url.pathname !== '/') return undefined;
+  if (text.replace(/\/$/, '').split('/').length !== 3) return undefined;
+  return url.origin;
+}
+
+/** CORS_ORIGINS: empty, or comma-separated origins each of which normalizeOrigin accepts. */
+function IsCorsOrigins(): PropertyDecorator {
+  return (target, key) =>
+    registerDecorator({
+      name: 'isCorsOrigins',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' &&
+          value
+            .split(',')
+            .map((o) => o.trim())
+            .filter(Boolean)
+            .every((o) => normalizeOrigin(o) !== undefined),
+        defaultMessage: () => `${String(key)} must be comma-separated origins such as https://shop.example or http://localhost:8080 (no paths, no wildcards)`,
+      },
+    });
+}
+
+/**
  * Every setting the service reads from the environment (or `.env`), with its default.
  * `.env.example` lists the same settings; keep the two in step.
  */
@@ -176,6 +214,22 @@ export class EnvironmentVariables {
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
   LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
 
+  /** `json` (one JSON object a line), `text` (for a person) or `auto`: text on a terminal, JSON otherwise. */
+  @IsIn(['auto', 'json', 'text'], { message: 'LOG_FORMAT must be "auto", "json" or "text"' })
+  LOG_FORMAT: 'auto' | 'json' | 'text' = 'auto';
+
+  /** When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open. */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  @Matches(/^[\x21-\x7e]{16,256}$/, { message: 'METRICS_TOKEN must be 16-256 printable characters without blanks' })
+  METRICS_TOKEN?: string;
+
+  /**
+   * Comma-separated origins (`https://shop.example`) whose pages may call the authenticated API from a
+   * browser. The public read endpoints and /media answer every origin whatever this says.
+   */
+  @IsCorsOrigins()
+  CORS_ORIGINS = '';
+
   /** On SIGTERM/SIGINT: longest wait, in seconds, for accepted requests to finish before closing anyway. */
   @Transform(toInt) @IsInt() @Min(0) @Max(3600)
   SHUTDOWN_TIMEOUT = 25;
@@ -216,14 +270,14 @@ function maskCredentials(value: unknown): unknown {
 export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const picked: Record<string, unknown> = {};
-  for (const key of [...known, 'REDIS_URL', 'PUBLIC_BASE_URL']) {
+  for (const key of [...known, 'REDIS_URL', 'PUBLIC_BASE_URL', 'METRICS_TOKEN']) {
     if (raw[key] !== undefined) picked[key] = raw[key];
   }
   const env = plainToInstance(EnvironmentVariables, picked, { exposeDefaultValues: true });
   const errors = validateSync(env, { skipMissingProperties: false });
   if (errors.length > 0) {
     const lines = errors.map((e) => {
-      const value = e.property === 'DB_PASSWORD' ? '***' : JSON.stringify(maskCredentials(e.value));
+      const value = e.property === 'DB_PASSWORD' || e.property === 'METRICS_TOKEN' ? '***' : JSON.stringify(maskCredentials(e.value));
       return `  - ${e.property}=${value}: ${Object.values(e.constraints ?? {}).join('; ')}`;
     });
     throw new ConfigValidationError(`Invalid configuration (environment or .env):\n${lines.join('\n')}`);

@@ -65,7 +65,7 @@ export class ExcelService {
     const response = await this.writer.apply(
       tenant,
       sheet.rows.map((r) => ({ row: r.row, data: r.values })),
-      { refreshMedia: !!options.refreshMedia },
+      { refreshMedia: !!options.refreshMedia, source: 'spreadsheet' },
     );
     return { response, ignoredColumns: sheet.ignoredColumns };
   }

@@ -22,6 +22,7 @@ import { findGoodsOrFail, GoodsLocator } from './goods-lookup';
 import { normalizeForSearch } from './goods-keys';
 import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
 import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageOfMatches, readCatalogVersion } from './goods-list.queries';
+import { Metrics } from '../metrics/metrics.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 
 interface SavedGoods {
@@ -40,7 +41,20 @@ export class GoodsService {
     private readonly listCache: GoodsListCache,
     private readonly media: MediaService,
     private readonly deletionHooks: GoodsDeletionHooks,
+    private readonly metrics: Metrics,
   ) {}
+
+  /** Counts one API write in livegoods_goods_rows_written_total: its outcome, or FAIL when it throws. */
+  private async counted<T>(outcome: 'CREATE' | 'UPDATE', work: () => Promise<T>): Promise<T> {
+    try {
+      const result = await work();
+      this.metrics.goodsRows.inc({ source: 'api', outcome });
+      return result;
+    } catch (err) {
+      this.metrics.goodsRows.inc({ source: 'api', outcome: 'FAIL' });
+      throw err;
+    }
+  }
 
   /**
    * Newest first. The page comes off the (customerId, id) index; the match count (and, for a selective
@@ -83,7 +97,11 @@ export class GoodsService {
     return this.withMedia(tenant, await this.locate(tenant, { by: 'url', url }));
   }
 
-  async register(tenant: Tenant, body: RegisterGoodsDto): Promise<GoodsResponse> {
+  register(tenant: Tenant, body: RegisterGoodsDto): Promise<GoodsResponse> {
+    return this.counted('CREATE', () => this.insert(tenant, body));
+  }
+
+  private async insert(tenant: Tenant, body: RegisterGoodsDto): Promise<GoodsResponse> {
     const goods = newGoods(tenant.id, body, new Date());
     // Refuse a taken key before spending a fetch on the image; the transaction checks again.
     await this.assertKeysFree(this.transactions.manager, tenant, goods);
@@ -104,15 +122,15 @@ export class GoodsService {
   }
 
   updateById(tenant: Tenant, body: UpdateGoodsByIdDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'id', id: body.id }, body, options);
+    return this.counted('UPDATE', () => this.update(tenant, { by: 'id', id: body.id }, body, options));
   }
 
   updateBySku(tenant: Tenant, body: UpdateGoodsBySkuDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'sku', sku: body.sku as string }, body, options);
+    return this.counted('UPDATE', () => this.update(tenant, { by: 'sku', sku: body.sku as string }, body, options));
   }
 
   updateByUrl(tenant: Tenant, body: UpdateGoodsByUrlDto, options: RefreshMediaQuery = {}): Promise<GoodsResponse> {
-    return this.update(tenant, { by: 'url', url: body.url as string }, body, options);
+    return this.counted('UPDATE', () => this.update(tenant, { by: 'url', url: body.url as string }, body, options));
   }
 
   async deleteById(tenant: Tenant, id: number): Promise<void> {

@@ -5,7 +5,8 @@ const ACCEPTABLE = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /**
  * Gives every request an id: the caller's `X-Request-Id` when it is a sane token, else a new UUID.
- * Echoed on every response (errors included) and used in error logs.
+ * Echoed on every response (errors included); every log line the request causes carries it as `requestId`
+ * (see LoggingModule).
  */
 export function requestIdMiddleware(req: Request & { id?: string }, res: Response, next: NextFunction): void {
   const incoming = req.header('x-request-id');

@@ -94,7 +94,16 @@ export type EventPayload<T extends LoggedEventType> = Omit<LiveEventMap[T], 'seq
 export type PendingEvent = { [T in LoggedEventType]: { type: T; payload: EventPayload<T> } }[LoggedEventType];
 
 /** An event as recorded and pushed: its campaign, its seq, and its payload (which carries the seq too). */
-export type LiveEvent = { [T in LoggedEventType]: { campaignId: number; seq: number; type: T; payload: LiveEventMap[T] } }[LoggedEventType];
+export type LiveEvent = {
+  [T in LoggedEventType]: {
+    campaignId: number;
+    seq: number;
+    type: T;
+    payload: LiveEventMap[T];
+    /** When the publishing node published it (ms since the epoch), for the delivery-latency metric; never sent to viewers. */
+    publishedAt?: number;
+  };
+}[LoggedEventType];
 
 /** What a client may send. */
 export interface LiveClientEvents {

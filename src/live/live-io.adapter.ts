@@ -34,6 +34,8 @@ export class LiveIoAdapter extends IoAdapter {
       pingInterval: 25_000,
       pingTimeout: 20_000,
       perMessageDeflate: false,
+      // Long-polling answers are small and frequent: compressing them costs CPU for little (see docs/monitoring.md).
+      httpCompression: false,
     }) as Server;
     if (this.redis.url) {
       const pub = RedisConnection.neverRejectingPublish(RedisConnection.open(this.redis.url, this.logger), (err) => this.publishFailed(err));

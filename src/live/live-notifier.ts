@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
+import { Metrics } from '../metrics/metrics.service';
 import { LiveEvent, LiveEventMap, LiveEventType, roomOf } from './live-events';
 import { FanoutCounts, LiveFanout } from './live-fanout';
 import { LIVE_SOURCE, LiveSource } from './live-source';
@@ -50,6 +51,7 @@ export class LiveNotifier implements OnModuleDestroy {
   constructor(
     private readonly config: AppConfig,
     @Inject(LIVE_SOURCE) private readonly source: LiveSource,
+    private readonly metrics: Metrics,
   ) {}
 
   attach(namespace: Namespace, refreshRoom: (campaignId: number) => Promise<void>): void {
@@ -82,6 +84,10 @@ export class LiveNotifier implements OnModuleDestroy {
   publish(events: LiveEvent[]): void {
     const namespace = this.namespace;
     if (!namespace || !events.length) return;
+    // Stamped here, after the commit: the delivery-latency histogram measures from now to the write.
+    const publishedAt = Date.now();
+    for (const event of events) event.publishedAt = publishedAt;
+    this.metrics.liveEventsPublished.inc(events.length);
     setImmediate(() => {
       // The adapter's publisher never throws or rejects (see LiveIoAdapter): an event another node misses
       // while Redis is away reaches its viewers through that node's sweep.
@@ -172,6 +178,9 @@ export class LiveNotifier implements OnModuleDestroy {
   private write(id: number, feed: RoomFeed, event: LiveEvent): void {
     feed.last = Math.max(feed.last, event.seq);
     this.fanout?.toRoom(roomOf(id), event.type, event.payload);
+    this.metrics.liveEventsDelivered.inc();
+    // Events read back from the log (gap fill, catch-up) carry no stamp: they are counted, not timed.
+    if (typeof event.publishedAt === 'number') this.metrics.liveDeliveryLatency.observe(Math.max(0, Date.now() - event.publishedAt) / 1000);
   }
 
   private scheduleFill(id: number, feed: RoomFeed, delayMs: number): void {

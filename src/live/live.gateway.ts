@@ -12,6 +12,7 @@ import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { isDatabaseUnavailable } from '../database/database-errors';
 import { Lifecycle } from '../lifecycle/lifecycle.service';
+import { Metrics } from '../metrics/metrics.service';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 import { LiveEventMap, roomOf } from './live-events';
 import { LiveNotifier } from './live-notifier';
@@ -79,12 +80,21 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     private readonly config: AppConfig,
     private readonly lifecycle: Lifecycle,
     private readonly limiter: RateLimiter,
+    private readonly metrics: Metrics,
   ) {}
 
   afterInit(namespace: Namespace): void {
     this.namespace = namespace;
     this.lifecycle.attachLive(namespace);
     this.notifier.attach(namespace, (campaignId) => this.refreshRoom(campaignId));
+    this.metrics.countLiveSockets(() => {
+      const counts = { viewer: 0, operator: 0 };
+      for (const socket of namespace.sockets.values()) {
+        const data = socket.data as Partial<ViewerData> | undefined;
+        if (data?.campaignId) counts[data.counted ? 'viewer' : 'operator'] += 1;
+      }
+      return counts;
+    });
     namespace.use((socket, next) => {
       this.admit(socket as ViewerSocket).then(
         () => next(),

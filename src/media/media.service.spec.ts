@@ -5,16 +5,27 @@ import type { ImageFetcher } from './image-fetcher';
 import type { ImageProcessor } from './image-processor';
 import type { MediaStorage } from './media-storage';
 import { MediaError } from './media.errors';
+import { Metrics } from '../metrics/metrics.service';
 import { MediaService } from './media.service';
 
 /** A MediaService whose fetcher fails the way the real one does, to see what reaches the log. */
+const metrics = new Metrics();
+afterAll(() => metrics.onModuleDestroy());
+
 function failingService(failure: Error): MediaService {
   const fetcher = { fetch: () => Promise.reject(failure) } as unknown as ImageFetcher;
   const config = { media: { fetchConcurrency: 2 } } as unknown as AppConfig;
-  return new MediaService({} as Transactions, fetcher, {} as ImageProcessor, {} as MediaStorage, config);
+  return new MediaService({} as Transactions, fetcher, {} as ImageProcessor, {} as MediaStorage, config, metrics);
 }
 
 describe('MediaService logs', () => {
+  it('counts failed fetches in livegoods_media_fetches_total', async () => {
+    const before = (await metrics.mediaFetches.get()).values.find((v) => v.labels.outcome === 'failed')?.value ?? 0;
+    await failingService(new MediaError('the image server answered HTTP 404')).tryPrepare('https://img.example/a.png');
+    const after = (await metrics.mediaFetches.get()).values.find((v) => v.labels.outcome === 'failed')?.value ?? 0;
+    expect(after).toBe(before + 1);
+  });
+
   let warn: jest.SpyInstance;
   let error: jest.SpyInstance;
   const logged = () => [...warn.mock.calls, ...error.mock.calls].map((c) => String(c[0])).join('\n');

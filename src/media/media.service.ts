@@ -9,6 +9,7 @@ import { ImageFetcher } from './image-fetcher';
 import { ImageProcessor, THUMBNAIL_WIDTHS } from './image-processor';
 import { MediaStorage } from './media-storage';
 import { MediaError } from './media.errors';
+import { Metrics } from '../metrics/metrics.service';
 
 /** Files stored for one image, not yet attached to a goods item. */
 export interface PreparedMedia {
@@ -43,11 +44,19 @@ export class MediaService {
     private readonly processor: ImageProcessor,
     private readonly storage: MediaStorage,
     private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /** Fetches, checks and stores one image. Identical bytes already stored are reused, not processed again. */
   async prepare(url: string): Promise<PreparedMedia> {
-    const fetched = await this.fetcher.fetch(url);
+    let fetched: Awaited<ReturnType<ImageFetcher['fetch']>>;
+    try {
+      fetched = await this.fetcher.fetch(url);
+      this.metrics.mediaFetches.inc({ outcome: 'ok' });
+    } catch (err) {
+      this.metrics.mediaFetches.inc({ outcome: 'failed' });
+      throw err;
+    }
     const known = await this.db.manager.findOne(Media, { where: { checksum: fetched.checksum } });
     if (known && (await this.storage.exists(known.fileKey))) {
       return { ...this.fileSet(known), originalUrl: url, contentType: known.contentType, size: known.size, width: known.width, height: known.height };

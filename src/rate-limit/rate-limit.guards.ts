@@ -2,6 +2,7 @@ import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard, ThrottlerLimitDetail, ThrottlerRequest } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { ApiException } from '../common/errors/api.exception';
+import { REFUSED_BY } from '../metrics/http-metrics';
 import { clientIp } from './rate-limiter';
 
 /** What the customer limit needs of a request: the tenant authentication put on it. */
@@ -26,7 +27,9 @@ abstract class OneThrottlerGuard extends ThrottlerGuard {
     return super.handleRequest(request);
   }
 
-  protected override throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+  protected override throwThrottlingException(context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    // Counted by the HTTP metrics when the refusal is answered (livegoods_rate_limit_refusals_total).
+    context.switchToHttp().getRequest<Record<symbol, unknown>>()[REFUSED_BY] = this.throttlerName;
     return Promise.reject(ApiException.rateLimited(this.refusal(detail), detail.timeToBlockExpire));
   }
 

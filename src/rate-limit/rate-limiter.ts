@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { getStorageToken, ThrottlerStorage } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
+import { Metrics } from '../metrics/metrics.service';
 
 /** The limits counted outside the HTTP guards: refused authentications and new viewer connections. */
 export type RateLimitName = 'auth-failures' | 'live-connections';
@@ -22,6 +23,7 @@ export class RateLimiter {
   constructor(
     private readonly config: AppConfig,
     @Inject(getStorageToken()) private readonly storage: ThrottlerStorage,
+    private readonly metrics: Metrics,
   ) {}
 
   get enabled(): boolean {
@@ -33,6 +35,7 @@ export class RateLimiter {
     const { windowMs, authFailures, liveConnections } = this.config.rateLimit;
     const limit = name === 'auth-failures' ? authFailures : liveConnections;
     const record = await this.storage.increment(rateLimitKey(this.config, name, tracker), windowMs, limit, windowMs, name);
+    if (record.isBlocked) this.metrics.rateLimitRefusals.inc({ limit: name });
     return { allowed: !record.isBlocked, retryAfterSeconds: Math.max(1, record.timeToBlockExpire) };
   }
 }

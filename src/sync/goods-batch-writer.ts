@@ -16,6 +16,7 @@ import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods, WRITABLE_FIELDS } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
+import { GoodsSource, Metrics } from '../metrics/metrics.service';
 
 /** One element to apply: its row number in the caller's numbering and the raw submitted value. */
 export interface BatchElement {
@@ -26,6 +27,8 @@ export interface BatchElement {
 export interface BatchOptions {
   /** Fetch every mediaUrl again even when it equals the stored one. */
   refreshMedia?: boolean;
+  /** Where the batch comes from, for livegoods_goods_rows_written_total (default sync). */
+  source?: GoodsSource;
 }
 
 /** Rows per multi-row statement: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
@@ -115,6 +118,7 @@ export class GoodsBatchWriter {
   constructor(
     private readonly transactions: Transactions,
     private readonly media: MediaService,
+    private readonly metrics: Metrics,
   ) {}
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
@@ -143,7 +147,12 @@ export class GoodsBatchWriter {
             return { plan, released };
           });
           await this.media.releaseFiles(released);
-          return this.envelope(tenant, plan.outcomes);
+          const response = this.envelope(tenant, plan.outcomes);
+          const source = options.source ?? 'sync';
+          if (response.createCount) this.metrics.goodsRows.inc({ source, outcome: 'CREATE' }, response.createCount);
+          if (response.updateCount) this.metrics.goodsRows.inc({ source, outcome: 'UPDATE' }, response.updateCount);
+          if (response.failCount) this.metrics.goodsRows.inc({ source, outcome: 'FAIL' }, response.failCount);
+          return response;
         } catch (err) {
           if (err instanceof ImagesMissing) {
             this.logger.debug(`sync for customer ${tenant.id}: the catalog changed; fetching ${err.urls.length} more image(s)`);

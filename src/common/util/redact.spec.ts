@@ -29,4 +29,10 @@ describe('redactCredentials', () => {
   ])('leaves %p as it is', (text) => {
     expect(redactCredentials(text)).toBe(text);
   });
+
+  it('hides the values of credential query parameters', () => {
+    expect(redactCredentials('GET /v1/goods/ak?token=eyJhbGci.x.y&count=1')).toBe('GET /v1/goods/ak?token=***&count=1');
+    expect(redactCredentials('/a?x=1&secretKey=c2VjcmV0&Password=p4ss#f')).toBe('/a?x=1&secretKey=***&Password=***#f');
+    expect(redactCredentials('/a?tokens=1&mytoken=2')).toBe('/a?tokens=1&mytoken=2');
+  });
 });

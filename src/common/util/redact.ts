@@ -6,10 +6,16 @@
 const USERINFO = /((?:\b[a-z][a-z0-9+.-]*:)?\/\/)[^/?#\s]*@/gi;
 
 /**
+ * A query parameter that carries a credential (`?token=…`, `&secretKey=…`, `&password=…`): its value goes.
+ * Customers' tokens travel in the Authorization header, but a client may still put one in a URL.
+ */
+const SECRET_PARAM = /([?&](?:access[_-]?token|token|jwt|secret(?:[_-]?key)?|password|passwd|pwd|api[_-]?key|signature|sig|auth(?:orization)?)=)[^&#\s"']+/gi;
+
+/**
  * Hides the credentials of every URL in a text before it is logged: `https://user:secret@cdn.example/a`
- * becomes `https://***@cdn.example/a`. The one helper for log lines that may print a URL (media URLs,
+ * becomes `https://***@cdn.example/a`, and `?token=eyJ…` becomes `?token=***`. The one helper for log lines that may print a URL (media URLs,
  * redirect locations, request URLs, settings such as REDIS_URL, driver messages).
  */
 export function redactCredentials(text: string): string {
-  return text.replace(USERINFO, '$1***@');
+  return text.replace(USERINFO, '$1***@').replace(SECRET_PARAM, '$1***');
 }

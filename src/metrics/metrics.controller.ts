@@ -1,0 +1,52 @@
+import { timingSafeEqual } from 'node:crypto';
+import { Controller, Get, Headers, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { SkipThrottle } from '@nestjs/throttler';
+import type { Response } from 'express';
+import { Public } from '../auth/decorators';
+import { ApiException } from '../common/errors/api.exception';
+import { AppConfig } from '../config/app-config';
+import { IP_THROTTLER } from '../rate-limit/rate-limit.guards';
+import { Metrics } from './metrics.service';
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+@ApiTags('Health')
+@Public()
+// Prometheus scrapes often from one address: never refused by the rate limits, like /health.
+@SkipThrottle({ [IP_THROTTLER]: true })
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Prometheus metrics (text exposition format), read-only',
+    description: 'With METRICS_TOKEN set, needs `Authorization: Bearer <METRICS_TOKEN>` (not a customer token). See docs/monitoring.md.',
+  })
+  @ApiBearerAuth()
+  @ApiProduces('text/plain')
+  @ApiOkResponse({ description: 'Every metric of this node', schema: { type: 'string' } })
+  @ApiUnauthorizedResponse({ description: 'METRICS_TOKEN is set and the request does not carry it' })
+  async scrape(@Headers('authorization') authorization: string | undefined, @Res() res: Response): Promise<void> {
+    const token = this.config.server.metricsToken;
+    if (token) {
+      const match = /^Bearer (\S+)$/i.exec(authorization ?? '');
+      if (!match || !sameToken(match[1], token)) {
+        throw ApiException.unauthorized('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
+      }
+    }
+    const { contentType, body } = await this.metrics.exposition();
+    res.setHeader('Cache-Control', 'no-store');
+    // Exactly prom-client's content type (Express would add a charset parameter before the version).
+    res.status(200).setHeader('Content-Type', contentType);
+    res.end(body);
+  }
+}

@@ -1,0 +1,182 @@
+import { monitorEventLoopDelay, IntervalHistogram } from 'node:perf_hooks';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Where a goods row was written from. */
+export type GoodsSource = 'sync' | 'spreadsheet' | 'api';
+export type GoodsOutcome = 'CREATE' | 'UPDATE' | 'FAIL';
+export type LiveRole = 'viewer' | 'operator';
+
+/** Pool figures of the MySQL driver (SQLite has no pool). */
+export interface PoolUse {
+  inUse: number;
+  free: number;
+  waiting: number;
+  max: number;
+}
+
+/**
+ * prom-client defaults that `promtool check metrics` rejects (gauges named *_total) or that reset at every
+ * scrape (prom-client's event-loop lag gauges, replaced by livegoods_event_loop_delay_seconds).
+ */
+const DROPPED_DEFAULTS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+  'nodejs_eventloop_lag_seconds',
+  'nodejs_eventloop_lag_min_seconds',
+  'nodejs_eventloop_lag_max_seconds',
+  'nodejs_eventloop_lag_mean_seconds',
+  'nodejs_eventloop_lag_stddev_seconds',
+  'nodejs_eventloop_lag_p50_seconds',
+  'nodejs_eventloop_lag_p90_seconds',
+  'nodejs_eventloop_lag_p99_seconds',
+];
+
+/** Event-loop delay is summarized over windows of this length; a scrape reads the last full window. */
+const LOOP_WINDOW_MS = 10_000;
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * The app's Prometheus metrics (docs/monitoring.md), in a registry of its own: several apps in one process
+ * (the tests) never share a series. Read-only over HTTP: nothing here is reset by a scrape.
+ */
+@Injectable()
+export class Metrics implements OnModuleDestroy {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'livegoods_http_request_duration_seconds',
+    help: 'HTTP requests by method, route pattern and status: time from arrival to the last byte written',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly httpInFlight = new Gauge({
+    name: 'livegoods_http_requests_in_flight',
+    help: 'HTTP requests accepted and not answered yet',
+    registers: [this.registry],
+  });
+
+  readonly goodsRows = new Counter({
+    name: 'livegoods_goods_rows_written_total',
+    help: 'Goods rows written, by source (sync, spreadsheet, api) and outcome (CREATE, UPDATE, FAIL)',
+    labelNames: ['source', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mediaFetches = new Counter({
+    name: 'livegoods_media_fetches_total',
+    help: 'Image fetches from goods mediaUrls, by outcome (ok, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly liveEventsPublished = new Counter({
+    name: 'livegoods_live_events_published_total',
+    help: 'Live events this node published after their transaction committed',
+    registers: [this.registry],
+  });
+
+  readonly liveEventsDelivered = new Counter({
+    name: 'livegoods_live_events_delivered_total',
+    help: 'Live events this node wrote to the viewers of their campaign (once per event and node)',
+    registers: [this.registry],
+  });
+
+  readonly liveDeliveryLatency = new Histogram({
+    name: 'livegoods_live_delivery_latency_seconds',
+    help: 'From publishing a live event (after commit) to writing it to the viewers of this node',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly rateLimitRefusals = new Counter({
+    name: 'livegoods_rate_limit_refusals_total',
+    help: 'Requests and connections refused by a rate limit, by limit (ip, customer, auth-failures, live-connections)',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  private liveSocketsSource: () => Record<LiveRole, number> = () => ({ viewer: 0, operator: 0 });
+  private poolSource: () => PoolUse | null = () => null;
+  private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  private loopWindow = { p50: 0, p99: 0, max: 0 };
+  private readonly loopTimer: NodeJS.Timeout;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    for (const name of DROPPED_DEFAULTS) this.registry.removeSingleMetric(name);
+
+    // prom-client calls collect() with the gauge as `this`: the sources are read through this closure.
+    const sockets = () => this.liveSocketsSource();
+    const pool = () => this.poolSource();
+    const loop = () => this.loopWindow;
+    new Gauge({
+      name: 'livegoods_live_sockets',
+      help: 'Sockets connected to the /live namespace on this node, by role (viewer, operator)',
+      labelNames: ['role'] as const,
+      registers: [this.registry],
+      collect() {
+        const counts = sockets();
+        for (const role of ['viewer', 'operator'] as const) this.set({ role }, counts[role]);
+      },
+    });
+    new Gauge({
+      name: 'livegoods_db_pool_connections',
+      help: 'MySQL connection pool of this node by state: in_use, free, waiting (requests queued for a connection), max (DB_POOL_SIZE); absent on SQLite',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const use = pool();
+        if (!use) return;
+        this.set({ state: 'in_use' }, use.inUse);
+        this.set({ state: 'free' }, use.free);
+        this.set({ state: 'waiting' }, use.waiting);
+        this.set({ state: 'max' }, use.max);
+      },
+    });
+    new Gauge({
+      name: 'livegoods_event_loop_delay_seconds',
+      help: `Event-loop delay over the last ${LOOP_WINDOW_MS / 1000} s window, by statistic (p50, p99, max)`,
+      labelNames: ['stat'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [stat, value] of Object.entries(loop())) this.set({ stat }, value);
+      },
+    });
+    this.loopDelay.enable();
+    this.loopTimer = setInterval(() => this.closeLoopWindow(), LOOP_WINDOW_MS);
+    this.loopTimer.unref();
+  }
+
+  /** The live gateway tells how to count its sockets (read at each scrape). */
+  countLiveSockets(source: () => Record<LiveRole, number>): void {
+    this.liveSocketsSource = source;
+  }
+
+  /** The database module tells how to read the MySQL pool (read at each scrape). */
+  readPool(source: () => PoolUse | null): void {
+    this.poolSource = source;
+  }
+
+  /** The Prometheus text exposition of every metric of this app. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.loopTimer);
+    this.loopDelay.disable();
+    this.registry.clear();
+  }
+
+  private closeLoopWindow(): void {
+    const h = this.loopDelay;
+    if (h.count > 0) this.loopWindow = { p50: h.percentile(50) / 1e9, p99: h.percentile(99) / 1e9, max: h.max / 1e9 };
+    h.reset();
+  }
+}
