@@ -78,6 +78,8 @@ describeEngines(
       const plain = await rawGet(base, `/v1/goods/${accessKey}?count=30`, { authorization: auth });
       expect(plain.headers['content-encoding']).toBeUndefined();
       expect(plain.body.length).toBeGreaterThan(1024);
+      // Sent as it is to a client that accepts no encoding, but a shared cache learns that it varies.
+      expect(plain.headers.vary).toMatch(/Accept-Encoding/i);
       for (const encoding of ['gzip', 'br']) {
         const res = await rawGet(base, `/v1/goods/${accessKey}?count=30`, { authorization: auth, 'accept-encoding': encoding });
         expect(res.status).toBe(200);

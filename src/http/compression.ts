@@ -13,8 +13,16 @@ export const COMPRESSION_THRESHOLD = 1024;
  * Socket.IO is not concerned (it answers before Express; engine.io's own httpCompression is off).
  */
 export function compressionMiddleware(): RequestHandler {
-  return compression({
+  const never = (req: Request) => NEVER.some((re) => re.test(req.path));
+  const compress = compression({
     threshold: COMPRESSION_THRESHOLD,
-    filter: (req: Request, res: Response) => !NEVER.some((re) => re.test(req.path)) && compression.filter(req, res),
+    filter: (req: Request, res: Response) => !never(req) && compression.filter(req, res),
   });
+  // A client that accepts no encoding (most API clients) skips the wrapper and its per-request hooks
+  // (about 20 µs of CPU); the answer still says that it varies with Accept-Encoding, for shared caches.
+  return (req, res, next) => {
+    if (req.headers['accept-encoding']) return compress(req, res, next);
+    if (!never(req)) res.vary('Accept-Encoding');
+    next();
+  };
 }
