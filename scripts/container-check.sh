@@ -10,7 +10,9 @@
 #    locales, as Debian's slim images are; this machine's Node 20 (binary, headers, npm) in the official
 #    image's layout (/usr/local/bin/node, /usr/local/include/node, /usr/local/lib/node_modules/npm); a
 #    `node` user and group with uid/gid 1000; this machine's CA bundle, apt sources and npm settings
-#    (registry, cafile, plus nodedir for node-gyp) so that `apt-get` and `npm ci` work inside the build.
+#    (registry, cafile; and npm_config_nodedir=/usr/local in the environment, so that node-gyp finds the
+#    headers instead of downloading them) so that `apt-get` and `npm ci` work inside the build. The
+#    stand-in's environment is inherited by the image (npm then warns about "nodedir" in it).
 #    It is imported as docker.io/library/node:20-bookworm-slim with the label livegoods.stand-in=1, once:
 #    later runs reuse it (`podman rmi node:20-bookworm-slim` makes the next run build it again).
 # 2. `podman build --isolation=chroot --pull=never --format docker` of the repository's Dockerfile, tagged
@@ -206,8 +208,6 @@ EOF
       case "$v" in ''|null|undefined) ;; *) printf '%s=%s\n' "$key" "$v" ;; esac
     done
   } > "$rootfs/usr/local/etc/npmrc"
-  # node-gyp (better-sqlite3's fallback build) takes the headers from here instead of downloading them.
-  printf 'export npm_config_nodedir=/usr/local\n' > "$rootfs/etc/profile.d/node-gyp.sh"
 
   bg_wait import_rootfs "$rootfs" "$node" > "$TMP/import.log" 2>&1 || {
     cat "$TMP/import.log" >&2; cannot "podman import failed"; }
