@@ -30,7 +30,8 @@
 # image holds no src/; the SQLite database lands in DATA_DIR (/data), owned by the image's user.
 #
 # Exit status: 0 all checks passed, 1 a check failed, 2 the check could not run (not root, no podman,
-# base or image build failed, ...). Everything is cleaned up on exit, on SIGINT and on SIGTERM; a run
+# base or image build failed, ...). Everything (an interrupted build's working containers too) is cleaned
+# up on exit, on SIGINT and on SIGTERM; a run
 # killed with SIGKILL leaves processes, mounts, a container or a temporary directory behind, and the
 # next run removes them first. One run at a time (a lock; a second run waits up to 30 minutes).
 #
@@ -104,6 +105,12 @@ clear_state() {
   if podman container exists "$NAME" 2>/dev/null; then
     podman umount "$NAME" >/dev/null 2>&1 || true
     podman rm -f "$NAME" >/dev/null 2>&1 || true
+  fi
+  if [ -f "$STATE/before-build" ]; then # an interrupted build leaves its buildah working containers
+    podman ps -a --external --format '{{.ID}} {{.Names}}' 2>/dev/null | while read -r id cname; do
+      case "$cname" in *-working-container) ;; *) continue ;; esac
+      grep -qx "$id" "$STATE/before-build" || podman rm -f "$id" >/dev/null 2>&1 || true
+    done
   fi
   if [ -n "$tmp" ] && [ -d "$tmp" ]; then
     kill_rooted_in "$tmp/rootfs"
@@ -237,10 +244,12 @@ fi
 # ---- 2. build --------------------------------------------------------------------------------------
 say "building $IMAGE from $REPO (podman build --isolation=chroot --pull=never --format docker; log: $BUILD_LOG)"
 started=$SECONDS
+podman ps -a --external --format '{{.ID}}' > "$STATE/before-build" 2>/dev/null
 if ! bg_wait podman build --isolation=chroot --pull=never --format docker -t "$IMAGE" "$REPO" > "$BUILD_LOG" 2>&1; then
   tail -40 "$BUILD_LOG" >&2
   cannot "the image did not build (log above, whole log in $BUILD_LOG)"
 fi
+rm -f "$STATE/before-build"
 note "built in $((SECONDS - started)) s; size $(podman image inspect --format '{{.Size}}' "$IMAGE" | awk '{ printf "%.0f MB", $1 / 1e6 }')"
 
 # ---- 3. run it by hand -----------------------------------------------------------------------------
