@@ -31,9 +31,10 @@
 #
 # Exit status: 0 all checks passed, 1 a check failed, 2 the check could not run (not root, no podman,
 # base or image build failed, ...). Everything (an interrupted build's working containers too) is cleaned
-# up on exit, on SIGINT and on SIGTERM; a run
-# killed with SIGKILL leaves processes, mounts, a container or a temporary directory behind, and the
-# next run removes them first. One run at a time (a lock; a second run waits up to 30 minutes).
+# up on exit, on SIGINT and on SIGTERM; a run killed with SIGKILL leaves processes, mounts, a container
+# or a temporary directory behind, and the next run removes them first. Untagged images of earlier
+# builds stay (they are the build cache): `podman image prune` removes them. One run at a time (a
+# lock; a second run waits up to 30 minutes).
 #
 # Settings (environment): IMAGE (tag to build, default livegoods:check), KEEP_IMAGE=0 to remove the
 # built image at the end (default: keep it, so the next build is cached), BUILD_LOG (default: a file in
@@ -120,11 +121,19 @@ clear_state() {
   rm -rf "$STATE"
 }
 
+descendants() { # pid: its children, theirs, and so on
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done
+}
+
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  if [ -n "$child" ]; then
-    pkill -TERM -P "$child" 2>/dev/null; kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null
+  if [ -n "$child" ]; then # the whole tree: a RUN step of an interrupted build outlives podman otherwise
+    local tree
+    tree="$(descendants "$child")"
+    kill -TERM "$child" $tree 2>/dev/null; wait "$child" 2>/dev/null
+    sleep 1; kill -KILL $tree 2>/dev/null
   fi
   clear_state
   if [ "${KEEP_IMAGE:-1}" = 0 ]; then podman rmi -f "$IMAGE" >/dev/null 2>&1 || true; fi
@@ -134,7 +143,7 @@ cleanup() {
 # ---- preconditions ---------------------------------------------------------------------------------
 [ "$(id -u)" = 0 ] || cannot "must run as root (podman build --isolation=chroot, mounts, chroot)"
 command -v podman >/dev/null || cannot "podman is not installed (apt-get install podman)"
-for tool in chroot curl flock mount umount awk pkill node; do command -v "$tool" >/dev/null || cannot "$tool is missing"; done
+for tool in chroot curl flock mount umount awk ps node; do command -v "$tool" >/dev/null || cannot "$tool is missing"; done
 [ -f "$REPO/Dockerfile" ] || cannot "no Dockerfile in $REPO"
 
 mkdir -p "$(dirname "$LOCK")"
