@@ -11,7 +11,15 @@ COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+RUN npm run build
+# Production dependencies only. `npm prune --omit=dev` alone keeps typescript and ts-node: typeorm names
+# ts-node as an optional peer, so npm marks ts-node, typescript and their dependencies "devOptional",
+# which --omit=dev does not drop. Without the devDependencies in the manifest they are extraneous and
+# go. (--omit=optional is no way out: it would also drop sharp's platform binaries.)
+RUN npm pkg delete devDependencies \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && leftover="$(find node_modules -type d \( -path '*node_modules/typescript' -o -path '*node_modules/ts-node' \) -prune)" \
+ && if [ -n "$leftover" ]; then echo "dev tools left in the production node_modules: $leftover" >&2; exit 1; fi
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
@@ -19,9 +27,12 @@ ENV NODE_ENV=production \
     DATA_DIR=/data \
     LOG_FORMAT=json
 WORKDIR /app
-COPY --from=build /app/package.json ./package.json
+# The real manifest (the build stage's lost its devDependencies): `npm ls --omit=dev` checks against it.
+COPY package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# `npm start` and `npm run admin` run it first (prestart/preadmin); without src/ it does nothing.
+COPY scripts/ensure-built.js ./scripts/ensure-built.js
 # The operator and viewer pages (/console, /watch/...): static files served by src/pages.
 COPY public ./public
 RUN mkdir -p /data && chown node:node /data
