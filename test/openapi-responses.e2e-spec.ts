@@ -274,6 +274,7 @@ describeEngines(
       expectStatus(await call('get', '/health'), 200);
       expectStatus(await call('get', '/health/ready'), 200);
       expectStatus(await call('get', '/health/metrics'), 200);
+      expectStatus(await call('get', '/metrics'), 200);
     });
 
     // ----------------------------------------------------------------------------------------------

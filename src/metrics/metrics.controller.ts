@@ -1,10 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Controller, Get, Headers, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { Public } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
+import { PublicRoute } from '../http/api-docs.decorators';
 import { AppConfig } from '../config/app-config';
 import { IP_THROTTLER } from '../rate-limit/rate-limit.guards';
 import { Metrics } from './metrics.service';
@@ -17,6 +18,8 @@ function sameToken(given: string, expected: string): boolean {
 
 @ApiTags('Health')
 @Public()
+// No customer token: with METRICS_TOKEN set, a token of its own (401 without it), told in the description.
+@PublicRoute(401)
 // Prometheus scrapes often from one address: never refused by the rate limits, like /health.
 @SkipThrottle({ [IP_THROTTLER]: true })
 @Controller('metrics')
@@ -29,12 +32,12 @@ export class MetricsController {
   @Get()
   @ApiOperation({
     summary: 'Prometheus metrics (text exposition format), read-only',
-    description: 'With METRICS_TOKEN set, needs `Authorization: Bearer <METRICS_TOKEN>` (not a customer token). See docs/monitoring.md.',
+    description:
+      'Open by default. With METRICS_TOKEN set, needs `Authorization: Bearer <METRICS_TOKEN>` (not a customer token), and answers 401 -102 ' +
+      'without it. Never rate limited; nothing in it can be reset. See docs/monitoring.md.',
   })
-  @ApiBearerAuth()
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Every metric of this node', schema: { type: 'string' } })
-  @ApiUnauthorizedResponse({ description: 'METRICS_TOKEN is set and the request does not carry it' })
   async scrape(@Headers('authorization') authorization: string | undefined, @Res() res: Response): Promise<void> {
     const token = this.config.server.metricsToken;
     if (token) {
