@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { config as loadDotenv } from 'dotenv';
 import { parseDuration } from '../common/util/duration';
-import { resolveLogFormat, LogFormat } from '../logging/log-format';
+import { resolveLogFormat, LogFormat } from './log-format';
 import { EnvironmentVariables, normalizeOrigin, validateEnv } from './env.validation';
 
 export interface ServerConfig {
@@ -147,7 +147,9 @@ export class AppConfig {
       {
         dir: resolve(dataDir, 'media'),
         allowPrivateHosts: env.MEDIA_ALLOW_PRIVATE_HOSTS,
-        allowedHosts: env.MEDIA_ALLOWED_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+        allowedHosts: env.MEDIA_ALLOWED_HOSTS.split(',')
+          .map((h) => h.trim().toLowerCase())
+          .filter(Boolean),
         maxBytes: env.MEDIA_MAX_BYTES,
         maxPixels: env.MEDIA_MAX_PIXELS,
         fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,

@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { HealthController } from './health.controller';
 import { HealthService } from './health.service';
+import { PrometheusController } from './prometheus.controller';
 
-@Module({ controllers: [HealthController], providers: [HealthService] })
+/** Liveness, readiness and the JSON metrics under /health; the Prometheus exposition at /metrics. */
+@Module({ controllers: [HealthController, PrometheusController], providers: [HealthService] })
 export class HealthModule {}

@@ -33,7 +33,12 @@ describe('HealthService.readiness', () => {
 
   it('answers up for each dependency that answers', async () => {
     expect(await make(async () => [{ 1: 1 }]).readiness()).toEqual({ status: 'ok', checks: { database: 'up' } });
-    expect(await make(async () => [], async () => 'PONG').readiness()).toEqual({ status: 'ok', checks: { database: 'up', redis: 'up' } });
+    expect(
+      await make(
+        async () => [],
+        async () => 'PONG',
+      ).readiness(),
+    ).toEqual({ status: 'ok', checks: { database: 'up', redis: 'up' } });
     expect(warn).not.toHaveBeenCalled();
   });
 

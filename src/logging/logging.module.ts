@@ -43,8 +43,7 @@ export function accessLogFields(req: Request, res: ServerResponse, durationMs: n
           customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) => (err || res.statusCode >= 500 ? 'error' : 'info'),
           customSuccessMessage: () => 'request',
           customErrorMessage: () => 'request',
-          customSuccessObject: (req: IncomingMessage, res: ServerResponse, val: { durationMs: number }) =>
-            accessLogFields(req as Request, res, val.durationMs),
+          customSuccessObject: (req: IncomingMessage, res: ServerResponse, val: { durationMs: number }) => accessLogFields(req as Request, res, val.durationMs),
           customErrorObject: (req: IncomingMessage, res: ServerResponse, _err: Error, val: { durationMs: number }) =>
             accessLogFields(req as Request, res, val.durationMs),
         },

@@ -1,6 +1,6 @@
 import pino, { Logger as PinoInstance } from 'pino';
 import type { AppConfig } from '../config/app-config';
-import { LogFormat, pinoLevelOf, resolveLogFormat } from './log-format';
+import { LogFormat, pinoLevelOf, resolveLogFormat } from '../config/log-format';
 import { redactDeep } from './redact-deep';
 import { textStream } from './text-stream';
 

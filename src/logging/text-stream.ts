@@ -35,7 +35,10 @@ export function textStream(fd: number, colour: boolean): { write(line: string): 
       const err = entry.err as { stack?: string; message?: string } | undefined;
       const stack = typeof entry.stack === 'string' ? entry.stack : (err?.stack ?? err?.message);
       const head = colour ? `${COLOURS[level] ?? ''}${name}\x1b[0m` : name;
-      writeSync(fd, `${time} ${head}${context} ${typeof entry.msg === 'string' ? entry.msg : show(entry.msg ?? '')}${fields ? ` ${fields}` : ''}${stack ? `\n${stack}` : ''}\n`);
+      writeSync(
+        fd,
+        `${time} ${head}${context} ${typeof entry.msg === 'string' ? entry.msg : show(entry.msg ?? '')}${fields ? ` ${fields}` : ''}${stack ? `\n${stack}` : ''}\n`,
+      );
     },
   };
 }

@@ -1,11 +1,9 @@
 import { Global, Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller';
 import { Metrics } from './metrics.service';
 
-/** GET /metrics and the Metrics registry every module records into. */
+/** The Metrics registry every module records into (GET /metrics is served by the health module). */
 @Global()
 @Module({
-  controllers: [MetricsController],
   providers: [Metrics],
   exports: [Metrics],
 })

@@ -1,4 +1,4 @@
-import type { EnvironmentVariables } from '../config/env.validation';
+import type { EnvironmentVariables } from './env.validation';
 
 export type LogFormat = 'json' | 'text';
 

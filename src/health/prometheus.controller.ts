@@ -8,7 +8,7 @@ import { ApiException } from '../common/errors/api.exception';
 import { PublicRoute } from '../http/api-docs.decorators';
 import { AppConfig } from '../config/app-config';
 import { IP_THROTTLER } from '../rate-limit/rate-limit.guards';
-import { Metrics } from './metrics.service';
+import { Metrics } from '../metrics/metrics.service';
 
 function sameToken(given: string, expected: string): boolean {
   const a = Buffer.from(given);
@@ -23,7 +23,7 @@ function sameToken(given: string, expected: string): boolean {
 // Prometheus scrapes often from one address: never refused by the rate limits, like /health.
 @SkipThrottle({ [IP_THROTTLER]: true })
 @Controller('metrics')
-export class MetricsController {
+export class PrometheusController {
   constructor(
     private readonly metrics: Metrics,
     private readonly config: AppConfig,
