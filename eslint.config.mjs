@@ -8,7 +8,10 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'jest.config.js', 'scripts/*.js', 'test/support/*.js'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['*.js', 'jest.config.js', 'scripts/*.js', 'test/support/*.js'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -37,7 +40,17 @@ export default tseslint.config(
     // The few plain CommonJS scripts (jest config and reporters, the build check) carry no types to check.
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' } },
+    languageOptions: {
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        __dirname: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+      },
+    },
   },
   {
     // The operator and viewer pages: browser ES modules, served as they are (no build, no type information).
@@ -47,7 +60,25 @@ export default tseslint.config(
       sourceType: 'module',
       parserOptions: { projectService: false, project: null },
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'history', 'navigator', 'sessionStorage', 'fetch', 'setTimeout', 'clearTimeout', 'Intl', 'CSS', 'Node', 'TextDecoder', 'atob', 'URLSearchParams', 'URL', 'console'].map((g) => [g, 'readonly']),
+        [
+          'window',
+          'document',
+          'location',
+          'history',
+          'navigator',
+          'sessionStorage',
+          'fetch',
+          'setTimeout',
+          'clearTimeout',
+          'Intl',
+          'CSS',
+          'Node',
+          'TextDecoder',
+          'atob',
+          'URLSearchParams',
+          'URL',
+          'console',
+        ].map((g) => [g, 'readonly']),
       ),
     },
   },

@@ -12,7 +12,10 @@ import { gzipSync } from 'node:zlib';
 import { RawViewer } from '../test/support/raw-viewer';
 import { BenchServer, Engine, peakRssMb, startServer } from './support';
 
-const ENGINES = (process.argv.find((a) => a.startsWith('--engines='))?.slice('--engines='.length).split(',') ?? ['sqlite']) as Engine[];
+const ENGINES = (process.argv
+  .find((a) => a.startsWith('--engines='))
+  ?.slice('--engines='.length)
+  .split(',') ?? ['sqlite']) as Engine[];
 
 interface Probe {
   samples: number[];
@@ -40,7 +43,13 @@ function probe(base: string): Probe {
     }
   };
   void loop();
-  return { samples, get failures() { return failures; }, stop: () => (stopped = true) };
+  return {
+    samples,
+    get failures() {
+      return failures;
+    },
+    stop: () => (stopped = true),
+  };
 }
 
 interface Outcome {
@@ -90,7 +99,11 @@ async function run(engine: Engine): Promise<void> {
     const created = await fetch(`${base}/v1/console/${accessKey}/campaigns`, { method: 'POST', headers: json, body: JSON.stringify({ title: 'Abused' }) });
     const { campaignKey } = (await created.json()) as { campaignKey: string };
     for (let i = 0; i < 499; i += 1) {
-      await fetch(`${base}/v1/console/${accessKey}/campaigns/${campaignKey}/chat`, { method: 'POST', headers: json, body: JSON.stringify({ message: `line ${i} ${'x'.repeat(60)}` }) });
+      await fetch(`${base}/v1/console/${accessKey}/campaigns/${campaignKey}/chat`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ message: `line ${i} ${'x'.repeat(60)}` }),
+      });
     }
     const rssBefore = peakRssMb(server.pid);
     const p = probe(base);
@@ -105,12 +118,28 @@ async function run(engine: Engine): Promise<void> {
 
     outcomes.push(await measure(p, 'POST goods, 15 MB {"name":[[],[],…]}', () => post(base, goods, manyArrays(15 * 1024 * 1024), json)));
     outcomes.push(await measure(p, 'POST sync, 15 MB {"name":[[],[],…]}', () => post(base, `${goods}/sync`, `[${manyArrays(15 * 1024 * 1024)}]`, json)));
-    outcomes.push(await measure(p, 'POST sync, 8 MB array nested 4M deep', () => post(base, `${goods}/sync`, `${'['.repeat(4_000_000)}${']'.repeat(4_000_000)}`, json)));
+    outcomes.push(
+      await measure(p, 'POST sync, 8 MB array nested 4M deep', () => post(base, `${goods}/sync`, `${'['.repeat(4_000_000)}${']'.repeat(4_000_000)}`, json)),
+    );
     outcomes.push(await measure(p, 'POST goods, object nested 5,000 deep', () => post(base, goods, `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, json)));
-    outcomes.push(await measure(p, 'POST sync, 30 MB without a token', () => post(base, `${goods}/sync`, manyArrays(30 * 1024 * 1024), { 'content-type': 'application/json' })));
-    outcomes.push(await measure(p, 'POST /nowhere, 30 MB without a token', () => post(base, '/nowhere', manyArrays(30 * 1024 * 1024), { 'content-type': 'application/json' })));
-    outcomes.push(await measure(p, 'POST goods, malformed gzip body', () => post(base, goods, Buffer.from('not gzip at all'), { ...json, 'content-encoding': 'gzip' })));
-    outcomes.push(await measure(p, 'POST sync, gzip bomb (200 MB inflated)', () => post(base, `${goods}/sync`, gzipSync(Buffer.alloc(200 * 1024 * 1024, 0x20)), { ...json, 'content-encoding': 'gzip' })));
+    outcomes.push(
+      await measure(p, 'POST sync, 30 MB without a token', () =>
+        post(base, `${goods}/sync`, manyArrays(30 * 1024 * 1024), { 'content-type': 'application/json' }),
+      ),
+    );
+    outcomes.push(
+      await measure(p, 'POST /nowhere, 30 MB without a token', () =>
+        post(base, '/nowhere', manyArrays(30 * 1024 * 1024), { 'content-type': 'application/json' }),
+      ),
+    );
+    outcomes.push(
+      await measure(p, 'POST goods, malformed gzip body', () => post(base, goods, Buffer.from('not gzip at all'), { ...json, 'content-encoding': 'gzip' })),
+    );
+    outcomes.push(
+      await measure(p, 'POST sync, gzip bomb (200 MB inflated)', () =>
+        post(base, `${goods}/sync`, gzipSync(Buffer.alloc(200 * 1024 * 1024, 0x20)), { ...json, 'content-encoding': 'gzip' }),
+      ),
+    );
     outcomes.push(
       await measure(p, 'viewer: 500 × resync {sinceSeq:0}', async () => {
         const raw = await RawViewer.connect(base, { accessKey, campaignKey });
@@ -135,13 +164,21 @@ async function run(engine: Engine): Promise<void> {
     );
     outcomes.push(
       await measure(p, 'POST excel, 18 MB of ",," lines', async () => {
-        const res = await fetch(`${base}${goods}/excel`, { method: 'POST', headers: { authorization: auth }, body: csv(Buffer.from('sku,url,name\n' + ',,\n'.repeat(6 * 1024 * 1024))) });
+        const res = await fetch(`${base}${goods}/excel`, {
+          method: 'POST',
+          headers: { authorization: auth },
+          body: csv(Buffer.from('sku,url,name\n' + ',,\n'.repeat(6 * 1024 * 1024))),
+        });
         return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
       }),
     );
     outcomes.push(
       await measure(p, 'POST excel, 19 MB of newlines', async () => {
-        const res = await fetch(`${base}${goods}/excel`, { method: 'POST', headers: { authorization: auth }, body: csv(Buffer.from('sku,url,name\n' + '\n'.repeat(19 * 1024 * 1024))) });
+        const res = await fetch(`${base}${goods}/excel`, {
+          method: 'POST',
+          headers: { authorization: auth },
+          body: csv(Buffer.from('sku,url,name\n' + '\n'.repeat(19 * 1024 * 1024))),
+        });
         return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
       }),
     );

@@ -196,13 +196,26 @@ async function main(): Promise<void> {
   async function send(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown } | null> {
     for (let attempt = 0; attempt < 10; attempt += 1) {
       try {
-        const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+        const res = await fetch(`${base}${path}`, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(30_000),
+        });
         const json = await res.json().catch(() => null);
-        tally.add(res.status < 300 ? '2xx' : res.status === 429 || res.status === 503 ? String(res.status) : `HTTP ${res.status} ${JSON.stringify(json).slice(0, 120)}`);
+        tally.add(
+          res.status < 300 ? '2xx' : res.status === 429 || res.status === 503 ? String(res.status) : `HTTP ${res.status} ${JSON.stringify(json).slice(0, 120)}`,
+        );
         return { status: res.status, json };
       } catch (err) {
         const reason = String((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
-        tally.add(killWindow() ? 'lost with a killed node' : restartWindow() ? 'keep-alive connection closed by a restarting node' : `network error outside a node kill: ${reason}`);
+        tally.add(
+          killWindow()
+            ? 'lost with a killed node'
+            : restartWindow()
+              ? 'keep-alive connection closed by a restarting node'
+              : `network error outside a node kill: ${reason}`,
+        );
         await sleep(200);
       }
     }
@@ -210,7 +223,11 @@ async function main(): Promise<void> {
   }
 
   // The campaign the viewers watch, with 5 goods, on air.
-  const goods = await send('POST', `/v1/goods/${accessKey}/sync`, Array.from({ length: 5 }, (_, i) => ({ name: `Live ${i}`, sku: `LIVE-${i}`, url: `https://shop.example.com/live/${i}` })));
+  const goods = await send(
+    'POST',
+    `/v1/goods/${accessKey}/sync`,
+    Array.from({ length: 5 }, (_, i) => ({ name: `Live ${i}`, sku: `LIVE-${i}`, url: `https://shop.example.com/live/${i}` })),
+  );
   const goodsIds = ((goods?.json as { results: Array<{ id: number }> }).results ?? []).map((r) => r.id);
   const created = (await send('POST', `/v1/console/${accessKey}/campaigns`, { title: 'Chaos live', collectionVisible: true }))?.json as { campaignKey: string };
   const key = created.campaignKey;
@@ -236,9 +253,14 @@ async function main(): Promise<void> {
     workers.push(
       (async () => {
         for (let n = 0; !stop; n += 1) {
-          const items = Array.from({ length: 5 }, (_, k) => ({ name: `Chaos ${w}-${n}-${k}`, sku: `CH-${w}-${n}-${k}`, url: `https://shop.example.com/ch/${w}/${n}/${k}` }));
+          const items = Array.from({ length: 5 }, (_, k) => ({
+            name: `Chaos ${w}-${n}-${k}`,
+            sku: `CH-${w}-${n}-${k}`,
+            url: `https://shop.example.com/ch/${w}/${n}/${k}`,
+          }));
           const res = await send('POST', `/v1/goods/${accessKey}/sync`, items);
-          if (res?.status === 200) for (const r of (res.json as { results: Array<{ sku: string; status: string }> }).results) if (r.status !== 'FAIL') acknowledged.add(r.sku);
+          if (res?.status === 200)
+            for (const r of (res.json as { results: Array<{ sku: string; status: string }> }).results) if (r.status !== 'FAIL') acknowledged.add(r.sku);
           await sleep(50);
         }
       })(),
@@ -259,7 +281,8 @@ async function main(): Promise<void> {
       const statuses = ['SOLD_OUT', 'ON_SALE', 'ALMOST_SOLD_OUT'];
       for (let n = 0; !stop; n += 1) {
         if (n % 2) await send('POST', `/v1/console/${accessKey}/campaigns/${key}/chat`, { message: `line ${n}` });
-        else await send('PUT', `/v1/goods/${accessKey}/campaign/${key}/salesStatus/id`, { goodsId: goodsIds[n % goodsIds.length], salesStatus: statuses[n % 3] });
+        else
+          await send('PUT', `/v1/goods/${accessKey}/campaign/${key}/salesStatus/id`, { goodsId: goodsIds[n % goodsIds.length], salesStatus: statuses[n % 3] });
         await sleep(100);
       }
     })(),
@@ -304,7 +327,13 @@ async function main(): Promise<void> {
 
   // What is stored, read straight from MariaDB (not through the proxy).
   const { createConnection: mysql } = await import('mysql2/promise');
-  const db = await mysql({ host: process.env.BENCH_DB_HOST || '127.0.0.1', port: Number(process.env.BENCH_DB_PORT || 3306), user: 'root', password: '', database: owner.env.DB_NAME });
+  const db = await mysql({
+    host: process.env.BENCH_DB_HOST || '127.0.0.1',
+    port: Number(process.env.BENCH_DB_PORT || 3306),
+    user: 'root',
+    password: '',
+    database: owner.env.DB_NAME,
+  });
   const [[campaignRow]] = (await db.query('SELECT lastSeq FROM campaigns WHERE campaignKey = ?', [key])) as unknown as [[{ lastSeq: string | number }]];
   const lastSeq = Number(campaignRow.lastSeq);
   const settleUntil = Date.now() + 20_000;
@@ -323,9 +352,19 @@ async function main(): Promise<void> {
   const expectedOutcomes = ['2xx', '429', '503', 'lost with a killed node', 'keep-alive connection closed by a restarting node'];
   const outside = [...tally.counts].filter(([o]) => !expectedOutcomes.includes(o)).reduce((s, [, n]) => s + n, 0);
   console.log(`  → anything else: ${outside}`);
-  console.log(`rows: ${acknowledged.size} acknowledged, ${stored.size} stored; lost ${lost.length}, duplicated ${duplicated.length}, stored without an acknowledgement ${unacknowledged.length}`);
-  console.log(`events: ${lastSeq} committed (seq); viewers at the last seq: ${VIEWERS - behind.length}/${VIEWERS}; viewers with an unfilled gap: ${withGaps.length}`);
-  if (behind.length) console.log(`  behind: ${behind.slice(0, 5).map((v) => v.lastSeq).join(', ')}`);
+  console.log(
+    `rows: ${acknowledged.size} acknowledged, ${stored.size} stored; lost ${lost.length}, duplicated ${duplicated.length}, stored without an acknowledgement ${unacknowledged.length}`,
+  );
+  console.log(
+    `events: ${lastSeq} committed (seq); viewers at the last seq: ${VIEWERS - behind.length}/${VIEWERS}; viewers with an unfilled gap: ${withGaps.length}`,
+  );
+  if (behind.length)
+    console.log(
+      `  behind: ${behind
+        .slice(0, 5)
+        .map((v) => v.lastSeq)
+        .join(', ')}`,
+    );
   console.log(`node exits: planned ${planned.size} (1 SIGKILL, 1 SIGTERM), unplanned ${unplannedExits}`);
   console.log(`RSS: node A ${rssBefore.a} → ${rssMb(nodes.a.pid)} MB, node B ${rssBefore.b} → ${rssMb(nodes.b.pid)} MB (after: the restarted processes)`);
 

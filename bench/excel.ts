@@ -39,7 +39,10 @@ async function uploadOnce(baseUrl: string, accessKey: string, auth: string, file
 
 async function warmUp(baseUrl: string, accessKey: string, auth: string): Promise<void> {
   const book = new ExcelJS.Workbook();
-  book.addWorksheet('Goods').addRows([['sku', 'url', 'name'], ['WARM-UP', 'https://shop.example.com/warm-up', 'Warm-up']]);
+  book.addWorksheet('Goods').addRows([
+    ['sku', 'url', 'name'],
+    ['WARM-UP', 'https://shop.example.com/warm-up', 'Warm-up'],
+  ]);
   const form = new FormData();
   form.append('file', new Blob([Buffer.from(await book.xlsx.writeBuffer())]), 'warm-up.xlsx');
   const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/excel`, { method: 'POST', headers: { authorization: auth }, body: form });
@@ -75,7 +78,9 @@ async function main(): Promise<void> {
       for (const [label, file] of files) {
         const { ms, counts } = await uploadOnce(server.baseUrl, server.accessKey, server.auth, file);
         const rate = Math.round((COUNT / ms) * 1000);
-        rows.push(`${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} rows  ${ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} rows/s  (${counts})`);
+        rows.push(
+          `${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} rows  ${ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} rows/s  (${counts})`,
+        );
         console.log(rows[rows.length - 1]);
       }
       rows.push(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);

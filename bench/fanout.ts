@@ -276,26 +276,30 @@ async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<
         new Promise<void>((resolve, reject) => {
           let joined = false;
           sockets.push(
-            connect(nodes[node].baseUrl, { accessKey: origin.accessKey, campaignKey: key }, {
-              status: (seq) => {
-                const now = performance.now();
-                const change = seq - baseSeq - 1;
-                if (baseSeq < 0 || change < 0 || change >= CHANGES) {
-                  unexpected += 1;
-                  return;
-                }
-                arrival[v * CHANGES + change] = now - sentAt[change];
+            connect(
+              nodes[node].baseUrl,
+              { accessKey: origin.accessKey, campaignKey: key },
+              {
+                status: (seq) => {
+                  const now = performance.now();
+                  const change = seq - baseSeq - 1;
+                  if (baseSeq < 0 || change < 0 || change >= CHANGES) {
+                    unexpected += 1;
+                    return;
+                  }
+                  arrival[v * CHANGES + change] = now - sentAt[change];
+                },
+                snapshot: (seq) => {
+                  if (joined) return;
+                  joined = true;
+                  snapshotSeq[v] = seq;
+                  resolve();
+                },
+                fail: (reason) => {
+                  if (!joined) reject(new Error(`viewer ${v}: ${reason} before its snapshot`));
+                },
               },
-              snapshot: (seq) => {
-                if (joined) return;
-                joined = true;
-                snapshotSeq[v] = seq;
-                resolve();
-              },
-              fail: (reason) => {
-                if (!joined) reject(new Error(`viewer ${v}: ${reason} before its snapshot`));
-              },
-            }),
+            ),
           );
         }),
       );
@@ -381,19 +385,28 @@ function report(r: Result): string[] {
   ];
 }
 
-const loadAvg = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const loadAvg = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 function checkFdLimit(): void {
   const limit = Number(execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim());
   const need = VIEWERS + 1000;
-  console.log(`open-file limit (ulimit -n): ${Number.isFinite(limit) ? limit : 'unlimited'}; this load generator needs about ${need}, a single server about ${need}`);
+  console.log(
+    `open-file limit (ulimit -n): ${Number.isFinite(limit) ? limit : 'unlimited'}; this load generator needs about ${need}, a single server about ${need}`,
+  );
   if (Number.isFinite(limit) && limit < need) {
-    throw new Error(`ulimit -n is ${limit}, too low for ${VIEWERS} viewers: raise it (ulimit -n ${need + 1000}) or pass --viewers=${Math.max(100, limit - 1000)}`);
+    throw new Error(
+      `ulimit -n is ${limit}, too low for ${VIEWERS} viewers: raise it (ulimit -n ${need + 1000}) or pass --viewers=${Math.max(100, limit - 1000)}`,
+    );
   }
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:fanout — ${VIEWERS} viewers, ${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`);
+  console.log(
+    `bench:fanout — ${VIEWERS} viewers, ${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
+  );
   console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
   if (NODE_ARGS.length) console.log(`server node flags: ${NODE_ARGS.join(' ')}`);
   checkFdLimit();

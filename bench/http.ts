@@ -8,8 +8,7 @@
 import autocannon from 'autocannon';
 import { Engine, goodsElement, peakRssMb, startServer } from './support';
 
-const arg = (name: string, fallback: string) =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
+const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const GOODS = Number(arg('goods', '100000'));
 const DURATION = Number(arg('duration', '10'));
 const ENGINES = arg('engines', 'sqlite,mysql').split(',') as Engine[];
@@ -96,7 +95,9 @@ async function main(): Promise<void> {
       await server.stop();
     }
   }
-  console.log(`\nbench:http results (${GOODS} goods stored, 10 connections, ${DURATION} s each; targets: unfiltered list p99 < 10 ms, keyword list p99 < 50 ms)`);
+  console.log(
+    `\nbench:http results (${GOODS} goods stored, 10 connections, ${DURATION} s each; targets: unfiltered list p99 < 10 ms, keyword list p99 < 50 ms)`,
+  );
   for (const line of lines) console.log(line);
 }
 

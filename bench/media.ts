@@ -35,7 +35,9 @@ async function baseImage(k: number): Promise<Buffer> {
       raw[i + 2] = Math.max(0, Math.min(255, 128 + blob + grain - k * 12));
     }
   }
-  return sharp(raw, { raw: { width: SIZE, height: SIZE, channels: 3 } }).jpeg({ quality: 85 }).toBuffer();
+  return sharp(raw, { raw: { width: SIZE, height: SIZE, channels: 3 } })
+    .jpeg({ quality: 85 })
+    .toBuffer();
 }
 
 /** Same picture, distinct bytes: a JPEG COM segment carrying the index right after SOI. */
@@ -134,7 +136,14 @@ function verify(rows: Row[], host: ImageHost): string[] {
   rows.forEach((r, i) => {
     const m = r.medias?.[0];
     const thumbs = m?.thumbnails?.map((t) => `${t.width}x${t.height}`).join(',');
-    if (r.status !== 'CREATE' || r.message !== null || r.medias?.length !== 1 || m.width !== SIZE || m.height !== SIZE || thumbs !== '120x120,240x240,480x480') {
+    if (
+      r.status !== 'CREATE' ||
+      r.message !== null ||
+      r.medias?.length !== 1 ||
+      m.width !== SIZE ||
+      m.height !== SIZE ||
+      thumbs !== '120x120,240x240,480x480'
+    ) {
       problems.push(`row ${i + 1}: ${JSON.stringify({ status: r.status, message: r.message, medias: r.medias }).slice(0, 300)}`);
     }
   });

@@ -55,8 +55,17 @@ async function start(name: string, dir: string, port: number, env: Record<string
     if (i > 300) throw new Error(`${name} did not start`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const body = Array.from({ length: 30 }, (_, i) => ({ name: `Item ${i}`, sku: `OPS-${i}`, url: `https://shop.example.com/ops/${i}`, originalPrice: 1000 + i }));
-  const seeded = await fetch(`${base}/v1/goods/${customer.accessKey}/sync`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const body = Array.from({ length: 30 }, (_, i) => ({
+    name: `Item ${i}`,
+    sku: `OPS-${i}`,
+    url: `https://shop.example.com/ops/${i}`,
+    originalPrice: 1000 + i,
+  }));
+  const seeded = await fetch(`${base}/v1/goods/${customer.accessKey}/sync`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (seeded.status !== 200) throw new Error(`${name}: seeding failed (HTTP ${seeded.status})`);
   return { name, child, url: `${base}/v1/goods/${customer.accessKey}?count=1`, auth, dataDir, cpuMs: 0, requests: 0 };
 }
@@ -89,8 +98,13 @@ async function main(): Promise<void> {
     const base = servers[0].cpuMs / servers[0].requests;
     for (const s of servers) {
       const perRequest = s.cpuMs / s.requests;
-      const delta = s === servers[0] ? '' : `  (${perRequest >= base ? '+' : ''}${(((perRequest - base) / base) * 100).toFixed(1)} %, ${((perRequest - base) * 1000).toFixed(1)} µs)`;
-      console.log(`${s.name.padEnd(30)} ${(perRequest * 1000).toFixed(1).padStart(7)} µs CPU/request   ${(s.requests / (ROUNDS * DURATION)).toFixed(0).padStart(6)} req/s${delta}`);
+      const delta =
+        s === servers[0]
+          ? ''
+          : `  (${perRequest >= base ? '+' : ''}${(((perRequest - base) / base) * 100).toFixed(1)} %, ${((perRequest - base) * 1000).toFixed(1)} µs)`;
+      console.log(
+        `${s.name.padEnd(30)} ${(perRequest * 1000).toFixed(1).padStart(7)} µs CPU/request   ${(s.requests / (ROUNDS * DURATION)).toFixed(0).padStart(6)} req/s${delta}`,
+      );
     }
   } finally {
     for (const s of servers) {

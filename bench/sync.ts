@@ -34,7 +34,9 @@ async function main(): Promise<void> {
       ] as const) {
         const { ms, counts } = await syncOnce(server.baseUrl, server.accessKey, server.auth, body);
         const rate = Math.round((COUNT / ms) * 1000);
-        rows.push(`${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} goods  ${ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} goods/s  (${counts})`);
+        rows.push(
+          `${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} goods  ${ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} goods/s  (${counts})`,
+        );
         console.log(rows[rows.length - 1]);
       }
       console.log(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);

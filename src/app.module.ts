@@ -21,6 +21,27 @@ import { ENTITIES } from './schema';
 import { SyncModule } from './sync/sync.module';
 
 @Module({
-  imports: [AppConfigModule, LoggingModule, MetricsModule, LifecycleModule, DatabaseModule.forRoot(ENTITIES), CustomersModule, RedisModule, RateLimitModule, AuthModule, GoodsModule, MediaModule, SyncModule, ExcelModule, LiveModule, CampaignsModule, CampaignLiveSourceModule, CampaignGoodsModule, PublicCampaignsModule, HealthModule, PagesModule],
+  imports: [
+    AppConfigModule,
+    LoggingModule,
+    MetricsModule,
+    LifecycleModule,
+    DatabaseModule.forRoot(ENTITIES),
+    CustomersModule,
+    RedisModule,
+    RateLimitModule,
+    AuthModule,
+    GoodsModule,
+    MediaModule,
+    SyncModule,
+    ExcelModule,
+    LiveModule,
+    CampaignsModule,
+    CampaignLiveSourceModule,
+    CampaignGoodsModule,
+    PublicCampaignsModule,
+    HealthModule,
+    PagesModule,
+  ],
 })
 export class AppModule {}

@@ -26,7 +26,8 @@ async function bootstrap(): Promise<void> {
   configureApp(app);
   handleSignals(app);
   await app.listen(config.server.port);
-  const where = config.database.type === 'mysql' ? `MySQL ${config.database.host}:${config.database.port}/${config.database.database}` : config.database.sqlitePath;
+  const where =
+    config.database.type === 'mysql' ? `MySQL ${config.database.host}:${config.database.port}/${config.database.database}` : config.database.sqlitePath;
   Logger.log(`livegoods listening on port ${config.server.port} (database: ${where}; docs at /docs)`, 'Bootstrap');
 }
 

@@ -82,7 +82,10 @@ describe('admin CLI [sqlite]', () => {
   it('customer list prints the customers without their secrets', async () => {
     const res = await admin(dataDir, 'customer', 'list');
     expect(res.code).toBe(0);
-    const rows = res.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
+    const rows = res.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(rows).toHaveLength(2);
     expect(rows[0]).toEqual({ accessKey: created.accessKey, name: 'Shop', currency: 'USD' });
     expect(res.stdout).not.toContain(created.secretKey);
@@ -249,10 +252,7 @@ describe('admin CLI [sqlite]', () => {
 
     it('accepts the token minted by the CLI', async () => {
       expect(token).not.toBe('');
-      const res = await request(app!.getHttpServer())
-        .get(`/v1/goods/${created.accessKey}`)
-        .set('Authorization', `Bearer ${token}`)
-        .expect(200);
+      const res = await request(app!.getHttpServer()).get(`/v1/goods/${created.accessKey}`).set('Authorization', `Bearer ${token}`).expect(200);
       expect(res.body).toEqual({ results: [], totalCount: 0, _s: 0 });
     });
 

@@ -52,7 +52,9 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
     /** Sends a list request (read) and a register request (write) with the given Authorization header. */
     async function tryBoth(authorization: string | undefined, path = goodsPath(a)): Promise<Response[]> {
       const list = ctx().http.get(path);
-      const write = ctx().http.post(path).send({ name: 'intruder', sku: `INTRUDER-${randomBytes(4).toString('hex')}`, url: 'https://x.example.com/i' });
+      const write = ctx()
+        .http.post(path)
+        .send({ name: 'intruder', sku: `INTRUDER-${randomBytes(4).toString('hex')}`, url: 'https://x.example.com/i' });
       if (authorization !== undefined) {
         list.set('Authorization', authorization);
         write.set('Authorization', authorization);
@@ -84,8 +86,7 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       ['three garbage segments', 'Bearer aaa.bbb.ccc'],
       ['a bare token without scheme', 'BARE_VALID_TOKEN'],
     ])('malformed header: %s → 401 -102', async (_label, header) => {
-      const value =
-        header === 'BASIC_WITH_VALID_TOKEN' ? `Basic ${a.token()}` : header === 'BARE_VALID_TOKEN' ? a.token() : header;
+      const value = header === 'BASIC_WITH_VALID_TOKEN' ? `Basic ${a.token()}` : header === 'BARE_VALID_TOKEN' ? a.token() : header;
       await expectRefused(value);
     });
 
@@ -179,7 +180,10 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       // Even with a token that claims that key and is signed with some key.
       const token = sign({ accessKey: unknown }, keyOf(a), { algorithm: 'HS256', expiresIn: 3600 });
       await expectRefused(`Bearer ${token}`, goodsPath(unknown));
-      const lookup = await ctx().http.get(`${goodsPath(unknown)}/sku`).query({ value: itemA.sku }).set('Authorization', a.auth());
+      const lookup = await ctx()
+        .http.get(`${goodsPath(unknown)}/sku`)
+        .query({ value: itemA.sku })
+        .set('Authorization', a.auth());
       expectUnauthorized(lookup, itemA.name);
     });
 
@@ -192,7 +196,10 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
         ctx().http.put(p).send({ id: 1, name: 'x' }).set('Authorization', bad),
         ctx().http.put(`${p}/sku`).send({ sku: itemA.sku, name: 'x' }).set('Authorization', bad),
         ctx().http.put(`${p}/url`).send({ url: itemA.url, name: 'x' }).set('Authorization', bad),
-        ctx().http.post(`${p}/sync`).send([{ sku: itemA.sku, name: 'x' }]).set('Authorization', bad),
+        ctx()
+          .http.post(`${p}/sync`)
+          .send([{ sku: itemA.sku, name: 'x' }])
+          .set('Authorization', bad),
         ctx().http.delete(`${p}/sku`).query({ value: itemA.sku }).set('Authorization', bad),
         ctx().http.delete(`${p}/url`).query({ value: itemA.url }).set('Authorization', bad),
         ctx().http.delete(`${p}/1`).set('Authorization', bad),
@@ -272,7 +279,11 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
     });
 
     it('rotating an unknown access key changes nothing', async () => {
-      expect(await ctx().app.get(CustomersService).rotateSecret(`unknownKey${randomBytes(6).toString('hex')}`, 60)).toBeNull();
+      expect(
+        await ctx()
+          .app.get(CustomersService)
+          .rotateSecret(`unknownKey${randomBytes(6).toString('hex')}`, 60),
+      ).toBeNull();
     });
   });
 
@@ -293,14 +304,32 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
     const leaks = [itemA.name, itemA.brand, itemA.description];
 
     const asB = () => ({
-      get: (path: string) => ctx().http.get(`${goodsPath(b)}${path}`).set('Authorization', b.auth()),
-      put: (path: string, body: unknown) => ctx().http.put(`${goodsPath(b)}${path}`).set('Authorization', b.auth()).send(body as object),
-      post: (path: string, body: unknown) => ctx().http.post(`${goodsPath(b)}${path}`).set('Authorization', b.auth()).send(body as object),
-      delete: (path: string) => ctx().http.delete(`${goodsPath(b)}${path}`).set('Authorization', b.auth()),
+      get: (path: string) =>
+        ctx()
+          .http.get(`${goodsPath(b)}${path}`)
+          .set('Authorization', b.auth()),
+      put: (path: string, body: unknown) =>
+        ctx()
+          .http.put(`${goodsPath(b)}${path}`)
+          .set('Authorization', b.auth())
+          .send(body as object),
+      post: (path: string, body: unknown) =>
+        ctx()
+          .http.post(`${goodsPath(b)}${path}`)
+          .set('Authorization', b.auth())
+          .send(body as object),
+      delete: (path: string) =>
+        ctx()
+          .http.delete(`${goodsPath(b)}${path}`)
+          .set('Authorization', b.auth()),
     });
 
     async function expectAUnchanged(): Promise<void> {
-      const res = await ctx().http.get(`${goodsPath(a)}/sku`).query({ value: itemA.sku }).set('Authorization', a.auth()).expect(200);
+      const res = await ctx()
+        .http.get(`${goodsPath(a)}/sku`)
+        .query({ value: itemA.sku })
+        .set('Authorization', a.auth())
+        .expect(200);
       expect(res.body).toEqual(original);
       const list = await ctx().http.get(goodsPath(a)).set('Authorization', a.auth()).expect(200);
       expect(list.body.totalCount).toBe(1);
@@ -335,7 +364,9 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
     });
 
     it('B’s sync naming A’s item by id fails that row as not found and leaves A’s item unchanged', async () => {
-      const res = await asB().post('/sync', [{ id: original.id, name: 'hacked by B' }]).expect(200);
+      const res = await asB()
+        .post('/sync', [{ id: original.id, name: 'hacked by B' }])
+        .expect(200);
       expect(res.body).toMatchObject({ totalCount: 1, createCount: 0, updateCount: 0, failCount: 1, _s: 0 });
       expect(res.body.results).toHaveLength(1);
       expect(res.body.results[0].status).toBe('FAIL');
@@ -355,7 +386,9 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
     });
 
     it('B can register the same sku and url as A (keys are per customer); each sees only its own', async () => {
-      const res = await asB().post('', { ...itemA, name: 'B own item', brand: 'BBrand', description: null }).expect(200);
+      const res = await asB()
+        .post('', { ...itemA, name: 'B own item', brand: 'BBrand', description: null })
+        .expect(200);
       expect(res.body.id).not.toBe(original.id);
       expect(res.body).toMatchObject({ sku: itemA.sku, url: itemA.url, name: 'B own item' });
 
@@ -367,7 +400,9 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       await expectAUnchanged();
 
       // B's sync by that sku updates B's item, never A's.
-      const sync = await asB().post('/sync', [{ sku: itemA.sku, name: 'B renamed' }]).expect(200);
+      const sync = await asB()
+        .post('/sync', [{ sku: itemA.sku, name: 'B renamed' }])
+        .expect(200);
       expect(sync.body).toMatchObject({ totalCount: 1, updateCount: 1, failCount: 0 });
       expect(sync.body.results[0]).toMatchObject({ id: res.body.id, status: 'UPDATE', name: 'B renamed' });
       await expectAUnchanged();
@@ -406,7 +441,10 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
         ctx().http.get(goodsPath(c)).set('Authorization', c.auth()),
         ctx().http.get(goodsPath(c)).query({ count: 0 }).set('Authorization', c.auth()),
         ctx().http.get(goodsPath(c)),
-        ctx().http.get(`${goodsPath(c)}/sku`).query({ value: 'nope' }).set('Authorization', c.auth()),
+        ctx()
+          .http.get(`${goodsPath(c)}/sku`)
+          .query({ value: 'nope' })
+          .set('Authorization', c.auth()),
         ctx().http.get('/v1/no-such-route'),
       ]);
       expect(responses.map((r) => r.status)).toEqual([200, 200, 400, 401, 404, 404]);

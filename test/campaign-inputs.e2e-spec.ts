@@ -32,9 +32,20 @@ describeEngines('campaign inputs', __filename, (ctx) => {
   let A: TestCustomer;
   const http = () => ctx().http;
   const cpath = (c: TestCustomer, rest = '') => `/v1/console/${c.accessKey}/campaigns${rest}`;
-  const create = (body: Body, c = A) => http().post(cpath(c)).set('Authorization', c.auth()).send({ title: 'Inputs', ...body });
-  const patch = (key: string, body: Body, c = A) => http().patch(cpath(c, `/${key}`)).set('Authorization', c.auth()).send(body);
-  const get = (key: string, c = A) => http().get(cpath(c, `/${key}`)).set('Authorization', c.auth());
+  const create = (body: Body, c = A) =>
+    http()
+      .post(cpath(c))
+      .set('Authorization', c.auth())
+      .send({ title: 'Inputs', ...body });
+  const patch = (key: string, body: Body, c = A) =>
+    http()
+      .patch(cpath(c, `/${key}`))
+      .set('Authorization', c.auth())
+      .send(body);
+  const get = (key: string, c = A) =>
+    http()
+      .get(cpath(c, `/${key}`))
+      .set('Authorization', c.auth());
 
   beforeAll(async () => {
     A = await ctx().createCustomer('Inputs A');
@@ -147,7 +158,12 @@ describeEngines('campaign inputs', __filename, (ctx) => {
         .send({ name: 'Exact', sku: 'EXACT-1', url: 'https://shop.example.com/exact-1' });
       expectOk(goods);
       goodsId = goods.body.id;
-      expectOk(await http().post(cpath(A, `/${key}/goods`)).set('Authorization', A.auth()).send({ goodsIds: [goodsId] }));
+      expectOk(
+        await http()
+          .post(cpath(A, `/${key}/goods`))
+          .set('Authorization', A.auth())
+          .send({ goodsIds: [goodsId] }),
+      );
     });
     afterEach(() => closeAllViewers());
 
@@ -197,8 +213,12 @@ describeEngines('campaign inputs', __filename, (ctx) => {
       for (const variant of variantsOf(A.accessKey)) {
         const token = sign({ accessKey: variant }, Buffer.from(A.secretKey, 'base64'), { algorithm: 'HS256', expiresIn: 600 });
         for (const res of [
-          await http().get(`/v1/goods/${encodeURIComponent(variant)}`).set('Authorization', `Bearer ${token}`),
-          await http().get(`/v1/console/${encodeURIComponent(variant)}/campaigns`).set('Authorization', `Bearer ${token}`),
+          await http()
+            .get(`/v1/goods/${encodeURIComponent(variant)}`)
+            .set('Authorization', `Bearer ${token}`),
+          await http()
+            .get(`/v1/console/${encodeURIComponent(variant)}/campaigns`)
+            .set('Authorization', `Bearer ${token}`),
         ]) {
           expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { _s: -102, _e: 'Invalid token' } });
         }
@@ -271,7 +291,12 @@ describeEngines('campaign inputs', __filename, (ctx) => {
         .send({ name: 'Unicode item', sku: 'UNI-1', url: 'https://shop.example.com/uni-1' });
       expectOk(goods);
       goodsId = goods.body.id;
-      expectOk(await http().post(cpath(A, `/${key}/goods`)).set('Authorization', A.auth()).send({ goodsIds: [goodsId] }));
+      expectOk(
+        await http()
+          .post(cpath(A, `/${key}/goods`))
+          .set('Authorization', A.auth())
+          .send({ goodsIds: [goodsId] }),
+      );
     });
 
     it.each(['title', 'description', 'liveUrl', 'operatorName', 'posterUrl'])('campaign %s: 400 -510 on create and patch', async (field) => {
@@ -283,7 +308,11 @@ describeEngines('campaign inputs', __filename, (ctx) => {
     });
 
     it('chat message and name: 400 -510, nothing posted', async () => {
-      const chat = (body: Body) => http().post(cpath(A, `/${key}/chat`)).set('Authorization', A.auth()).send(body);
+      const chat = (body: Body) =>
+        http()
+          .post(cpath(A, `/${key}/chat`))
+          .set('Authorization', A.auth())
+          .send(body);
       expectInvalid(await chat({ message: lone }), 'message', /well-formed Unicode/);
       expectInvalid(await chat({ message: 'fine', name: '\udfff' }), 'name');
       expectInvalid(await chat({ message: lone, pinned: true }), 'message');

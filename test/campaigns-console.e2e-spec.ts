@@ -1,6 +1,17 @@
 import type { Response } from 'supertest';
 import { Payload, Viewer } from './support/live-client';
-import { CAMPAIGN_KEYS, SUMMARY_KEYS, CAMPAIGN_GOODS_KEYS, DAY, keys, isEpochMs, expectError, expectOk, expectEventShape, liveHarness } from './support/live-harness';
+import {
+  CAMPAIGN_KEYS,
+  SUMMARY_KEYS,
+  CAMPAIGN_GOODS_KEYS,
+  DAY,
+  keys,
+  isEpochMs,
+  expectError,
+  expectOk,
+  expectEventShape,
+  liveHarness,
+} from './support/live-harness';
 import { describeEngines, TestCustomer } from './support/test-app';
 
 /** The campaigns console end to end: campaigns, their goods, the status machine and chat (docs/api-reference.md). */
@@ -249,7 +260,14 @@ describeEngines(
         expectError(await con(A).status(key, 'CLOSED'), 422, -422);
         expect((await con(A).get(key)).body).toMatchObject({ campaignStatus: 'CLOSED', startedAt: onair.body.startedAt, endedAt: closed.body.endedAt });
         expectError(await con(A).status(key, 'LIVE'), 400, -510);
-        expectError(await http().put(cpath(A, `/${key}/status`)).set('Authorization', A.auth()).send({}), 400, -510);
+        expectError(
+          await http()
+            .put(cpath(A, `/${key}/status`))
+            .set('Authorization', A.auth())
+            .send({}),
+          400,
+          -510,
+        );
         expectError(await con(A).status('NoSuchCampaign1', 'ONAIR'), 404, -710);
       });
     });
@@ -277,10 +295,16 @@ describeEngines(
         expect(line.body.chat).toMatchObject({ message: 'Welcome!', adminName: 'Desk' });
         expect(line.body.chat.id).toMatch(/^\d+$/);
         // The campaign's operator name comes before the token's name claim; the claim is used without one.
-        const tokenNamed = await http().post(cpath(A, `/${key}/chat`)).set('Authorization', A.auth({ name: 'Token Name' })).send({ message: 'hi' });
+        const tokenNamed = await http()
+          .post(cpath(A, `/${key}/chat`))
+          .set('Authorization', A.auth({ name: 'Token Name' }))
+          .send({ message: 'hi' });
         expect(tokenNamed.body.chat.adminName).toBe('Desk');
         const bare = (await createCampaign(A)).campaignKey;
-        const claimNamed = await http().post(cpath(A, `/${bare}/chat`)).set('Authorization', A.auth({ name: 'Token Name' })).send({ message: 'hi' });
+        const claimNamed = await http()
+          .post(cpath(A, `/${bare}/chat`))
+          .set('Authorization', A.auth({ name: 'Token Name' }))
+          .send({ message: 'hi' });
         expect(claimNamed.body.chat.adminName).toBe('Token Name');
 
         expectError(await con(A).chat(key, { message: '' }), 400, -510);

@@ -19,12 +19,17 @@ describe('CORS_ORIGINS setting', () => {
     expect(load(' https://Shop.Example:443/ , http://admin.example:8443,https://shop.example').server.corsOrigins).toEqual([LISTED, SECOND]);
     expect(load('').server.corsOrigins).toEqual([]);
   });
-  it.each(['https://shop.example/path', '*', 'https://*.shop.example', 'shop.example', 'ftp://shop.example', 'https://u:p@shop.example', 'https://shop.example?x=1'])(
-    'refuses %p at start-up',
-    (value) => {
-      expect(() => load(value)).toThrow(/CORS_ORIGINS/);
-    },
-  );
+  it.each([
+    'https://shop.example/path',
+    '*',
+    'https://*.shop.example',
+    'shop.example',
+    'ftp://shop.example',
+    'https://u:p@shop.example',
+    'https://shop.example?x=1',
+  ])('refuses %p at start-up', (value) => {
+    expect(() => load(value)).toThrow(/CORS_ORIGINS/);
+  });
 });
 
 describeEngines(

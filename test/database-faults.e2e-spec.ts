@@ -67,125 +67,149 @@ describeEngines(
 );
 
 const mysqlDown = engineUnavailable('mysql');
-(mysqlDown && process.env.REQUIRE_SERVICES !== '1' ? describe.skip : describe)(`the MariaDB link breaks [mysql]${mysqlDown ? ` (skipped: ${mysqlDown})` : ''}`, () => {
-  let proxy: TcpProxy;
-  let t: TestApp;
-  let C: TestCustomer;
+(mysqlDown && process.env.REQUIRE_SERVICES !== '1' ? describe.skip : describe)(
+  `the MariaDB link breaks [mysql]${mysqlDown ? ` (skipped: ${mysqlDown})` : ''}`,
+  () => {
+    let proxy: TcpProxy;
+    let t: TestApp;
+    let C: TestCustomer;
 
-  beforeAll(async () => {
-    if (mysqlDown) throw new Error(`MariaDB required (REQUIRE_SERVICES=1) but unavailable: ${mysqlDown}`);
-    proxy = await TcpProxy.start({ host: mysqlServer.host, port: mysqlServer.port });
-    t = await createTestApp('mysql', __filename, { ...FAST, DB_HOST: '127.0.0.1', DB_PORT: String(proxy.port), DB_TRANSACTION_TIMEOUT_MS: '60000' });
-    C = await t.createCustomer('Partitioned');
-  });
-
-  afterEach(() => proxy.restore());
-
-  afterAll(async () => {
-    await t?.close();
-    await proxy?.close();
-  });
-
-  const list = () => t.http.get(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth());
-  const recovered = () => eventually(async () => (await list()).status, (s) => s === 200, 15_000, 200);
-
-  it('blackholed (packets lost, nobody told): requests answer 503 within the timeouts; after it heals they work again', async () => {
-    expect((await list()).status).toBe(200);
-    proxy.blackhole();
-    expectUnavailable(await list());
-    expectUnavailable(await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('B1')));
-    const ready = await t.http.get('/health/ready');
-    expect(ready.status).toBe(503);
-    proxy.restore();
-    expect(await recovered()).toBe(200);
-    expect((await t.http.get('/health/ready')).status).toBe(200);
-  });
-
-  it('cut (connections reset and refused): 503 at once; recovery without restart', async () => {
-    proxy.cut();
-    expectUnavailable(await list());
-    expectUnavailable(await t.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send([item('C1')]));
-    proxy.restore();
-    expect(await recovered()).toBe(200);
-    // Nothing of the refused writes was stored.
-    const skus = (await list()).body.results.map((g: { sku: string }) => g.sku);
-    expect(skus).not.toContain('DBF-C1');
-    expect(skus).not.toContain('DBF-B1');
-  });
-
-  it("a transaction whose link dies while it holds the tenant's lock: it fails with 503, and the lock is released once the server is reachable (its thread is killed)", async () => {
-    const transactions = t.app.get(Transactions);
-    let threadId = 0;
-    const stuck = transactions.run(async (em) => {
-      await lockCatalog(em, C.id);
-      threadId = Number((await em.query('SELECT CONNECTION_ID() AS id'))[0].id);
-      proxy.blackhole();
-      await em.query('SELECT 1');
+    beforeAll(async () => {
+      if (mysqlDown) throw new Error(`MariaDB required (REQUIRE_SERVICES=1) but unavailable: ${mysqlDown}`);
+      proxy = await TcpProxy.start({ host: mysqlServer.host, port: mysqlServer.port });
+      t = await createTestApp('mysql', __filename, { ...FAST, DB_HOST: '127.0.0.1', DB_PORT: String(proxy.port), DB_TRANSACTION_TIMEOUT_MS: '60000' });
+      C = await t.createCustomer('Partitioned');
     });
-    await expect(stuck).rejects.toMatchObject({ driverError: { code: 'PROTOCOL_SEQUENCE_TIMEOUT' } });
-    // The server still sees the transaction holding its lock: the link died without a word.
-    const { createConnection } = await import('mysql2/promise');
-    const direct = await createConnection({ ...mysqlServer });
-    try {
-      const alive = async () => ((await direct.query('SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ?', [threadId]))[0] as unknown[]).length;
-      expect(await alive()).toBe(1);
-      proxy.restore();
-      expect(await eventually(alive, (n) => n === 0, 15_000, 200)).toBe(0);
-    } finally {
-      await direct.end();
-    }
-    const write = await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('T1'));
-    expect(write.status).toBe(200);
-  });
 
-  it('a transaction running past DB_TRANSACTION_TIMEOUT_MS is rolled back (503)', async () => {
-    const other = await createTestApp('mysql', `${__filename}.deadline`, { ...FAST });
-    try {
-      const D = await other.createCustomer('Slow');
-      const transactions = other.app.get(Transactions);
-      const slow = transactions.run(async (em) => {
-        await lockCatalog(em, D.id);
-        await em.query("UPDATE customers SET name = 'changed by a slow transaction' WHERE id = ?", [D.id]);
-        await new Promise((r) => setTimeout(r, 3500));
+    afterEach(() => proxy.restore());
+
+    afterAll(async () => {
+      await t?.close();
+      await proxy?.close();
+    });
+
+    const list = () => t.http.get(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth());
+    const recovered = () =>
+      eventually(
+        async () => (await list()).status,
+        (s) => s === 200,
+        15_000,
+        200,
+      );
+
+    it('blackholed (packets lost, nobody told): requests answer 503 within the timeouts; after it heals they work again', async () => {
+      expect((await list()).status).toBe(200);
+      proxy.blackhole();
+      expectUnavailable(await list());
+      expectUnavailable(await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('B1')));
+      const ready = await t.http.get('/health/ready');
+      expect(ready.status).toBe(503);
+      proxy.restore();
+      expect(await recovered()).toBe(200);
+      expect((await t.http.get('/health/ready')).status).toBe(200);
+    });
+
+    it('cut (connections reset and refused): 503 at once; recovery without restart', async () => {
+      proxy.cut();
+      expectUnavailable(await list());
+      expectUnavailable(
+        await t.http
+          .post(`/v1/goods/${C.accessKey}/sync`)
+          .set('Authorization', C.auth())
+          .send([item('C1')]),
+      );
+      proxy.restore();
+      expect(await recovered()).toBe(200);
+      // Nothing of the refused writes was stored.
+      const skus = (await list()).body.results.map((g: { sku: string }) => g.sku);
+      expect(skus).not.toContain('DBF-C1');
+      expect(skus).not.toContain('DBF-B1');
+    });
+
+    it("a transaction whose link dies while it holds the tenant's lock: it fails with 503, and the lock is released once the server is reachable (its thread is killed)", async () => {
+      const transactions = t.app.get(Transactions);
+      let threadId = 0;
+      const stuck = transactions.run(async (em) => {
+        await lockCatalog(em, C.id);
+        threadId = Number((await em.query('SELECT CONNECTION_ID() AS id'))[0].id);
+        proxy.blackhole();
         await em.query('SELECT 1');
       });
-      await expect(slow).rejects.toBeInstanceOf(DatabaseUnavailable);
-      const rows = await other.dataSource.query('SELECT name FROM customers WHERE id = ?', [D.id]);
-      expect(rows[0].name).toBe('Slow');
-      expect((await other.http.post(`/v1/goods/${D.accessKey}`).set('Authorization', D.auth()).send(item('D1'))).status).toBe(200);
-    } finally {
-      await other.close();
-    }
-  });
+      await expect(stuck).rejects.toMatchObject({ driverError: { code: 'PROTOCOL_SEQUENCE_TIMEOUT' } });
+      // The server still sees the transaction holding its lock: the link died without a word.
+      const { createConnection } = await import('mysql2/promise');
+      const direct = await createConnection({ ...mysqlServer });
+      try {
+        const alive = async () => ((await direct.query('SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ?', [threadId]))[0] as unknown[]).length;
+        expect(await alive()).toBe(1);
+        proxy.restore();
+        expect(await eventually(alive, (n) => n === 0, 15_000, 200)).toBe(0);
+      } finally {
+        await direct.end();
+      }
+      const write = await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('T1'));
+      expect(write.status).toBe(200);
+    });
 
-  it('start-up with the database down retries (with backoff) until it answers, instead of exiting', async () => {
-    const setup = await testConfig('mysql', `${__filename}.startup`, { ...FAST, DB_HOST: '127.0.0.1', DB_PORT: String(proxy.port), DB_STARTUP_TIMEOUT_MS: '30000' });
-    proxy.cut();
-    let app: NestExpressApplication | undefined;
-    try {
-      const starting = buildApp(AppConfig.fromEnv(setup.env)).then(async (a) => {
-        app = a;
-        await a.init();
-        return a;
+    it('a transaction running past DB_TRANSACTION_TIMEOUT_MS is rolled back (503)', async () => {
+      const other = await createTestApp('mysql', `${__filename}.deadline`, { ...FAST });
+      try {
+        const D = await other.createCustomer('Slow');
+        const transactions = other.app.get(Transactions);
+        const slow = transactions.run(async (em) => {
+          await lockCatalog(em, D.id);
+          await em.query("UPDATE customers SET name = 'changed by a slow transaction' WHERE id = ?", [D.id]);
+          await new Promise((r) => setTimeout(r, 3500));
+          await em.query('SELECT 1');
+        });
+        await expect(slow).rejects.toBeInstanceOf(DatabaseUnavailable);
+        const rows = await other.dataSource.query('SELECT name FROM customers WHERE id = ?', [D.id]);
+        expect(rows[0].name).toBe('Slow');
+        expect((await other.http.post(`/v1/goods/${D.accessKey}`).set('Authorization', D.auth()).send(item('D1'))).status).toBe(200);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('start-up with the database down retries (with backoff) until it answers, instead of exiting', async () => {
+      const setup = await testConfig('mysql', `${__filename}.startup`, {
+        ...FAST,
+        DB_HOST: '127.0.0.1',
+        DB_PORT: String(proxy.port),
+        DB_STARTUP_TIMEOUT_MS: '30000',
       });
-      await new Promise((r) => setTimeout(r, 2500));
-      proxy.restore();
-      const started = await starting;
-      expect((await request(started.getHttpServer()).get('/health/ready')).status).toBe(200);
-      expect(started.get(DataSource).isInitialized).toBe(true);
-    } finally {
-      await app?.close();
-      await dropDatabase(setup.database);
-    }
-  });
+      proxy.cut();
+      let app: NestExpressApplication | undefined;
+      try {
+        const starting = buildApp(AppConfig.fromEnv(setup.env)).then(async (a) => {
+          app = a;
+          await a.init();
+          return a;
+        });
+        await new Promise((r) => setTimeout(r, 2500));
+        proxy.restore();
+        const started = await starting;
+        expect((await request(started.getHttpServer()).get('/health/ready')).status).toBe(200);
+        expect(started.get(DataSource).isInitialized).toBe(true);
+      } finally {
+        await app?.close();
+        await dropDatabase(setup.database);
+      }
+    });
 
-  it('with DB_STARTUP_TIMEOUT_MS=0 start-up fails at once when the database is down', async () => {
-    const setup = await testConfig('mysql', `${__filename}.nostart`, { ...FAST, DB_HOST: '127.0.0.1', DB_PORT: String(proxy.port), DB_STARTUP_TIMEOUT_MS: '0' });
-    proxy.cut();
-    try {
-      await expect(buildApp(AppConfig.fromEnv(setup.env)).then((app) => app.init())).rejects.toMatchObject({ code: 'ECONNRESET' });
-    } finally {
-      await dropDatabase(setup.database);
-    }
-  });
-});
+    it('with DB_STARTUP_TIMEOUT_MS=0 start-up fails at once when the database is down', async () => {
+      const setup = await testConfig('mysql', `${__filename}.nostart`, {
+        ...FAST,
+        DB_HOST: '127.0.0.1',
+        DB_PORT: String(proxy.port),
+        DB_STARTUP_TIMEOUT_MS: '0',
+      });
+      proxy.cut();
+      try {
+        await expect(buildApp(AppConfig.fromEnv(setup.env)).then((app) => app.init())).rejects.toMatchObject({ code: 'ECONNRESET' });
+      } finally {
+        await dropDatabase(setup.database);
+      }
+    });
+  },
+);

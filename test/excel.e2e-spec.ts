@@ -3,17 +3,7 @@ import { AddressInfo } from 'node:net';
 import * as ExcelJS from 'exceljs';
 import sharp from 'sharp';
 import type { Response } from 'supertest';
-import {
-  csv,
-  minimalXlsx,
-  noise,
-  pngBytes,
-  MINIMAL_PARTS,
-  xlsx,
-  zip,
-  zipBombXlsx,
-  zeros,
-} from './support/sheet-fixtures';
+import { csv, minimalXlsx, noise, pngBytes, MINIMAL_PARTS, xlsx, zip, zipBombXlsx, zeros } from './support/sheet-fixtures';
 import { describeEngines, TestApp, TestCustomer } from './support/test-app';
 
 /** POST /v1/goods/{accessKey}/excel and GET .../excel/template (docs/api-reference.md, spreadsheet import). */
@@ -59,9 +49,7 @@ const tenThousand = once(() =>
     i % 50,
   ]),
 );
-const tenThousandAndOne = once(() =>
-  minimalXlsx(['sku', 'name', 'url'], 10_001, (i) => [`OVER-${i}`, `Over ${i}`, `https://shop.example.com/over/${i}`]),
-);
+const tenThousandAndOne = once(() => minimalXlsx(['sku', 'name', 'url'], 10_001, (i) => [`OVER-${i}`, `Over ${i}`, `https://shop.example.com/over/${i}`]));
 /** About 7 MB: under the upload limit, so that the row cap is what refuses it. */
 const millionRowsXlsx = once(() => minimalXlsx(['sku'], 1_000_000, (i) => [i], [], 9));
 const millionRowsCsv = once(async () => {
@@ -107,8 +95,7 @@ describeEngines(
       if (message) expect(res.body._e).toMatch(message);
     }
 
-    const bySku = (c: TestCustomer, sku: string) =>
-      ctx().http.get(`/v1/goods/${c.accessKey}/sku`).query({ value: sku }).set('Authorization', c.auth());
+    const bySku = (c: TestCustomer, sku: string) => ctx().http.get(`/v1/goods/${c.accessKey}/sku`).query({ value: sku }).set('Authorization', c.auth());
 
     async function stored(c: TestCustomer, sku: string): Promise<Record<string, unknown>> {
       const res = await bySku(c, sku);
@@ -304,10 +291,12 @@ describeEngines(
 
       it('a mix of creates, updates and failures: each row reported at its sheet row, failures write nothing', async () => {
         const c = await ctx().createCustomer();
-        const [a, b] = (await sync(c, [
-          { sku: 'MIX-A', url: 'https://shop.example.com/mix/a', name: 'A', originalPrice: 10 },
-          { sku: 'MIX-B', url: 'https://shop.example.com/mix/b', name: 'B' },
-        ])).results;
+        const [a, b] = (
+          await sync(c, [
+            { sku: 'MIX-A', url: 'https://shop.example.com/mix/a', name: 'A', originalPrice: 10 },
+            { sku: 'MIX-B', url: 'https://shop.example.com/mix/b', name: 'B' },
+          ])
+        ).results;
         const file = await xlsx([
           HEADER,
           goodsRow('new-1'), // 2 CREATE
@@ -390,7 +379,9 @@ describeEngines(
       let server: http.Server;
       let base = '';
       beforeAll(async () => {
-        const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#c03' } }).png().toBuffer();
+        const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#c03' } })
+          .png()
+          .toBuffer();
         server = http.createServer((req, res) => {
           if (req.url === '/img.png') res.writeHead(200, { 'content-type': 'image/png' }).end(png);
           else res.writeHead(404).end();
@@ -486,14 +477,7 @@ describeEngines(
     });
 
     describe('refusals (nothing written, answered quickly, the server stays healthy)', () => {
-      async function refused(
-        c: TestCustomer,
-        file: Buffer | undefined,
-        filename: string,
-        status: number,
-        code: number,
-        message?: RegExp,
-      ): Promise<void> {
+      async function refused(c: TestCustomer, file: Buffer | undefined, filename: string, status: number, code: number, message?: RegExp): Promise<void> {
         const started = Date.now();
         const res = await upload(c, file, filename);
         const ms = Date.now() - started;
@@ -534,7 +518,10 @@ describeEngines(
 
       it('a zip without a workbook → 415', async () => {
         const c = await ctx().createCustomer();
-        const file = await zip([{ name: 'readme.txt', data: 'hello' }, { name: 'docs/word.xml', data: '<w/>' }]);
+        const file = await zip([
+          { name: 'readme.txt', data: 'hello' },
+          { name: 'docs/word.xml', data: '<w/>' },
+        ]);
         await refused(c, file, 'goods.xlsx', 415, -415, /workbook/);
         const noSheet = await zip([
           { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
@@ -604,7 +591,10 @@ describeEngines(
           .set('Authorization', c.auth())
           .attach('upload', await xlsx([HEADER, goodsRow(1)]), 'goods.xlsx');
         expectError(other, 400, -510, /"file"/);
-        const json = await ctx().http.post(`/v1/goods/${c.accessKey}/excel`).set('Authorization', c.auth()).send([{ sku: 'x' }]);
+        const json = await ctx()
+          .http.post(`/v1/goods/${c.accessKey}/excel`)
+          .set('Authorization', c.auth())
+          .send([{ sku: 'x' }]);
         expectError(json, 400, -510, /file/);
         const twoFiles = await ctx()
           .http.post(`/v1/goods/${c.accessKey}/excel`)
@@ -617,8 +607,28 @@ describeEngines(
 
       it('a sheet without a key column, with a column twice, or without a header row → 400 -510', async () => {
         const c = await ctx().createCustomer();
-        await refused(c, await xlsx([['name', 'brand'], ['A', 'B']]), 'goods.xlsx', 400, -510, /sku/);
-        await refused(c, await xlsx([['sku', '상품코드', 'url'], ['A', 'B', 'https://x.example.com']]), 'goods.xlsx', 400, -510, /twice|both/);
+        await refused(
+          c,
+          await xlsx([
+            ['name', 'brand'],
+            ['A', 'B'],
+          ]),
+          'goods.xlsx',
+          400,
+          -510,
+          /sku/,
+        );
+        await refused(
+          c,
+          await xlsx([
+            ['sku', '상품코드', 'url'],
+            ['A', 'B', 'https://x.example.com'],
+          ]),
+          'goods.xlsx',
+          400,
+          -510,
+          /twice|both/,
+        );
         await refused(c, await xlsx([[], goodsRow('no-header')]), 'goods.xlsx', 400, -510, /row 1/i);
         await refused(c, await xlsx([]), 'goods.xlsx', 400, -510, /empty/);
       });

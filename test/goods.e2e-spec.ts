@@ -61,14 +61,30 @@ describeEngines('goods API', __filename, (ctx) => {
   const api = (c: TestCustomer) => ({
     list: (query: Record<string, unknown> = {}) => ctx().http.get(path(c)).query(query).set('Authorization', c.auth()),
     bySku: (value?: string) =>
-      ctx().http.get(`${path(c)}/sku`).query(value === undefined ? {} : { value }).set('Authorization', c.auth()),
+      ctx()
+        .http.get(`${path(c)}/sku`)
+        .query(value === undefined ? {} : { value })
+        .set('Authorization', c.auth()),
     byUrl: (value?: string) =>
-      ctx().http.get(`${path(c)}/url`).query(value === undefined ? {} : { value }).set('Authorization', c.auth()),
-    register: (body: unknown) => ctx().http.post(path(c)).set('Authorization', c.auth()).send(body as object),
+      ctx()
+        .http.get(`${path(c)}/url`)
+        .query(value === undefined ? {} : { value })
+        .set('Authorization', c.auth()),
+    register: (body: unknown) =>
+      ctx()
+        .http.post(path(c))
+        .set('Authorization', c.auth())
+        .send(body as object),
     update: (body: unknown, by: '' | '/sku' | '/url' = '') =>
-      ctx().http.put(`${path(c)}${by}`).set('Authorization', c.auth()).send(body as object),
+      ctx()
+        .http.put(`${path(c)}${by}`)
+        .set('Authorization', c.auth())
+        .send(body as object),
     del: (suffix: string, value?: string) =>
-      ctx().http.delete(`${path(c)}${suffix}`).query(value === undefined ? {} : { value }).set('Authorization', c.auth()),
+      ctx()
+        .http.delete(`${path(c)}${suffix}`)
+        .query(value === undefined ? {} : { value })
+        .set('Authorization', c.auth()),
   });
 
   /** Registers sequentially (ids ascend with creation order) and returns the created items. */
@@ -278,21 +294,13 @@ describeEngines('goods API', __filename, (ctx) => {
     });
 
     it('malformed JSON → 400 -510', async () => {
-      const res = await ctx()
-        .http.post(path(c))
-        .set('Authorization', c.auth())
-        .set('Content-Type', 'application/json')
-        .send('{"name": "x", "sku": ');
+      const res = await ctx().http.post(path(c)).set('Authorization', c.auth()).set('Content-Type', 'application/json').send('{"name": "x", "sku": ');
       expectError(res, 400, -510);
     });
 
     it('a JSON array or a string instead of an object → 400 -510', async () => {
       expectInvalid(await api(c).register([{ name: 'x', sku: 'ARR', url: 'https://shop.example.com/arr' }]));
-      const res = await ctx()
-        .http.post(path(c))
-        .set('Authorization', c.auth())
-        .set('Content-Type', 'application/json')
-        .send('"just a string"');
+      const res = await ctx().http.post(path(c)).set('Authorization', c.auth()).set('Content-Type', 'application/json').send('"just a string"');
       expectError(res, 400, -510);
     });
 
@@ -424,7 +432,12 @@ describeEngines('goods API', __filename, (ctx) => {
       expect(res.body.totalCount).toBe(32);
       expect(res.body.results).toHaveLength(30);
       const ids = res.body.results.map((g: Body) => g.id);
-      expect(ids).toEqual(created.map((g) => g.id).reverse().slice(0, 30));
+      expect(ids).toEqual(
+        created
+          .map((g) => g.id)
+          .reverse()
+          .slice(0, 30),
+      );
       for (const item of res.body.results) {
         expect(Object.keys(item).sort()).toEqual(LIST_ITEM_KEYS);
         expect(item).not.toHaveProperty('mediaUrl');
@@ -492,9 +505,7 @@ describeEngines('goods API', __filename, (ctx) => {
 
     it('"WATCH" finds "Smart watch" (the name)', async () => {
       const res = await api(c).list({ searchKeyword: 'SMART WATCH' }).expect(200);
-      expect(res.body.results).toEqual([
-        (({ mediaUrl: _omit, ...rest }) => rest)(items.watch),
-      ]);
+      expect(res.body.results).toEqual([(({ mediaUrl: _omit, ...rest }) => rest)(items.watch)]);
       expect(res.body.totalCount).toBe(1);
     });
 
@@ -712,7 +723,13 @@ describeEngines('goods API', __filename, (ctx) => {
       expectError(url, 409, -409);
       expect(url.body._e).toContain('url');
       expect(url.body._e).toMatch(new RegExp(`\\b${other.id}\\b`));
-      expect((await api(c).bySku(item.sku as string).expect(200)).body).toEqual(item);
+      expect(
+        (
+          await api(c)
+            .bySku(item.sku as string)
+            .expect(200)
+        ).body,
+      ).toEqual(item);
       expect((await api(c).bySku('UPD-OTHER').expect(200)).body).toEqual(other);
     });
 
@@ -727,7 +744,13 @@ describeEngines('goods API', __filename, (ctx) => {
       ['description', 'a'.repeat(10_001)],
     ])('%s: %p → 400 -510 and the item is unchanged', async (field, value) => {
       expectInvalid(await api(c).update({ id: item.id, [field]: value }), field);
-      expect((await api(c).bySku(item.sku as string).expect(200)).body).toEqual(item);
+      expect(
+        (
+          await api(c)
+            .bySku(item.sku as string)
+            .expect(200)
+        ).body,
+      ).toEqual(item);
     });
   });
 
@@ -778,7 +801,13 @@ describeEngines('goods API', __filename, (ctx) => {
       const clash = await api(c).update({ url: item.url, sku: 'KEY-2' }, '/url');
       expectError(clash, 409, -409);
       expect(clash.body._e).toContain('KEY-2');
-      expect((await api(c).byUrl(item.url as string).expect(200)).body).toEqual(item);
+      expect(
+        (
+          await api(c)
+            .byUrl(item.url as string)
+            .expect(200)
+        ).body,
+      ).toEqual(item);
     });
 
     it('old sku and url are free after a key change', async () => {
@@ -802,7 +831,13 @@ describeEngines('goods API', __filename, (ctx) => {
     }
 
     async function expectPresent(item: Body): Promise<void> {
-      expect((await api(c).bySku(item.sku as string).expect(200)).body).toEqual(item);
+      expect(
+        (
+          await api(c)
+            .bySku(item.sku as string)
+            .expect(200)
+        ).body,
+      ).toEqual(item);
     }
 
     it('DELETE /{goodsId} → 200 {_s: 0}; again → 404; sku and url are free for reuse', async () => {
@@ -890,7 +925,9 @@ describeEngines('goods API', __filename, (ctx) => {
         await ctx().http.get('/v1/no-such-thing'),
         await ctx().http.post('/nope').send({}),
         await ctx().http.patch(path(c)).set('Authorization', c.auth()).send({ name: 'x' }),
-        await ctx().http.get(`${path(c)}/a/b/c`).set('Authorization', c.auth()),
+        await ctx()
+          .http.get(`${path(c)}/a/b/c`)
+          .set('Authorization', c.auth()),
       ]) {
         expect(res.status).toBe(404);
         expect(res.headers['content-type']).toBe(JSON_UTF8);

@@ -37,22 +37,36 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
   });
 
   it('a large body without a token is refused as unauthenticated (not parsed)', async () => {
-    const res = await ctx().http.post(`${goods()}/sync`).set('Content-Type', 'application/json').send(manyArrays(3 * 1024 * 1024));
+    const res = await ctx()
+      .http.post(`${goods()}/sync`)
+      .set('Content-Type', 'application/json')
+      .send(manyArrays(3 * 1024 * 1024));
     expectError(res, 401, -102);
   });
 
   it('a large body to a path that does not exist is 404 (not parsed)', async () => {
-    const res = await ctx().http.post('/v1/nothing/here').set('Content-Type', 'application/json').send(manyArrays(3 * 1024 * 1024));
+    const res = await ctx()
+      .http.post('/v1/nothing/here')
+      .set('Content-Type', 'application/json')
+      .send(manyArrays(3 * 1024 * 1024));
     expectError(res, 404, -404);
   });
 
   it('a single-item route takes at most BODY_LIMIT (1 MB): 2 MB is 413', async () => {
-    const res = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(manyArrays(2 * 1024 * 1024));
+    const res = await ctx()
+      .http.post(goods())
+      .set('Authorization', c.auth())
+      .set('Content-Type', 'application/json')
+      .send(manyArrays(2 * 1024 * 1024));
     expectError(res, 413, -413);
   });
 
   it('an array-bomb under the byte limit is 413 for its number of values, before validation', async () => {
-    const res = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(manyArrays(900 * 1024));
+    const res = await ctx()
+      .http.post(goods())
+      .set('Authorization', c.auth())
+      .set('Content-Type', 'application/json')
+      .send(manyArrays(900 * 1024));
     expectError(res, 413, -413);
     expect(res.body._e).toMatch(/values/);
   });

@@ -18,7 +18,10 @@ describeEngines('live channel abuse', __filename, (ctx) => {
   beforeAll(async () => {
     base = await listenOn(ctx().app);
     C = await ctx().createCustomer('Abused');
-    const created = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns`).set('Authorization', C.auth()).send({ title: 'Busy', collectionVisible: true });
+    const created = await ctx()
+      .http.post(`/v1/console/${C.accessKey}/campaigns`)
+      .set('Authorization', C.auth())
+      .send({ title: 'Busy', collectionVisible: true });
     expect(created.status).toBe(200);
     key = created.body.campaignKey;
     campaignId = Number(created.body.campaignId);
@@ -35,7 +38,10 @@ describeEngines('live channel abuse', __filename, (ctx) => {
     ]);
     for (let i = 0; i < rows.length; i += 100) {
       const chunk = rows.slice(i, i + 100);
-      await ds.query(`INSERT INTO campaign_events (campaignId, seq, type, payload, createdAt) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`, chunk.flat());
+      await ds.query(
+        `INSERT INTO campaign_events (campaignId, seq, type, payload, createdAt) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+        chunk.flat(),
+      );
     }
     await ds.query('UPDATE campaigns SET lastSeq = ? WHERE id = ?', [LOGGED, campaignId]);
   });
@@ -47,7 +53,11 @@ describeEngines('live channel abuse', __filename, (ctx) => {
   it('a flood of resync {sinceSeq: 0} is answered at most RESYNC_BURST times, then the socket is dropped', async () => {
     const raw = await RawViewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
     for (let i = 0; i < 500; i += 1) raw.emit('resync', { sinceSeq: 0 });
-    const closed = await eventually(async () => raw.closed, (c) => c, 10_000);
+    const closed = await eventually(
+      async () => raw.closed,
+      (c) => c,
+      10_000,
+    );
     raw.close();
     expect(closed).toBe(true);
     // The snapshot, plus at most RESYNC_BURST replays of 499 events (not 500 × 499 = 249,500 events).
@@ -82,7 +92,10 @@ describeEngines('live channel abuse', __filename, (ctx) => {
     const snap = await v.next('campaign.snapshot');
     const big = 'y'.repeat(1900);
     for (let i = 0; i < 150; i += 1) {
-      const res = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns/${key}/chat`).set('Authorization', C.auth()).send({ message: `${i} ${big}` });
+      const res = await ctx()
+        .http.post(`/v1/console/${C.accessKey}/campaigns/${key}/chat`)
+        .set('Authorization', C.auth())
+        .send({ message: `${i} ${big}` });
       expect(res.status).toBe(200);
     }
     await v.waitFor((e) => e.payload.seq === snap.seq + 150, 10_000);

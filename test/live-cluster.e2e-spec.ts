@@ -62,15 +62,42 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
 
   const cpath = (rest = '') => `/v1/console/${C.accessKey}/campaigns${rest}`;
   const ops = (node: Node) => ({
-    create: (body: Record<string, unknown>) => node.http.post(cpath()).set('Authorization', C.auth()).send({ title: 'Cluster live', ...body }),
+    create: (body: Record<string, unknown>) =>
+      node.http
+        .post(cpath())
+        .set('Authorization', C.auth())
+        .send({ title: 'Cluster live', ...body }),
     register: (n: string) =>
-      node.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send({ name: `Item ${n}`, sku: `CL-${n}`, url: `https://shop.example.com/cl/${n}` }),
-    addGoods: (key: string, goodsIds: number[]) => node.http.post(cpath(`/${key}/goods`)).set('Authorization', C.auth()).send({ goodsIds }),
+      node.http
+        .post(`/v1/goods/${C.accessKey}`)
+        .set('Authorization', C.auth())
+        .send({ name: `Item ${n}`, sku: `CL-${n}`, url: `https://shop.example.com/cl/${n}` }),
+    addGoods: (key: string, goodsIds: number[]) =>
+      node.http
+        .post(cpath(`/${key}/goods`))
+        .set('Authorization', C.auth())
+        .send({ goodsIds }),
     salesStatus: (key: string, goodsId: number, salesStatus: string) =>
-      node.http.put(`/v1/goods/${C.accessKey}/campaign/${key}/salesStatus/id`).set('Authorization', C.auth()).type('form').send({ goodsId: String(goodsId), salesStatus }),
-    chat: (key: string, message: string, pinned = false) => node.http.post(cpath(`/${key}/chat`)).set('Authorization', C.auth()).send({ message, pinned }),
-    showing: (key: string, goodsId: number) => node.http.put(cpath(`/${key}/goods/${goodsId}/showing`)).set('Authorization', C.auth()).send({ showingNow: true }),
-    status: (key: string, campaignStatus: string) => node.http.put(cpath(`/${key}/status`)).set('Authorization', C.auth()).send({ campaignStatus }),
+      node.http
+        .put(`/v1/goods/${C.accessKey}/campaign/${key}/salesStatus/id`)
+        .set('Authorization', C.auth())
+        .type('form')
+        .send({ goodsId: String(goodsId), salesStatus }),
+    chat: (key: string, message: string, pinned = false) =>
+      node.http
+        .post(cpath(`/${key}/chat`))
+        .set('Authorization', C.auth())
+        .send({ message, pinned }),
+    showing: (key: string, goodsId: number) =>
+      node.http
+        .put(cpath(`/${key}/goods/${goodsId}/showing`))
+        .set('Authorization', C.auth())
+        .send({ showingNow: true }),
+    status: (key: string, campaignStatus: string) =>
+      node.http
+        .put(cpath(`/${key}/status`))
+        .set('Authorization', C.auth())
+        .send({ campaignStatus }),
     remove: (key: string) => node.http.delete(cpath(`/${key}`)).set('Authorization', C.auth()),
     console: (key: string) => node.http.get(cpath(`/${key}`)).set('Authorization', C.auth()),
     public: (key: string) => node.http.get(`/v1/campaigns/${C.accessKey}/${key}`),
@@ -140,9 +167,7 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
     const s0 = (await onA.next('campaign.snapshot')).seq;
     await onB.next('campaign.snapshot');
     const statuses = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => ops(i % 2 ? B : A).salesStatus(key, goods[i % 4], statuses[i % 3])),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => ops(i % 2 ? B : A).salesStatus(key, goods[i % 4], statuses[i % 3])));
     for (const r of results) expectOk(r);
     const gotA = await onA.take(20);
     const gotB = await onB.take(20);
@@ -202,10 +227,18 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
       const created = await other.http.post(`/v1/console/${D.accessKey}/campaigns`).set('Authorization', D.auth()).send({ title: 'Elsewhere' });
       expectOk(created);
       expect(Number(created.body.campaignId)).toBe(id);
-      const item = await other.http.post(`/v1/goods/${D.accessKey}`).set('Authorization', D.auth()).send({ name: 'E', sku: 'E-1', url: 'https://shop.example.com/e/1' });
+      const item = await other.http
+        .post(`/v1/goods/${D.accessKey}`)
+        .set('Authorization', D.auth())
+        .send({ name: 'E', sku: 'E-1', url: 'https://shop.example.com/e/1' });
       expectOk(item);
       const otherKey = created.body.campaignKey as string;
-      expectOk(await other.http.post(`/v1/console/${D.accessKey}/campaigns/${otherKey}/goods`).set('Authorization', D.auth()).send({ goodsIds: [item.body.id] }));
+      expectOk(
+        await other.http
+          .post(`/v1/console/${D.accessKey}/campaigns/${otherKey}/goods`)
+          .set('Authorization', D.auth())
+          .send({ goodsIds: [item.body.id] }),
+      );
 
       const onA = await viewerOn(A, key);
       const onB = await viewerOn(B, key);
@@ -224,7 +257,10 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
       expect(await eventually(otherCount, (c) => c === 1, 1500)).toBe(1);
       // Its own events reach its own viewers only.
       expectOk(
-        await other.http.put(`/v1/goods/${D.accessKey}/campaign/${otherKey}/salesStatus/id`).set('Authorization', D.auth()).send({ goodsId: item.body.id, salesStatus: 'SOLD_OUT' }),
+        await other.http
+          .put(`/v1/goods/${D.accessKey}/campaign/${otherKey}/salesStatus/id`)
+          .set('Authorization', D.auth())
+          .send({ goodsId: item.body.id, salesStatus: 'SOLD_OUT' }),
       );
       expect(await elsewhere.next('goods.salesStatus')).toMatchObject({ seq: e0 + 1, salesStatus: 'SOLD_OUT' });
       await onA.settle(300);

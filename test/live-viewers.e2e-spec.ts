@@ -72,14 +72,21 @@ describeEngines(
           [
             'goods.list',
             () => con(A).order(key, [g[2].id]),
-            (p) => expect(p.goods.map((x: Payload) => [x.goodsId, x.sortOrder])).toEqual([g[2].id, g[0].id, g[1].id, extra.id, doomed.id].map((id, i) => [String(id), i + 1])),
+            (p) =>
+              expect(p.goods.map((x: Payload) => [x.goodsId, x.sortOrder])).toEqual(
+                [g[2].id, g[0].id, g[1].id, extra.id, doomed.id].map((id, i) => [String(id), i + 1]),
+              ),
           ],
           [
             'goods.list',
             () => con(A).showing(key, g[1].id, true),
             (p) => expect(p.goods.filter((x: Payload) => x.showingNow).map((x: Payload) => x.goodsId)).toEqual([String(g[1].id)]),
           ],
-          ['chat.notice', () => con(A).chat(key, { message: 'Notice', pinned: true }), (p) => expect(p).toMatchObject({ message: 'Notice', adminName: 'Desk' })],
+          [
+            'chat.notice',
+            () => con(A).chat(key, { message: 'Notice', pinned: true }),
+            (p) => expect(p).toMatchObject({ message: 'Notice', adminName: 'Desk' }),
+          ],
           ['chat.message', () => con(A).chat(key, { message: 'Hello', name: 'Mina' }), (p) => expect(p).toMatchObject({ message: 'Hello', adminName: 'Mina' })],
           [
             'campaign.status',
@@ -97,7 +104,11 @@ describeEngines(
             (p) => expect(p.goods.map((x: Payload) => x.goodsId)).toEqual([g[2].id, g[1].id, extra.id].map(String)),
           ],
           ['chat.notice', () => con(A).chat(key, { message: '', pinned: true }), (p) => expect(p.message).toBe('')],
-          ['goods.salesStatus', () => salesStatus(A, key, 'sku', { sku: extra.sku, salesStatus: 'SOLD_OUT' }, 'query'), (p) => expect(p.goodsId).toBe(String(extra.id))],
+          [
+            'goods.salesStatus',
+            () => salesStatus(A, key, 'sku', { sku: extra.sku, salesStatus: 'SOLD_OUT' }, 'query'),
+            (p) => expect(p.goodsId).toBe(String(extra.id)),
+          ],
           [
             'campaign.status',
             () => con(A).status(key, 'CLOSED'),
@@ -271,7 +282,9 @@ describeEngines(
           payload: { id: String(i + 1), message: `m${i + 1}`, adminName: null, createdAt: Date.now() },
         }));
         const log = ctx().app.get(CampaignEventLog);
-        const recorded = await ctx().app.get(Transactions).run((em) => log.record(em, campaignId, events));
+        const recorded = await ctx()
+          .app.get(Transactions)
+          .run((em) => log.record(em, campaignId, events));
         expect(recorded.map((e) => e.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
         expect(await ctx().dataSource.getRepository(CampaignEvent).count({ where: { campaignId } })).toBe(EVENTS_KEPT);
 

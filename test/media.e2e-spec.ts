@@ -219,7 +219,11 @@ describeEngines(
         const listed = list.results[0].medias as Body[];
         expect(listed).toHaveLength(1);
         expect(Object.keys(listed[0]).sort()).toEqual(MEDIA_KEYS);
-        expect({ ...listed[0], url: keyOf(listed[0].url), thumbnails: listed[0].thumbnails.map((th: Body) => ({ ...th, imageUrl: keyOf(th.imageUrl) })) }).toEqual({
+        expect({
+          ...listed[0],
+          url: keyOf(listed[0].url),
+          thumbnails: listed[0].thumbnails.map((th: Body) => ({ ...th, imageUrl: keyOf(th.imageUrl) })),
+        }).toEqual({
           ...again,
           url: keyOf(again.url),
           thumbnails: again.thumbnails.map((th: Body) => ({ ...th, imageUrl: keyOf(th.imageUrl) })),
@@ -296,7 +300,9 @@ describeEngines(
           const { data, info } = await sharp((await download(ctx(), th.imageUrl)).body as Buffer)
             .raw()
             .toBuffer({ resolveWithObject: true });
-          const at = (y: number) => [...data.subarray((y * info.width + (info.width >> 1)) * info.channels, (y * info.width + (info.width >> 1)) * info.channels + 3)];
+          const at = (y: number) => [
+            ...data.subarray((y * info.width + (info.width >> 1)) * info.channels, (y * info.width + (info.width >> 1)) * info.channels + 3),
+          ];
           // Stored left half red, right half blue; orientation 6 shows the left half on top.
           const [top, bottom] = [at(4), at(info.height - 5)];
           expect(top[0]).toBeGreaterThan(150);
@@ -457,7 +463,11 @@ describeEngines(
         const b = await checkMedia(ctx(), replaced.medias, VARIANT('repl-b'), { base: REQUEST_HOST });
         expect(b.url).not.toBe(a.url);
         await expectGone(ctx(), a);
-        expect(await ctx().dataSource.getRepository(Media).count({ where: { goodsId: created.id } })).toBe(1);
+        expect(
+          await ctx()
+            .dataSource.getRepository(Media)
+            .count({ where: { goodsId: created.id } }),
+        ).toBe(1);
       });
 
       it('old files stay while another item still uses them', async () => {
@@ -481,7 +491,11 @@ describeEngines(
         expect(removed.medias).toEqual([]);
         expect((await ok(api(ctx, c).bySku('SKU-1'))).medias).toEqual([]);
         await expectGone(ctx(), created.medias[0]);
-        expect(await ctx().dataSource.getRepository(Media).count({ where: { goodsId: created.id } })).toBe(0);
+        expect(
+          await ctx()
+            .dataSource.getRepository(Media)
+            .count({ where: { goodsId: created.id } }),
+        ).toBe(0);
       });
 
       it('deleting a goods item deletes the files no other item uses', async () => {
@@ -497,7 +511,11 @@ describeEngines(
         await expectServed(ctx(), m);
         expect((await api(ctx, other).removeBySku('SKU-1')).status).toBe(200);
         await expectGone(ctx(), m);
-        expect(await ctx().dataSource.getRepository(Media).count({ where: { goodsId: one.id } })).toBe(0);
+        expect(
+          await ctx()
+            .dataSource.getRepository(Media)
+            .count({ where: { goodsId: one.id } }),
+        ).toBe(0);
       });
     });
 
@@ -547,9 +565,7 @@ describeEngines(
         const c = await ctx().createCustomer();
         const tags = ['s-keep', 's-old', 's-null', 's-untouched', 's-new'].map((t) => `${t}-${ctx().engine}`);
         const [u1, u2, u3, u4] = tags.map((t) => images.url1(`/v/${t}/photo.jpg`));
-        const first = await ok(
-          api(ctx, c).sync([item(1, { mediaUrl: u1 }), item(2, { mediaUrl: u2 }), item(3, { mediaUrl: u3 }), item(4, { mediaUrl: u4 })]),
-        );
+        const first = await ok(api(ctx, c).sync([item(1, { mediaUrl: u1 }), item(2, { mediaUrl: u2 }), item(3, { mediaUrl: u3 }), item(4, { mediaUrl: u4 })]));
         const before = first.results.map((r: Body) => r.medias[0]);
         const newUrl = images.url1(`/v/${tags[4]}/photo.jpg`);
         const second = await ok(
@@ -645,9 +661,7 @@ describeEngines(
       it('update: a new URL that fails saves the other changes, leaves no media and frees the old files', async () => {
         const c = await ctx().createCustomer();
         const created = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/v/upd-fail/photo.jpg') })));
-        const updated = await ok(
-          api(ctx, c).update({ id: created.id, name: 'New name', discountedPrice: 900, mediaUrl: images.url1('/truncated.jpg') }),
-        );
+        const updated = await ok(api(ctx, c).update({ id: created.id, name: 'New name', discountedPrice: 900, mediaUrl: images.url1('/truncated.jpg') }));
         expect(updated).toMatchObject({ name: 'New name', discountedPrice: 900, mediaUrl: images.url1('/truncated.jpg'), medias: [] });
         expect(await ok(api(ctx, c).bySku('SKU-1'))).toMatchObject({ name: 'New name', medias: [] });
         await expectGone(ctx(), created.medias[0]);
@@ -751,9 +765,7 @@ describeEngines(
       const put = await api(ctx, c).update({ id: created.id, mediaUrl: 'file:///etc/passwd' });
       expect({ status: put.status, _s: put.body._s }).toEqual({ status: 400, _s: -510 });
 
-      const body = await ok(
-        api(ctx, c).sync([item(1, { mediaUrl: 'file:///etc/passwd' }), item(2, { mediaUrl: 'ftp://example.com/a.jpg' })]),
-      );
+      const body = await ok(api(ctx, c).sync([item(1, { mediaUrl: 'file:///etc/passwd' }), item(2, { mediaUrl: 'ftp://example.com/a.jpg' })]));
       expect(body).toMatchObject({ createCount: 0, failCount: 2 });
       for (const row of body.results as Body[]) {
         expect(row.status).toBe('FAIL');
@@ -821,8 +833,7 @@ describeEngines(
       const c = await ctx().createCustomer();
       const goods = api(ctx, c);
       for (const n of [1, 2, 3]) await ok(goods.register(item(n, { mediaUrl: held(`keep-${n}`) })));
-      const changeImage = (n: number) =>
-        ok(goods.update({ sku: `SKU-${n}`, mediaUrl: images.url1(`/v/changed-${n}-${ctx().engine}/photo.jpg`) }, '/sku'));
+      const changeImage = (n: number) => ok(goods.update({ sku: `SKU-${n}`, mediaUrl: images.url1(`/v/changed-${n}-${ctx().engine}/photo.jpg`) }, '/sku'));
 
       // Each fetch round is held until the next item has been changed: every plan inside the
       // transaction needs one more image than was fetched before it.

@@ -20,7 +20,9 @@ function promtoolAvailable(): boolean {
 
 /** Metric names used by the dashboard's queries (histogram suffixes stripped). */
 function dashboardMetrics(): string[] {
-  const dashboard = JSON.parse(readFileSync(resolve(ROOT, 'docs/monitoring/grafana-dashboard.json'), 'utf8')) as { panels: Array<{ targets?: Array<{ expr: string }> }> };
+  const dashboard = JSON.parse(readFileSync(resolve(ROOT, 'docs/monitoring/grafana-dashboard.json'), 'utf8')) as {
+    panels: Array<{ targets?: Array<{ expr: string }> }>;
+  };
   const names = new Set<string>();
   for (const panel of dashboard.panels) {
     for (const target of panel.targets ?? []) {
@@ -80,7 +82,11 @@ describeEngines(
         .set('Authorization', c.auth())
         .send({ name: 'C', sku: 'M-4', url: 'https://shop.example.com/m4', originalPrice: 10 });
       expect(created.status).toBe(200);
-      await t.http.post(`/v1/goods/${c.accessKey}`).set('Authorization', c.auth()).send({ name: 'dup', sku: 'M-4', url: 'https://shop.example.com/m5' }).expect(409);
+      await t.http
+        .post(`/v1/goods/${c.accessKey}`)
+        .set('Authorization', c.auth())
+        .send({ name: 'dup', sku: 'M-4', url: 'https://shop.example.com/m5' })
+        .expect(409);
 
       // A viewer and an operator console on a campaign; a status change is published and delivered.
       const campaign = await t.http.post(`/v1/console/${c.accessKey}/campaigns`).set('Authorization', c.auth()).send({ title: 'Metrics live' });

@@ -105,19 +105,30 @@ for (const engine of ENGINES) {
       const d = current();
       const now = '2026-01-01 00:00:00.000';
       const insertCustomer = (ak: string) =>
-        d.query(
-          'INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)',
-          [ak, 'c2VjcmV0', 'Name', 'KRW', now, now],
-        );
+        d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+          ak,
+          'c2VjcmV0',
+          'Name',
+          'KRW',
+          now,
+          now,
+        ]);
       await insertCustomer('ak-migrations-a-000000');
       await insertCustomer('ak-migrations-b-000000');
       const customers: Array<{ id: number | string }> = await d.query('SELECT id FROM customers ORDER BY id');
       const [a, b] = customers.map((c) => Number(c.id));
       const insertGoods = (customerId: number, sku: string, url: string) =>
-        d.query(
-          'INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-          [customerId, 'n', url, `u:${url}`, sku, `s:${sku}`, 'n', now, now],
-        );
+        d.query('INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+          customerId,
+          'n',
+          url,
+          `u:${url}`,
+          sku,
+          `s:${sku}`,
+          'n',
+          now,
+          now,
+        ]);
       await insertGoods(a, 'S1', 'U1');
       await insertGoods(b, 'S1', 'U1'); // same keys, other customer: allowed
       await expect(insertGoods(a, 'S1', 'U2')).rejects.toThrow();
@@ -143,10 +154,17 @@ for (const engine of ENGINES) {
         now,
       ]);
       const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-before-rotation-000']);
-      await d.query(
-        'INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [id, 'n', 'U1', 'u:U1', 'S1', 's:S1', 'n', now, now],
-      );
+      await d.query('INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+        id,
+        'n',
+        'U1',
+        'u:U1',
+        'S1',
+        's:S1',
+        'n',
+        now,
+        now,
+      ]);
       await runMigrations(d);
       expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
       const [customer] = await d.query('SELECT accessKey, secretKey, previousSecretKey, previousKeyValidUntil FROM customers WHERE id = ?', [id]);

@@ -111,7 +111,13 @@ describeEngines(
 
     it('the served document names the address it was fetched from as its server', async () => {
       const docs = await ctx().http.get('/docs-json').set('Host', 'live.example.net:8443').expect(200);
-      expect(docs.body.servers).toEqual([{ url: '{origin}', description: expect.any(String), variables: { origin: { default: 'http://live.example.net:8443', description: expect.any(String) } } }]);
+      expect(docs.body.servers).toEqual([
+        {
+          url: '{origin}',
+          description: expect.any(String),
+          variables: { origin: { default: 'http://live.example.net:8443', description: expect.any(String) } },
+        },
+      ]);
     });
 
     it('the checker refuses an undeclared field, a missing required field, a wrong type, an undocumented status and a tokenless 2xx of a secured route', () => {
@@ -121,13 +127,28 @@ describeEngines(
       expect(checker.problems(health, { status: 200, headers: json, body: { status: 'ok', extra: 1 } }).join()).toMatch(/additional properties/);
       expect(checker.problems(health, { status: 418, headers: json, body: {} }).join()).toMatch(/status 418 is not documented/);
       const lookup = { method: 'get', path: `/v1/goods/${C.accessKey}/sku`, query: { value: 'X' }, token: true };
-      const item = { id: 1, name: 'N', brand: null, description: null, url: 'https://shop.example.com/x', sku: 'X', mediaUrl: null, medias: [], originalPrice: null, discountedPrice: null, currency: 'KRW', discountPercentage: null };
+      const item = {
+        id: 1,
+        name: 'N',
+        brand: null,
+        description: null,
+        url: 'https://shop.example.com/x',
+        sku: 'X',
+        mediaUrl: null,
+        medias: [],
+        originalPrice: null,
+        discountedPrice: null,
+        currency: 'KRW',
+        discountPercentage: null,
+      };
       expect(checker.problems(lookup, { status: 200, headers: json, body: item })).toEqual([]);
       const { sku: _sku, ...withoutSku } = item;
       expect(checker.problems(lookup, { status: 200, headers: json, body: withoutSku }).join()).toMatch(/must have required property 'sku'/);
       expect(checker.problems(lookup, { status: 200, headers: json, body: { ...item, id: '1' } }).join()).toMatch(/\/id must be integer/);
       expect(checker.problems({ ...lookup, token: false }, { status: 200, headers: json, body: item }).join()).toMatch(/without a token/);
-      expect(checker.problems({ ...lookup, query: { nope: '1' } }, { status: 200, headers: json, body: item }).join()).toMatch(/query parameter nope is not documented/);
+      expect(checker.problems({ ...lookup, query: { nope: '1' } }, { status: 200, headers: json, body: item }).join()).toMatch(
+        /query parameter nope is not documented/,
+      );
     });
 
     // ----------------------------------------------------------------------------------------------
@@ -136,7 +157,14 @@ describeEngines(
       it('register (with an image), list, look-ups', async () => {
         const res = await call('post', goods(), {
           auth: C,
-          json: goodsItem(1, { brand: 'Sampletech', description: 'GPS', mediaUrl: images.url1('/photo.jpg'), originalPrice: 399000, discountedPrice: 359100.5, discountPercentage: 10 }),
+          json: goodsItem(1, {
+            brand: 'Sampletech',
+            description: 'GPS',
+            mediaUrl: images.url1('/photo.jpg'),
+            originalPrice: 399000,
+            discountedPrice: 359100.5,
+            discountPercentage: 10,
+          }),
         });
         expectStatus(res, 200);
         registered = res.body as Body;
@@ -148,9 +176,15 @@ describeEngines(
       });
 
       it('the three updates', async () => {
-        expectStatus(await call('put', goods(), { auth: C, query: { refreshMedia: 'false' }, json: { id: registered.id, brand: null, originalPrice: '19.99' } }), 200);
+        expectStatus(
+          await call('put', goods(), { auth: C, query: { refreshMedia: 'false' }, json: { id: registered.id, brand: null, originalPrice: '19.99' } }),
+          200,
+        );
         expectStatus(await call('put', goods('/sku'), { auth: C, json: { sku: 'OA-1', name: 'Renamed' } }), 200);
-        expectStatus(await call('put', goods('/url'), { auth: C, query: { refreshMedia: 'true' }, json: { url: 'https://shop.example.com/goods/OA-1', mediaUrl: null } }), 200);
+        expectStatus(
+          await call('put', goods('/url'), { auth: C, query: { refreshMedia: 'true' }, json: { url: 'https://shop.example.com/goods/OA-1', mediaUrl: null } }),
+          200,
+        );
       });
 
       it('the hosted image: bytes with an image type; the key sent with its slash encoded, as a generated client sends it', async () => {
@@ -170,22 +204,57 @@ describeEngines(
         const res = await call('post', goods('/sync'), {
           auth: C,
           query: { refreshMedia: 'false' },
-          json: [goodsItem(3), { sku: 'OA-1', discountedPrice: '1000' }, { id: 999999, name: 'Ghost' }, { sku: 'OA-NEW', originalPrice: 5 }, goodsItem(4), goodsItem(5), goodsItem(6), goodsItem(7), goodsItem(8)],
+          json: [
+            goodsItem(3),
+            { sku: 'OA-1', discountedPrice: '1000' },
+            { id: 999999, name: 'Ghost' },
+            { sku: 'OA-NEW', originalPrice: 5 },
+            goodsItem(4),
+            goodsItem(5),
+            goodsItem(6),
+            goodsItem(7),
+            goodsItem(8),
+          ],
         });
         expectStatus(res, 200);
-        expect((res.body.results as Body[]).map((r) => r.status)).toEqual(['CREATE', 'UPDATE', 'FAIL', 'FAIL', 'CREATE', 'CREATE', 'CREATE', 'CREATE', 'CREATE']);
+        expect((res.body.results as Body[]).map((r) => r.status)).toEqual([
+          'CREATE',
+          'UPDATE',
+          'FAIL',
+          'FAIL',
+          'CREATE',
+          'CREATE',
+          'CREATE',
+          'CREATE',
+          'CREATE',
+        ]);
       });
 
       it('a FAIL row echoes what the element sent, whatever its type (checked against the document, the request aside)', async () => {
-        const res = await ctx().http.post(goods('/sync')).set('Authorization', C.auth()).send([{ sku: 'OA-BAD', originalPrice: -1, brand: 7 }, { sku: true }]);
+        const res = await ctx()
+          .http.post(goods('/sync'))
+          .set('Authorization', C.auth())
+          .send([{ sku: 'OA-BAD', originalPrice: -1, brand: 7 }, { sku: true }]);
         expectStatus(res, 200);
-        expect(checker.problems({ method: 'post', path: goods('/sync'), token: true, checkRequest: false }, { status: res.status, headers: res.headers, body: res.body })).toEqual([]);
-        expect((res.body.results as Body[]).map((r) => [r.status, r.originalPrice, r.brand, r.sku])).toEqual([['FAIL', -1, 7, 'OA-BAD'], ['FAIL', null, null, true]]);
+        expect(
+          checker.problems(
+            { method: 'post', path: goods('/sync'), token: true, checkRequest: false },
+            { status: res.status, headers: res.headers, body: res.body },
+          ),
+        ).toEqual([]);
+        expect((res.body.results as Body[]).map((r) => [r.status, r.originalPrice, r.brand, r.sku])).toEqual([
+          ['FAIL', -1, 7, 'OA-BAD'],
+          ['FAIL', null, null, true],
+        ]);
       });
 
       it('spreadsheet import (ignored columns named in a header) and the template download', async () => {
         const csv = Buffer.from('sku,name,url,Color\nOA-CSV,From CSV,https://shop.example.com/goods/OA-CSV,red\nOA-CSV2,,,\n');
-        const res = await call('post', goods('/excel'), { auth: C, query: { refreshMedia: 'false' }, multipart: { file: { bytes: csv, filename: 'goods.csv' } } });
+        const res = await call('post', goods('/excel'), {
+          auth: C,
+          query: { refreshMedia: 'false' },
+          multipart: { file: { bytes: csv, filename: 'goods.csv' } },
+        });
         expectStatus(res, 200);
         expect(res.headers['x-ignored-columns']).toBe('Color');
         expect((res.body.results as Body[]).map((r) => r.status)).toEqual(['CREATE', 'FAIL']);
@@ -211,7 +280,15 @@ describeEngines(
       it('console: create (ISO and epoch dates), list, one, change', async () => {
         const created = await call('post', consoleApi(), {
           auth: C,
-          json: { title: 'Friday night deals', scheduledAt: '2026-03-01T20:00:00+09:00', scheduledEndAt: 1803898800000, collectionVisible: true, operatorName: 'Mina', posterUrl: 'https://cdn.example.com/poster.jpg', liveUrl: 'stream-1' },
+          json: {
+            title: 'Friday night deals',
+            scheduledAt: '2026-03-01T20:00:00+09:00',
+            scheduledEndAt: 1803898800000,
+            collectionVisible: true,
+            operatorName: 'Mina',
+            posterUrl: 'https://cdn.example.com/poster.jpg',
+            liveUrl: 'stream-1',
+          },
         });
         expectStatus(created, 200);
         key = created.body.campaignKey;
@@ -232,9 +309,18 @@ describeEngines(
 
       it('sales status: parameters in a JSON body, in the query string, in a form', async () => {
         const base = `${goods()}/campaign/${key}/salesStatus`;
-        expectStatus(await call('put', `${base}/id`, { auth: C, json: { goodsId: ids[0], salesStatus: 'SOLD_OUT', notify: false, name: 'Jin', chatMessage: 'Sold out!' } }), 200);
+        expectStatus(
+          await call('put', `${base}/id`, {
+            auth: C,
+            json: { goodsId: ids[0], salesStatus: 'SOLD_OUT', notify: false, name: 'Jin', chatMessage: 'Sold out!' },
+          }),
+          200,
+        );
         expectStatus(await call('put', `${base}/sku`, { auth: C, query: { sku: 'OA-2', salesStatus: 'ALMOST_SOLD_OUT', adminChatNotice: 'Hurry' } }), 200);
-        expectStatus(await call('put', `${base}/url`, { auth: C, form: { url: 'https://shop.example.com/goods/OA-1', salesStatus: 'ON_SALE', notify: 'true' } }), 200);
+        expectStatus(
+          await call('put', `${base}/url`, { auth: C, form: { url: 'https://shop.example.com/goods/OA-1', salesStatus: 'ON_SALE', notify: 'true' } }),
+          200,
+        );
         expectStatus(await call('put', `${base}/id`, { auth: C, multipart: { fields: { goodsId: String(ids[1]), salesStatus: 'SOLD_OUT' } } }), 200);
       });
 
@@ -250,7 +336,9 @@ describeEngines(
 
       it('public: list (status, dates, detail), upcoming (campaign and NOT_EXIST), one (campaign with notice and NOT_EXIST)', async () => {
         const pub = `/v1/campaigns/${C.accessKey}`;
-        const list = await call('get', pub, { query: { status: 'READY,ONAIR', from: '2026-01-01', to: '253402300799999', page: '1', count: '10', detail: 'true' } });
+        const list = await call('get', pub, {
+          query: { status: 'READY,ONAIR', from: '2026-01-01', to: '253402300799999', page: '1', count: '10', detail: 'true' },
+        });
         expectStatus(list, 200);
         expect(list.body.results).toHaveLength(1);
         expectStatus(await call('get', pub, { query: { from: '2026-01-01T00:00:00Z' } }), 200);
@@ -303,7 +391,10 @@ describeEngines(
       it('409 on a taken sku; 413 over the body limit; 415 for an unreadable spreadsheet and an unknown Content-Encoding; 422 on a status move', async () => {
         expectStatus(await call('post', goods(), { auth: C, json: goodsItem(1) }), 409);
         expectStatus(await call('post', goods(), { auth: C, json: goodsItem(99, { description: 'x'.repeat(1_100_000) }) }), 413);
-        expectStatus(await call('post', goods('/excel'), { auth: C, multipart: { file: { bytes: Buffer.from([1, 2, 3, 4, 5]), filename: 'goods.xlsx' } } }), 415);
+        expectStatus(
+          await call('post', goods('/excel'), { auth: C, multipart: { file: { bytes: Buffer.from([1, 2, 3, 4, 5]), filename: 'goods.xlsx' } } }),
+          415,
+        );
         const gz = gzipSync(Buffer.from(JSON.stringify(goodsItem(98))));
         expectStatus(await call('post', goods(), { auth: C, raw: gz, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'compress' } }), 415);
         const key = (await call('post', consoleApi(), { auth: C, json: { title: 'Moves' } })).body.campaignKey as string;

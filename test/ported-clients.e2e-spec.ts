@@ -48,7 +48,9 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       const id = (await ctx().http.get(`${goods()}/sku`).query({ sku: 'PT-100' }).set('Authorization', C.auth())).body.id as number;
       expect((await ctx().http.delete(`${goods()}/${id}/sku`).query({ sku: 'PT-100' }).set('Authorization', C.auth())).body).toEqual({ _s: 0 });
       expect((await ctx().http.delete(`${goods()}/sku`).query({ sku: 'PT-101' }).set('Authorization', C.auth())).body).toEqual({ _s: 0 });
-      expect((await ctx().http.delete(`${goods()}/url`).query({ url: 'https://shop.example.com/pt/102' }).set('Authorization', C.auth())).body).toEqual({ _s: 0 });
+      expect((await ctx().http.delete(`${goods()}/url`).query({ url: 'https://shop.example.com/pt/102' }).set('Authorization', C.auth())).body).toEqual({
+        _s: 0,
+      });
       for (const sku of ['PT-100', 'PT-101', 'PT-102']) {
         expect((await ctx().http.get(`${goods()}/sku`).query({ sku }).set('Authorization', C.auth())).status).toBe(404);
       }
@@ -68,7 +70,15 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
     });
 
     it('the same on the public list and the console list; Swagger says so', async () => {
-      for (let i = 0; i < 3; i += 1) expect((await ctx().http.post(console()).set('Authorization', C.auth()).send({ title: `Paged ${i}`, collectionVisible: true })).status).toBe(200);
+      for (let i = 0; i < 3; i += 1)
+        expect(
+          (
+            await ctx()
+              .http.post(console())
+              .set('Authorization', C.auth())
+              .send({ title: `Paged ${i}`, collectionVisible: true })
+          ).status,
+        ).toBe(200);
       const pub = await ctx().http.get(`/v1/campaigns/${C.accessKey}?count=101&page=`);
       expect([pub.status, pub.body.results.length >= 3]).toEqual([200, true]);
       expect((await ctx().http.get(`/v1/campaigns/${C.accessKey}?count=`)).status).toBe(200);
@@ -87,7 +97,14 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       const created = await ctx().http.post(console()).set('Authorization', C.auth()).send({ title: 'Forms', operatorName: 'Campaign Op' });
       key = created.body.campaignKey;
       goodsId = (await ctx().http.get(`${goods()}/sku`).query({ sku: 'PT-5' }).set('Authorization', C.auth())).body.id;
-      expect((await ctx().http.post(console(`/${key}/goods`)).set('Authorization', C.auth()).send({ goodsIds: [goodsId] })).status).toBe(200);
+      expect(
+        (
+          await ctx()
+            .http.post(console(`/${key}/goods`))
+            .set('Authorization', C.auth())
+            .send({ goodsIds: [goodsId] })
+        ).status,
+      ).toBe(200);
     });
     const path = () => `${goods()}/campaign/${key}/salesStatus/id`;
 
@@ -109,17 +126,30 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
     ])('notify=%p pushes the change: %p', async (notify, pushed) => {
       const v = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
       await v.next('campaign.snapshot');
-      const res = await ctx().http.put(path()).set('Authorization', C.auth()).type('form').send(`goodsId=${goodsId}&salesStatus=ALMOST_SOLD_OUT&notify=${notify}`);
+      const res = await ctx()
+        .http.put(path())
+        .set('Authorization', C.auth())
+        .type('form')
+        .send(`goodsId=${goodsId}&salesStatus=ALMOST_SOLD_OUT&notify=${notify}`);
       expect(res.status).toBe(200);
       await v.settle(250);
       expect(v.unread.some((e) => e.type === 'goods.salesStatus')).toBe(pushed);
     });
 
     it('plain messages: a repeated parameter, a goodsId that is not a number, an unknown status', async () => {
-      expectInvalid(await ctx().http.put(`${path()}?salesStatus=SOLD_OUT&salesStatus=ON_SALE&goodsId=${goodsId}`).set('Authorization', C.auth()), /salesStatus was given 2 times; give it once/);
-      expectInvalid(await ctx().http.put(path()).set('Authorization', C.auth()).type('form').send('goodsId=abc&salesStatus=SOLD_OUT'), /goodsId must be a positive integer; got 'abc'/);
+      expectInvalid(
+        await ctx().http.put(`${path()}?salesStatus=SOLD_OUT&salesStatus=ON_SALE&goodsId=${goodsId}`).set('Authorization', C.auth()),
+        /salesStatus was given 2 times; give it once/,
+      );
+      expectInvalid(
+        await ctx().http.put(path()).set('Authorization', C.auth()).type('form').send('goodsId=abc&salesStatus=SOLD_OUT'),
+        /goodsId must be a positive integer; got 'abc'/,
+      );
       expectInvalid(await ctx().http.put(path()).set('Authorization', C.auth()).type('form').send(`goodsId=${goodsId}&salesStatus=GONE`), /got 'GONE'/);
-      expectInvalid(await ctx().http.put(path()).set('Authorization', C.auth()).type('form').send(`goodsId=${goodsId}&salesStatus=SOLD_OUT&notify=maybe`), /notify must be true or false .*got 'maybe'/);
+      expectInvalid(
+        await ctx().http.put(path()).set('Authorization', C.auth()).type('form').send(`goodsId=${goodsId}&salesStatus=SOLD_OUT&notify=maybe`),
+        /notify must be true or false .*got 'maybe'/,
+      );
     });
 
     it("adminName: name, else the campaign's operator name, else the token's name claim", async () => {
@@ -128,7 +158,14 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       expect(named.body.adminName).toBe('Given');
       const campaignOp = await ctx().http.put(path()).set('Authorization', withClaim).send({ goodsId, salesStatus: 'ON_SALE' });
       expect(campaignOp.body.adminName).toBe('Campaign Op');
-      expect((await ctx().http.patch(console(`/${key}`)).set('Authorization', C.auth()).send({ operatorName: null })).status).toBe(200);
+      expect(
+        (
+          await ctx()
+            .http.patch(console(`/${key}`))
+            .set('Authorization', C.auth())
+            .send({ operatorName: null })
+        ).status,
+      ).toBe(200);
       const claim = await ctx().http.put(path()).set('Authorization', withClaim).send({ goodsId, salesStatus: 'ON_SALE' });
       expect(claim.body.adminName).toBe('Token Op');
       const none = await ctx().http.put(path()).set('Authorization', C.auth()).send({ goodsId, salesStatus: 'ON_SALE' });
@@ -154,20 +191,35 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
   });
 
   it('a repeated searchKeyword is named as such; collectionVisible null is 400, not a 500', async () => {
-    expectInvalid(await ctx().http.get(`${goods()}?searchKeyword=a&searchKeyword=b`).set('Authorization', C.auth()), /searchKeyword must be a single string; got \["a","b"\]/);
+    expectInvalid(
+      await ctx().http.get(`${goods()}?searchKeyword=a&searchKeyword=b`).set('Authorization', C.auth()),
+      /searchKeyword must be a single string; got \["a","b"\]/,
+    );
     const created = await ctx().http.post(console()).set('Authorization', C.auth()).send({ title: 'Nullable?' });
-    expectInvalid(await ctx().http.patch(console(`/${created.body.campaignKey}`)).set('Authorization', C.auth()).send({ collectionVisible: null }), /collectionVisible must be true or false/);
+    expectInvalid(
+      await ctx()
+        .http.patch(console(`/${created.body.campaignKey}`))
+        .set('Authorization', C.auth())
+        .send({ collectionVisible: null }),
+      /collectionVisible must be true or false/,
+    );
   });
 
   it('a goods id in the path that is not a number is named, with the text sent', async () => {
     expectInvalid(await ctx().http.delete(`${goods()}/abc`).set('Authorization', C.auth()), /goodsId must be a positive integer; got 'abc'/);
-    expectInvalid(await ctx().http.delete(`${goods()}/12.5/sku`).query({ sku: 'x' }).set('Authorization', C.auth()), /goodsId must be a positive integer; got '12.5'/);
+    expectInvalid(
+      await ctx().http.delete(`${goods()}/12.5/sku`).query({ sku: 'x' }).set('Authorization', C.auth()),
+      /goodsId must be a positive integer; got '12.5'/,
+    );
   });
 
   it('public list: campaigns without a schedule come after the scheduled ones', async () => {
     const D = await ctx().createCustomer('Ordering');
     const make = async (title: string, scheduledAt?: number) =>
-      expect((await ctx().http.post(`/v1/console/${D.accessKey}/campaigns`).set('Authorization', D.auth()).send({ title, collectionVisible: true, scheduledAt })).status).toBe(200);
+      expect(
+        (await ctx().http.post(`/v1/console/${D.accessKey}/campaigns`).set('Authorization', D.auth()).send({ title, collectionVisible: true, scheduledAt }))
+          .status,
+      ).toBe(200);
     await make('unscheduled first-created');
     await make('later', Date.UTC(2031, 0, 2));
     await make('sooner', Date.UTC(2031, 0, 1));

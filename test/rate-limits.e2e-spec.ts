@@ -55,7 +55,8 @@ describeEngines(
     });
 
     it('per customer: past RATE_LIMIT_CUSTOMER its requests are 429 from any address; other customers are not affected', async () => {
-      for (let i = 0; i < 10; i += 1) expect((await ctx().http.get(`/v1/goods/${A.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', A.auth())).status).toBe(200);
+      for (let i = 0; i < 10; i += 1)
+        expect((await ctx().http.get(`/v1/goods/${A.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', A.auth())).status).toBe(200);
       expectLimited(await ctx().http.get(`/v1/goods/${A.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', A.auth()));
       expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', B.auth())).status).toBe(200);
     });
@@ -69,11 +70,16 @@ describeEngines(
       expectLimited(await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', from).set('Authorization', 'Bearer not.a.token'));
       expectLimited(await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', from));
       // B's own limit was not touched by them.
-      for (let i = 0; i < 5; i += 1) expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', B.auth())).status).toBe(200);
+      for (let i = 0; i < 5; i += 1)
+        expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', B.auth())).status).toBe(200);
     });
 
     it('new viewer connections per address: past RATE_LIMIT_LIVE_CONNECTIONS a connection is refused (connect_error)', async () => {
-      const created = await ctx().http.post(`/v1/console/${B.accessKey}/campaigns`).set('Authorization', B.auth()).set('X-Forwarded-For', ip()).send({ title: 'Crowded' });
+      const created = await ctx()
+        .http.post(`/v1/console/${B.accessKey}/campaigns`)
+        .set('Authorization', B.auth())
+        .set('X-Forwarded-For', ip())
+        .send({ title: 'Crowded' });
       expect(created.status).toBe(200);
       const base = await listenOn(ctx().app);
       const from = ip();
@@ -103,7 +109,9 @@ describeEngines(
 );
 
 const REDIS = new URL(process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379');
-const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`].filter(Boolean).join('; ');
+const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`]
+  .filter(Boolean)
+  .join('; ');
 const required = process.env.REQUIRE_SERVICES === '1';
 
 (down && !required ? describe.skip : describe)(`rate limits across two nodes sharing Redis [mysql]${down ? ` (skipped: ${down})` : ''}`, () => {

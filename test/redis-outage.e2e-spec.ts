@@ -11,7 +11,9 @@ import { dropDatabase, engineUnavailable, testConfig } from './support/test-app'
  */
 
 const REDIS = new URL(process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379');
-const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`].filter(Boolean).join('; ');
+const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`]
+  .filter(Boolean)
+  .join('; ');
 const required = process.env.REQUIRE_SERVICES === '1';
 
 (down && !required ? describe.skip : describe)(`a Redis outage under two nodes [mysql]${down ? ` (skipped: ${down})` : ''}`, () => {
@@ -79,7 +81,13 @@ const required = process.env.REQUIRE_SERVICES === '1';
     }
     const last = s0 + 6;
     // A's viewer sees A's own changes at once, even with Redis away.
-    expect(await eventually(async () => seqsOf(onA).filter((s) => s === s0 + 1).length, (n) => n === 1, 3000)).toBe(1);
+    expect(
+      await eventually(
+        async () => seqsOf(onA).filter((s) => s === s0 + 1).length,
+        (n) => n === 1,
+        3000,
+      ),
+    ).toBe(1);
     await new Promise((r) => setTimeout(r, 3000));
     expect([nodeA.alive, nodeB.alive]).toEqual([true, true]);
 

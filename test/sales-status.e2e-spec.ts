@@ -1,6 +1,17 @@
 import { ImageServer, startImageServer } from './support/image-server';
 import { Payload } from './support/live-client';
-import { CAMPAIGN_GOODS_KEYS, CAMPAIGN_GOODS_ITEM_KEYS, CAMPAIGN_GOODS_MEDIA_KEYS, keys, isEpochMs, expectError, expectOk, expectEventShape, Body, liveHarness } from './support/live-harness';
+import {
+  CAMPAIGN_GOODS_KEYS,
+  CAMPAIGN_GOODS_ITEM_KEYS,
+  CAMPAIGN_GOODS_MEDIA_KEYS,
+  keys,
+  isEpochMs,
+  expectError,
+  expectOk,
+  expectEventShape,
+  Body,
+  liveHarness,
+} from './support/live-harness';
 import { describeEngines, TestCustomer } from './support/test-app';
 
 /** The sales-status operations in all three parameter styles, and what viewers are told (docs/api-reference.md, docs/live-protocol.md). */
@@ -129,7 +140,13 @@ describeEngines(
           expect(res.body).toMatchObject({ goodsId: String(target.id), salesStatus: status, adminName: `Op ${style}` });
           const event = await v.next('goods.salesStatus');
           expectEventShape('goods.salesStatus', event);
-          expect(event).toMatchObject({ campaignKey: key, goodsId: String(target.id), salesStatus: status, adminName: `Op ${style}`, updatedAt: res.body.updatedAt });
+          expect(event).toMatchObject({
+            campaignKey: key,
+            goodsId: String(target.id),
+            salesStatus: status,
+            adminName: `Op ${style}`,
+            updatedAt: res.body.updatedAt,
+          });
         }
         expect(v.lastSeq).toBe(snap.seq + 3);
         const listed = (await con(A).goods(key)).body.results;
@@ -231,7 +248,13 @@ describeEngines(
         const { key, goods } = await liveCampaign(A, 1);
         const v = await viewer(A, key);
         const snap = await v.next('campaign.snapshot');
-        const res = await salesStatus(A, key, 'url', { url: goods[0].url, salesStatus: 'SOLD_OUT', name: 'Mina', adminChatNotice: 'Sold out!', chatMessage: 'Thank you' }, 'form');
+        const res = await salesStatus(
+          A,
+          key,
+          'url',
+          { url: goods[0].url, salesStatus: 'SOLD_OUT', name: 'Mina', adminChatNotice: 'Sold out!', chatMessage: 'Thank you' },
+          'form',
+        );
         expectOk(res);
         const events = await v.take(3);
         expect(events.map((e) => [e.type, e.payload.seq])).toEqual([

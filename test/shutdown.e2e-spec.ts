@@ -24,13 +24,17 @@ function call(url: string, auth: string, body?: string): Call {
   let sent!: () => void;
   const sentP = new Promise<void>((r) => (sent = r));
   const answer = new Promise<{ status: number | string; body: string }>((resolve) => {
-    const req = httpRequest(url, { method: body ? 'POST' : 'GET', agent: false, headers: { authorization: auth, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', (err) => resolve({ status: `response error: ${err.message}`, body: '' }));
-    });
+    const req = httpRequest(
+      url,
+      { method: body ? 'POST' : 'GET', agent: false, headers: { authorization: auth, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', (err) => resolve({ status: `response error: ${err.message}`, body: '' }));
+      },
+    );
     req.on('error', (err) => {
       sent();
       resolve({ status: `error: ${err.message}`, body: '' });
@@ -64,11 +68,15 @@ for (const engine of ENGINES) {
 
     it('SIGTERM during a burst: every accepted request is answered 2xx, viewers are told to reconnect, the process exits 0', async () => {
       server = await ServerProcess.start(setup.env);
-      const C = await insertCustomer(setup.env, "Shutdown");
+      const C = await insertCustomer(setup.env, 'Shutdown');
       const goods = `${server.base}/v1/goods/${C.accessKey}`;
 
       const viewerDisconnect = new Promise<string>((resolve) => {
-        const socket = io(`${(server as ServerProcess).base}/live`, { transports: ['websocket'], auth: { accessKey: C.accessKey, campaignKey: 'none' }, reconnection: false });
+        const socket = io(`${(server as ServerProcess).base}/live`, {
+          transports: ['websocket'],
+          auth: { accessKey: C.accessKey, campaignKey: 'none' },
+          reconnection: false,
+        });
         socket.on('connect_error', () => resolve('refused'));
         socket.on('disconnect', (reason) => resolve(reason));
       });
@@ -98,14 +106,27 @@ for (const engine of ENGINES) {
       const outcomes = await Promise.all(calls.map((c) => c.answer));
       if (outcomes.some((o) => o.status !== 200)) {
         await server.stopped();
-        console.log(server.output.split('\n').filter((l) => !/RouterExplorer|RoutesResolver|InstanceLoader/.test(l)).join('\n').slice(-5000), server.exit);
+        console.log(
+          server.output
+            .split('\n')
+            .filter((l) => !/RouterExplorer|RoutesResolver|InstanceLoader/.test(l))
+            .join('\n')
+            .slice(-5000),
+          server.exit,
+        );
       }
       expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
       for (const o of outcomes.slice(0, 4)) expect((JSON.parse(o.body) as { createCount: number }).createCount).toBe(2000);
       expect(await reason).toBe('transport close');
       viewer.close();
       expect(await server.stopped()).toEqual({ code: 0, signal: null });
-      for (const step of ['SIGTERM received', 'told 1 viewer connection(s) to reconnect', 'all requests finished', 'closing the live channel, Redis and the database', 'shutdown complete']) {
+      for (const step of [
+        'SIGTERM received',
+        'told 1 viewer connection(s) to reconnect',
+        'all requests finished',
+        'closing the live channel, Redis and the database',
+        'shutdown complete',
+      ]) {
         expect(server.output).toContain(step);
       }
       // The service process logs JSON (stdout is a pipe): no error line of the exception filter.
@@ -131,7 +152,11 @@ describe('readiness while draining [sqlite]', () => {
     const health = t.app.get(HealthService);
     expect((await health.readiness()).status).toBe('ok');
     const elements = Array.from({ length: 3000 }, (_, i) => ({ name: `D ${i}`, sku: `D-${i}`, url: `https://shop.example.com/d/${i}` }));
-    const sync = t.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(elements).then((res) => res.status);
+    const sync = t.http
+      .post(`/v1/goods/${C.accessKey}/sync`)
+      .set('Authorization', C.auth())
+      .send(elements)
+      .then((res) => res.status);
     await new Promise((r) => setTimeout(r, 100));
     const closing = t.app.get(Lifecycle).shutdown(t.app, 'TEST');
     expect(await health.readiness()).toEqual({ status: 'error', checks: { node: 'down' } });

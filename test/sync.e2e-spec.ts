@@ -14,7 +14,10 @@ function goodsItem(n: number | string, extra: Record<string, unknown> = {}): Rec
 
 describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
   const sync = (c: TestCustomer, body: unknown) =>
-    ctx().http.post(`/v1/goods/${c.accessKey}/sync`).set('Authorization', c.auth()).send(body as object);
+    ctx()
+      .http.post(`/v1/goods/${c.accessKey}/sync`)
+      .set('Authorization', c.auth())
+      .send(body as object);
 
   /** Syncs and checks the envelope invariants common to every 200 answer. */
   async function syncOk(c: TestCustomer, body: unknown[]) {
@@ -32,8 +35,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     return env;
   }
 
-  const bySku = async (c: TestCustomer, sku: string) =>
-    ctx().http.get(`/v1/goods/${c.accessKey}/sku`).query({ value: sku }).set('Authorization', c.auth());
+  const bySku = async (c: TestCustomer, sku: string) => ctx().http.get(`/v1/goods/${c.accessKey}/sku`).query({ value: sku }).set('Authorization', c.auth());
 
   async function stored(c: TestCustomer, sku: string): Promise<Record<string, unknown>> {
     const res = await bySku(c, sku);
@@ -53,7 +55,10 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
 
   it('refuses a call without a token (401 -102)', async () => {
     const c = await ctx().createCustomer();
-    const res = await ctx().http.post(`/v1/goods/${c.accessKey}/sync`).send([goodsItem(1)]).expect(401);
+    const res = await ctx()
+      .http.post(`/v1/goods/${c.accessKey}/sync`)
+      .send([goodsItem(1)])
+      .expect(401);
     expect(res.body._s).toBe(-102);
     expect(typeof res.body._e).toBe('string');
     expect(await rowCount(ctx(), c)).toBe(0);
@@ -62,7 +67,11 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
   it('refuses a token of another customer (401)', async () => {
     const a = await ctx().createCustomer();
     const b = await ctx().createCustomer();
-    const res = await ctx().http.post(`/v1/goods/${a.accessKey}/sync`).set('Authorization', b.auth()).send([goodsItem(1)]).expect(401);
+    const res = await ctx()
+      .http.post(`/v1/goods/${a.accessKey}/sync`)
+      .set('Authorization', b.auth())
+      .send([goodsItem(1)])
+      .expect(401);
     expect(res.body._s).toBe(-102);
     expect(await rowCount(ctx(), a)).toBe(0);
   });
@@ -156,11 +165,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
 
   it('null clears a nullable field; by id both keys may change; by sku the url, by url the sku', async () => {
     const c = await ctx().createCustomer();
-    const created = await syncOk(c, [
-      goodsItem('a', { brand: 'B', description: 'D' }),
-      goodsItem('b'),
-      goodsItem('c'),
-    ]);
+    const created = await syncOk(c, [goodsItem('a', { brand: 'B', description: 'D' }), goodsItem('b'), goodsItem('c')]);
     const [a, b, cc] = created.results;
     const env = await syncOk(c, [
       { id: a.id, brand: null, description: null, sku: 'SKU-a2', url: 'https://shop.example.com/goods/a2' },
@@ -185,10 +190,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
 
   it('an unknown id fails with a not-found message and echoes the submitted fields', async () => {
     const c = await ctx().createCustomer();
-    const env = await syncOk(c, [
-      { id: 987654321, name: 'Ghost', sku: 'SKU-ghost', url: 'https://shop.example.com/ghost', originalPrice: 5 },
-      goodsItem('ok'),
-    ]);
+    const env = await syncOk(c, [{ id: 987654321, name: 'Ghost', sku: 'SKU-ghost', url: 'https://shop.example.com/ghost', originalPrice: 5 }, goodsItem('ok')]);
     expect(env).toMatchObject({ totalCount: 2, createCount: 1, updateCount: 0, failCount: 1 });
     const fail = env.results[0];
     expect(fail).toMatchObject({
@@ -409,10 +411,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await stored(c, 'SKU-d2')).toMatchObject({ originalPrice: 0.0001, discountedPrice: 1e12, discountPercentage: 100 });
 
     // What the database holds, read as text, is the exact decimal.
-    const [raw] = await ctx().dataSource.query(
-      'SELECT originalPrice, discountedPrice FROM goods WHERE customerId = ? AND sku = ?',
-      [c.id, 'SKU-d1'],
-    );
+    const [raw] = await ctx().dataSource.query('SELECT originalPrice, discountedPrice FROM goods WHERE customerId = ? AND sku = ?', [c.id, 'SKU-d1']);
     expect(Number(raw.originalPrice)).toBe(19.99);
     expect(Number(raw.discountedPrice)).toBe(1234567.8901);
     if (ctx().engine === 'mysql') {
@@ -437,9 +436,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
 
   it('ignores unknown fields (currency, medias, anything else) and never stores them', async () => {
     const c = await ctx().createCustomer('Shop', 'KRW');
-    const env = await syncOk(c, [
-      goodsItem('u', { currency: 'USD', medias: [{ id: 1, url: 'x' }], row: 99, status: 'FAIL', foo: 'bar', createdAt: 1 }),
-    ]);
+    const env = await syncOk(c, [goodsItem('u', { currency: 'USD', medias: [{ id: 1, url: 'x' }], row: 99, status: 'FAIL', foo: 'bar', createdAt: 1 })]);
     expect(env.results[0]).toMatchObject({ status: 'CREATE', row: 1, currency: 'KRW', medias: [], message: null });
     expect(env.results[0]).not.toHaveProperty('foo');
     expect(env.results[0]).not.toHaveProperty('createdAt');
@@ -459,11 +456,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     const env = await syncOk(c, [goodsItem('nfkc', { name, brand: 'Ａ'.repeat(255) }), goodsItem('after')]);
     expect(env.results.map((r) => r.status)).toEqual(['CREATE', 'CREATE']);
     expect(await stored(c, 'SKU-nfkc')).toMatchObject({ name });
-    const found = await ctx()
-      .http.get(`/v1/goods/${c.accessKey}`)
-      .query({ searchKeyword: 'MHZMHZ' })
-      .set('Authorization', c.auth())
-      .expect(200);
+    const found = await ctx().http.get(`/v1/goods/${c.accessKey}`).query({ searchKeyword: 'MHZMHZ' }).set('Authorization', c.auth()).expect(200);
     expect(found.body.totalCount).toBe(1);
   });
 

@@ -1,18 +1,7 @@
 // The operator console: /console. Talks to the console API (Bearer token the operator pastes) and
 // listens on the /live channel of the open campaign for its chat log and for other operators' changes.
 
-import {
-  el,
-  formatDateTime,
-  formatPercent,
-  formatPrice,
-  formatTime,
-  keepFocus,
-  pageLocale,
-  salesBadge,
-  SALES_STATUS,
-  setPill,
-} from '/assets/shared.js';
+import { el, formatDateTime, formatPercent, formatPrice, formatTime, keepFocus, pageLocale, salesBadge, SALES_STATUS, setPill } from '/assets/shared.js';
 import { LiveClient } from '/assets/live-client.js';
 
 const $ = (id) => document.getElementById(id);
@@ -195,7 +184,15 @@ function renderCampaigns() {
     return el(
       'tr',
       { 'aria-current': current ? 'true' : false, dataset: { campaignKey: c.campaignKey } },
-      el('td', {}, el('button', { type: 'button', class: 'linkish', dataset: { focus: `open:${c.campaignKey}` }, onclick: () => openCampaign(c.campaignKey, true) }, c.title)),
+      el(
+        'td',
+        {},
+        el(
+          'button',
+          { type: 'button', class: 'linkish', dataset: { focus: `open:${c.campaignKey}` }, onclick: () => openCampaign(c.campaignKey, true) },
+          c.title,
+        ),
+      ),
       el('td', {}, pill),
       el('td', { class: 'small' }, c.scheduledAt ? formatDateTime(c.scheduledAt, locale) : '—'),
     );
@@ -303,7 +300,13 @@ function priceText(item, currency) {
   const parts = [];
   const price = item.discountedPrice ?? item.originalPrice;
   if (price !== null && price !== undefined) parts.push(formatPrice(price, currency, locale));
-  if (item.discountedPrice !== null && item.discountedPrice !== undefined && item.originalPrice !== null && item.originalPrice !== undefined && Number(item.originalPrice) > Number(item.discountedPrice)) {
+  if (
+    item.discountedPrice !== null &&
+    item.discountedPrice !== undefined &&
+    item.originalPrice !== null &&
+    item.originalPrice !== undefined &&
+    Number(item.originalPrice) > Number(item.discountedPrice)
+  ) {
     parts.push(`(was ${formatPrice(item.originalPrice, currency, locale)})`);
   }
   const pct = formatPercent(item.discountPercentage, locale);
@@ -314,7 +317,7 @@ function priceText(item, currency) {
 const STATUS_BUTTON_CLASS = { ON_SALE: 'status-on-sale', ALMOST_SOLD_OUT: 'status-almost', SOLD_OUT: 'status-sold-out' };
 
 function sortedGoods() {
-  return [...(view.current ? view.current.goods ?? [] : [])].sort((a, b) => a.sortOrder - b.sortOrder);
+  return [...(view.current ? (view.current.goods ?? []) : [])].sort((a, b) => a.sortOrder - b.sortOrder);
 }
 
 function renderCampaignGoods() {
@@ -362,9 +365,39 @@ function renderCampaignGoods() {
           },
           'Showing now',
         ),
-        el('button', { type: 'button', 'aria-label': `Move ${item.name} up`, disabled: index === 0, dataset: { focus: `up:${id}` }, onclick: (e) => move(item, -1, e.currentTarget) }, '↑ Up'),
-        el('button', { type: 'button', 'aria-label': `Move ${item.name} down`, disabled: index === items.length - 1, dataset: { focus: `down:${id}` }, onclick: (e) => move(item, 1, e.currentTarget) }, '↓ Down'),
-        el('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${item.name} from the campaign`, dataset: { focus: `remove:${id}` }, onclick: (e) => removeGoods(item, e.currentTarget) }, 'Remove'),
+        el(
+          'button',
+          {
+            type: 'button',
+            'aria-label': `Move ${item.name} up`,
+            disabled: index === 0,
+            dataset: { focus: `up:${id}` },
+            onclick: (e) => move(item, -1, e.currentTarget),
+          },
+          '↑ Up',
+        ),
+        el(
+          'button',
+          {
+            type: 'button',
+            'aria-label': `Move ${item.name} down`,
+            disabled: index === items.length - 1,
+            dataset: { focus: `down:${id}` },
+            onclick: (e) => move(item, 1, e.currentTarget),
+          },
+          '↓ Down',
+        ),
+        el(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            'aria-label': `Remove ${item.name} from the campaign`,
+            dataset: { focus: `remove:${id}` },
+            onclick: (e) => removeGoods(item, e.currentTarget),
+          },
+          'Remove',
+        ),
       ),
     );
   });
@@ -385,22 +418,30 @@ async function setSalesStatus(item, status, button) {
   if (notice) body.adminChatNotice = notice;
   if (chat) body.chatMessage = chat;
   const label = SALES_STATUS[status].label;
-  await act(`Setting ${item.name} to ${label}`, async () => {
-    await api('PUT', goodsUrl(key), body);
-    $('status-notice').value = '';
-    $('status-chat').value = '';
-    flash(`${item.name}: ${label}${notify ? '' : ' (viewers not notified)'}`);
-    await reloadCurrent(false);
-  }, { button });
+  await act(
+    `Setting ${item.name} to ${label}`,
+    async () => {
+      await api('PUT', goodsUrl(key), body);
+      $('status-notice').value = '';
+      $('status-chat').value = '';
+      flash(`${item.name}: ${label}${notify ? '' : ' (viewers not notified)'}`);
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 async function toggleShowing(item, button) {
   const key = view.current.campaignKey;
-  await act(`Marking ${item.name}`, async () => {
-    await api('PUT', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}/showing`, { showingNow: !item.showingNow });
-    flash(item.showingNow ? `${item.name} is no longer showing` : `${item.name} is showing now`);
-    await reloadCurrent(false);
-  }, { button });
+  await act(
+    `Marking ${item.name}`,
+    async () => {
+      await api('PUT', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}/showing`, { showingNow: !item.showingNow });
+      flash(item.showingNow ? `${item.name} is no longer showing` : `${item.name} is showing now`);
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 async function move(item, delta, button) {
@@ -410,31 +451,44 @@ async function move(item, delta, button) {
   const to = from + delta;
   if (from < 0 || to < 0 || to >= ids.length) return;
   [ids[from], ids[to]] = [ids[to], ids[from]];
-  await act(`Moving ${item.name}`, async () => {
-    await api('PUT', `${campaignPath(key)}/goods/order`, { goodsIds: ids });
-    flash(`Moved ${item.name} ${delta < 0 ? 'up' : 'down'} (position ${to + 1} of ${ids.length})`);
-    await reloadCurrent(false);
-  }, { button });
+  await act(
+    `Moving ${item.name}`,
+    async () => {
+      await api('PUT', `${campaignPath(key)}/goods/order`, { goodsIds: ids });
+      flash(`Moved ${item.name} ${delta < 0 ? 'up' : 'down'} (position ${to + 1} of ${ids.length})`);
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 async function removeGoods(item, button) {
   const key = view.current.campaignKey;
-  await act(`Removing ${item.name}`, async () => {
-    await api('DELETE', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}`);
-    flash(`Removed ${item.name} from the campaign`);
-    await reloadCurrent(false);
-  }, { button });
+  await act(
+    `Removing ${item.name}`,
+    async () => {
+      await api('DELETE', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}`);
+      flash(`Removed ${item.name} from the campaign`);
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 async function setStatus(campaignStatus, button) {
   const c = view.current;
-  if (campaignStatus === 'CLOSED' && !window.confirm(`End "${c.title}" (ONAIR → CLOSED)? Viewers see that it has ended, and it cannot go on air again.`)) return;
-  await act(campaignStatus === 'ONAIR' ? 'Starting the broadcast' : 'Ending the broadcast', async () => {
-    await api('PUT', `${campaignPath(c.campaignKey)}/status`, { campaignStatus });
-    flash(campaignStatus === 'ONAIR' ? 'The broadcast is ONAIR (live)' : 'The broadcast is CLOSED (ended)');
-    await reloadCurrent(false);
-    await loadCampaigns(view.page);
-  }, { button });
+  if (campaignStatus === 'CLOSED' && !window.confirm(`End "${c.title}" (ONAIR → CLOSED)? Viewers see that it has ended, and it cannot go on air again.`))
+    return;
+  await act(
+    campaignStatus === 'ONAIR' ? 'Starting the broadcast' : 'Ending the broadcast',
+    async () => {
+      await api('PUT', `${campaignPath(c.campaignKey)}/status`, { campaignStatus });
+      flash(campaignStatus === 'ONAIR' ? 'The broadcast is ONAIR (live)' : 'The broadcast is CLOSED (ended)');
+      await reloadCurrent(false);
+      await loadCampaigns(view.page);
+    },
+    { button },
+  );
 }
 
 // ------------------------------------------------------------------ catalog search
@@ -451,7 +505,7 @@ async function search(page) {
 function renderSearch() {
   const s = view.search;
   if (!s.done) return;
-  const inCampaign = new Set((view.current ? view.current.goods ?? [] : []).map((g) => String(g.goodsId)));
+  const inCampaign = new Set((view.current ? (view.current.goods ?? []) : []).map((g) => String(g.goodsId)));
   const items = s.results.map((g) => {
     const added = inCampaign.has(String(g.id));
     const media = g.medias && g.medias[0];
@@ -490,19 +544,31 @@ function renderSearch() {
 
 async function addGoods(goods, button) {
   const key = view.current.campaignKey;
-  await act(`Adding ${goods.name}`, async () => {
-    await api('POST', `${campaignPath(key)}/goods`, { goodsIds: [Number(goods.id)] });
-    flash(`Added ${goods.name} to the campaign`);
-    await reloadCurrent(false);
-  }, { button });
+  await act(
+    `Adding ${goods.name}`,
+    async () => {
+      await api('POST', `${campaignPath(key)}/goods`, { goodsIds: [Number(goods.id)] });
+      flash(`Added ${goods.name} to the campaign`);
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 // ------------------------------------------------------------------ notice and chat (live)
 
 function renderChatLog() {
-  const lines = view.chat.slice(-50).map((line) =>
-    el('li', {}, el('strong', {}, `${line.adminName || 'Host'}: `), line.message, el('span', { class: 'muted small' }, ` ${formatTime(line.createdAt, locale)}`)),
-  );
+  const lines = view.chat
+    .slice(-50)
+    .map((line) =>
+      el(
+        'li',
+        {},
+        el('strong', {}, `${line.adminName || 'Host'}: `),
+        line.message,
+        el('span', { class: 'muted small' }, ` ${formatTime(line.createdAt, locale)}`),
+      ),
+    );
   const log = $('chat-log');
   log.replaceChildren(...lines);
   log.scrollTop = log.scrollHeight;
@@ -553,21 +619,29 @@ async function postChat(pinned, button) {
     $('chat-message').focus();
     return;
   }
-  await act(pinned ? 'Pinning the notice' : 'Sending the chat line', async () => {
-    await api('POST', `${campaignPath(key)}/chat`, { message, pinned });
-    $('chat-message').value = '';
-    flash(pinned ? 'Notice pinned' : 'Chat line sent');
-    if (pinned) await reloadCurrent(false);
-  }, { button });
+  await act(
+    pinned ? 'Pinning the notice' : 'Sending the chat line',
+    async () => {
+      await api('POST', `${campaignPath(key)}/chat`, { message, pinned });
+      $('chat-message').value = '';
+      flash(pinned ? 'Notice pinned' : 'Chat line sent');
+      if (pinned) await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 async function unpin(button) {
   const key = view.current.campaignKey;
-  await act('Unpinning the notice', async () => {
-    await api('POST', `${campaignPath(key)}/chat`, { message: '', pinned: true });
-    flash('Notice unpinned');
-    await reloadCurrent(false);
-  }, { button });
+  await act(
+    'Unpinning the notice',
+    async () => {
+      await api('POST', `${campaignPath(key)}/chat`, { message: '', pinned: true });
+      flash('Notice unpinned');
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 // ------------------------------------------------------------------ wiring
@@ -581,10 +655,14 @@ $('sign-out').addEventListener('click', signOut);
 
 $('signin-form').addEventListener('submit', (event) => {
   event.preventDefault();
-  void act('Signing in', async () => {
-    await signIn($('signin-access-key').value, $('signin-token').value);
-    $('main').focus();
-  }, { button: submitter(event) });
+  void act(
+    'Signing in',
+    async () => {
+      await signIn($('signin-access-key').value, $('signin-token').value);
+      $('main').focus();
+    },
+    { button: submitter(event) },
+  );
 });
 
 $('campaigns-refresh').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page), { button: e.currentTarget }));
@@ -598,13 +676,17 @@ $('create-form').addEventListener('submit', (event) => {
   if (scheduledAt) body.scheduledAt = scheduledAt;
   const operatorName = $('create-operator').value.trim();
   if (operatorName) body.operatorName = operatorName;
-  void act('Creating the campaign', async () => {
-    const created = await api('POST', campaignsPath(), body);
-    event.target.reset();
-    flash(`Created “${created.title}”`);
-    await loadCampaigns(1);
-    await openCampaign(created.campaignKey, true);
-  }, { button: submitter(event) });
+  void act(
+    'Creating the campaign',
+    async () => {
+      const created = await api('POST', campaignsPath(), body);
+      event.target.reset();
+      flash(`Created “${created.title}”`);
+      await loadCampaigns(1);
+      await openCampaign(created.campaignKey, true);
+    },
+    { button: submitter(event) },
+  );
 });
 
 $('edit-form').addEventListener('submit', (event) => {
@@ -618,12 +700,16 @@ $('edit-form').addEventListener('submit', (event) => {
     description: $('edit-description').value.trim() ? $('edit-description').value : null,
     collectionVisible: $('edit-visible').checked,
   };
-  void act('Saving the settings', async () => {
-    await api('PATCH', campaignPath(key), body);
-    await loadCampaign(key, true);
-    await loadCampaigns(view.page);
-    flash('Settings saved');
-  }, { button: submitter(event) });
+  void act(
+    'Saving the settings',
+    async () => {
+      await api('PATCH', campaignPath(key), body);
+      await loadCampaign(key, true);
+      await loadCampaigns(view.page);
+      flash('Settings saved');
+    },
+    { button: submitter(event) },
+  );
 });
 
 $('start-broadcast').addEventListener('click', (e) => void setStatus('ONAIR', e.currentTarget));

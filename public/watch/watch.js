@@ -74,8 +74,7 @@ function renderHeader() {
   $('schedule').textContent = schedule;
   const ended = $('ended');
   ended.hidden = campaign.campaignStatus !== 'CLOSED' && campaign.campaignStatus !== 'NOT_EXIST';
-  ended.textContent =
-    campaign.campaignStatus === 'NOT_EXIST' ? 'This broadcast no longer exists.' : 'This broadcast has ended. Thank you for watching!';
+  ended.textContent = campaign.campaignStatus === 'NOT_EXIST' ? 'This broadcast no longer exists.' : 'This broadcast has ended. Thank you for watching!';
 }
 
 function renderNotice() {
@@ -94,7 +93,18 @@ function thumbnail(item) {
 /** Builds or updates one goods card in place (keeps its image element, so nothing flickers). */
 function card(item) {
   let node = cards.get(item.goodsId);
-  const signature = JSON.stringify([item.thumbnailUrl, item.name, item.brand, item.url, item.originalPrice, item.discountedPrice, item.discountPercentage, item.currency, item.salesStatus, item.showingNow]);
+  const signature = JSON.stringify([
+    item.thumbnailUrl,
+    item.name,
+    item.brand,
+    item.url,
+    item.originalPrice,
+    item.discountedPrice,
+    item.discountPercentage,
+    item.currency,
+    item.salesStatus,
+    item.showingNow,
+  ]);
   if (node && node.dataset.signature === signature) return node;
   const discounted = item.discountedPrice !== null && item.discountedPrice !== undefined;
   const original = item.originalPrice !== null && item.originalPrice !== undefined;
@@ -119,14 +129,11 @@ function card(item) {
         { class: 'prices' },
         percent ? el('span', { class: 'badge badge-discount' }, el('span', { class: 'visually-hidden' }, 'Discount '), `-${percent}`) : null,
         price !== null && price !== undefined ? el('span', { class: 'price' }, formatPrice(price, item.currency, locale)) : null,
-        showOriginal ? el('s', { class: 'original' }, el('span', { class: 'visually-hidden' }, 'Regular price '), formatPrice(item.originalPrice, item.currency, locale)) : null,
+        showOriginal
+          ? el('s', { class: 'original' }, el('span', { class: 'visually-hidden' }, 'Regular price '), formatPrice(item.originalPrice, item.currency, locale))
+          : null,
       ),
-      el(
-        'div',
-        { class: 'tags' },
-        item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null,
-        salesBadge(item.salesStatus),
-      ),
+      el('div', { class: 'tags' }, item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null, salesBadge(item.salesStatus)),
     ),
   );
   if (node) {

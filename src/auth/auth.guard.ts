@@ -46,7 +46,11 @@ export class AuthGuard extends PassportAuthGuard() implements OnModuleInit {
     } catch (err) {
       if (err instanceof ApiException && err.code === ErrorCode.Unauthorized) {
         const verdict = await this.limiter.hit('auth-failures', clientIp(req));
-        if (!verdict.allowed) throw ApiException.rateLimited(`Too many refused authentications from your address; retry after ${verdict.retryAfterSeconds} s`, verdict.retryAfterSeconds);
+        if (!verdict.allowed)
+          throw ApiException.rateLimited(
+            `Too many refused authentications from your address; retry after ${verdict.retryAfterSeconds} s`,
+            verdict.retryAfterSeconds,
+          );
       }
       throw err;
     }

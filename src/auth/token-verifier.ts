@@ -133,7 +133,9 @@ function verifyUncached(token: string, keys: SigningKeys, accessKey: string, max
     const previousUntil = (keys.previousKeyValidUntil?.getTime() ?? 0) / 1000;
     signed = verifyWith(token, hmacKeys(keys.previousSecretKey));
     if (signed && previousUntil <= now) {
-      throw new TokenRejected(`Token signed with the previous secret key, which was replaced (not accepted since ${new Date(previousUntil * 1000).toISOString()})`);
+      throw new TokenRejected(
+        `Token signed with the previous secret key, which was replaced (not accepted since ${new Date(previousUntil * 1000).toISOString()})`,
+      );
     }
     keyValidUntil = previousUntil;
   }

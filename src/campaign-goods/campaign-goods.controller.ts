@@ -20,7 +20,8 @@ export class CampaignGoodsController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Append goods (goodsIds, skus or urls) in that order, ON_SALE; ones already in are skipped',
-    description: 'Exactly one of goodsIds, skus or urls, 1 to 1,000 entries. Unknown goods are 404 -404 naming them, and nothing is added. Answers the campaign goods in sortOrder; viewers get the new list.',
+    description:
+      'Exactly one of goodsIds, skus or urls, 1 to 1,000 entries. Unknown goods are 404 -404 naming them, and nothing is added. Answers the campaign goods in sortOrder; viewers get the new list.',
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)
@@ -29,7 +30,10 @@ export class CampaignGoodsController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'The campaign goods in sortOrder (CampaignGoods objects)', description: 'Every goods item of the campaign with its sales status, in sortOrder; 404 -710 when the campaign is unknown.' })
+  @ApiOperation({
+    summary: 'The campaign goods in sortOrder (CampaignGoods objects)',
+    description: 'Every goods item of the campaign with its sales status, in sortOrder; 404 -710 when the campaign is unknown.',
+  })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(404)
   listGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string): Promise<CampaignGoodsListResponse> {
@@ -72,11 +76,7 @@ export class CampaignGoodsController {
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404)
-  removeGoods(
-    @CurrentTenant() tenant: Tenant,
-    @Param('campaignKey') key: string,
-    @IdParam('goodsId') goodsId: number,
-  ): Promise<CampaignGoodsListResponse> {
+  removeGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @IdParam('goodsId') goodsId: number): Promise<CampaignGoodsListResponse> {
     return this.campaignGoods.remove(tenant, key, goodsId);
   }
 }

@@ -33,25 +33,58 @@ const STATUS_TEXT = `${SALES_STATUSES.join(', ')}; required, ${EITHER.toLowerCas
 /** The body of the sales-status operations (documentation only: SalesStatusInput reads it). Nothing is required in the body alone. */
 class SalesStatusFields {
   @ApiPropertyOptional({ enum: SALES_STATUSES, example: 'SOLD_OUT', description: STATUS_TEXT }) salesStatus?: string;
-  @ApiPropertyOptional({ type: Boolean, example: true, description: 'Push the change to viewers now (default true); also 1/0, yes/no, on/off' }) notify?: boolean;
+  @ApiPropertyOptional({ type: Boolean, example: true, description: 'Push the change to viewers now (default true); also 1/0, yes/no, on/off' })
+  notify?: boolean;
   @ApiPropertyOptional({ maxLength: 255, example: 'Mina', description: 'Operator name for adminName and the messages' }) name?: string;
   @ApiPropertyOptional({ maxLength: 2000, example: 'Only a few left!', description: 'Pins this notice (trimmed; blank means none)' }) adminChatNotice?: string;
-  @ApiPropertyOptional({ maxLength: 2000, example: 'Sold out, thank you!', description: 'Posts this chat line (trimmed; blank means none)' }) chatMessage?: string;
+  @ApiPropertyOptional({ maxLength: 2000, example: 'Sold out, thank you!', description: 'Posts this chat line (trimmed; blank means none)' })
+  chatMessage?: string;
 }
 class SalesStatusByIdBody extends SalesStatusFields {
-  @ApiPropertyOptional({ type: 'integer', format: 'int64', minimum: 1, example: 1024, description: `The item's id; required, ${EITHER.toLowerCase()}` }) goodsId?: number;
+  @ApiPropertyOptional({ type: 'integer', format: 'int64', minimum: 1, example: 1024, description: `The item's id; required, ${EITHER.toLowerCase()}` })
+  goodsId?: number;
 }
 class SalesStatusByUrlBody extends SalesStatusFields {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 2048, example: 'https://shop.example.com/goods/SW-7', description: `The item's url; required, ${EITHER.toLowerCase()}` }) url?: string;
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: 2048,
+    example: 'https://shop.example.com/goods/SW-7',
+    description: `The item's url; required, ${EITHER.toLowerCase()}`,
+  })
+  url?: string;
 }
 class SalesStatusBySkuBody extends SalesStatusFields {
   @ApiPropertyOptional({ minLength: 1, maxLength: 128, example: 'SW-7', description: `The item's sku; required, ${EITHER.toLowerCase()}` }) sku?: string;
 }
 
 const LOCATORS = {
-  id: { body: SalesStatusByIdBody, query: ApiQuery({ name: 'goodsId', required: false, description: `The item's id; required, ${EITHER.toLowerCase()}`, schema: { type: 'integer', format: 'int64', minimum: 1, example: 1024 } }) },
-  url: { body: SalesStatusByUrlBody, query: ApiQuery({ name: 'url', required: false, description: `The item's url; required, ${EITHER.toLowerCase()}`, schema: { type: 'string', minLength: 1, maxLength: 2048, example: 'https://shop.example.com/goods/SW-7' } }) },
-  sku: { body: SalesStatusBySkuBody, query: ApiQuery({ name: 'sku', required: false, description: `The item's sku; required, ${EITHER.toLowerCase()}`, schema: { type: 'string', minLength: 1, maxLength: 128, example: 'SW-7' } }) },
+  id: {
+    body: SalesStatusByIdBody,
+    query: ApiQuery({
+      name: 'goodsId',
+      required: false,
+      description: `The item's id; required, ${EITHER.toLowerCase()}`,
+      schema: { type: 'integer', format: 'int64', minimum: 1, example: 1024 },
+    }),
+  },
+  url: {
+    body: SalesStatusByUrlBody,
+    query: ApiQuery({
+      name: 'url',
+      required: false,
+      description: `The item's url; required, ${EITHER.toLowerCase()}`,
+      schema: { type: 'string', minLength: 1, maxLength: 2048, example: 'https://shop.example.com/goods/SW-7' },
+    }),
+  },
+  sku: {
+    body: SalesStatusBySkuBody,
+    query: ApiQuery({
+      name: 'sku',
+      required: false,
+      description: `The item's sku; required, ${EITHER.toLowerCase()}`,
+      schema: { type: 'string', minLength: 1, maxLength: 128, example: 'SW-7' },
+    }),
+  },
 };
 
 /** The Swagger description of a sales-status route: its parameters (query or body), body types and answers. */
@@ -70,10 +103,30 @@ function SalesStatusDocs(by: keyof typeof LOCATORS, summary: string): MethodDeco
     ApiBody({ type: LOCATORS[by].body, required: false, description: 'The same parameters as the query string; the body wins' }),
     LOCATORS[by].query,
     ApiQuery({ name: 'salesStatus', required: false, enum: SALES_STATUSES, description: STATUS_TEXT }),
-    ApiQuery({ name: 'notify', required: false, schema: { type: 'boolean', default: true }, description: 'Push the change to viewers now (default true); also 1/0, yes/no, on/off' }),
-    ApiQuery({ name: 'name', required: false, schema: { type: 'string', maxLength: 255, example: 'Mina' }, description: 'Operator name for adminName and the messages' }),
-    ApiQuery({ name: 'adminChatNotice', required: false, schema: { type: 'string', maxLength: 2000, example: 'Only a few left!' }, description: 'Pins this notice (trimmed; blank means none)' }),
-    ApiQuery({ name: 'chatMessage', required: false, schema: { type: 'string', maxLength: 2000, example: 'Sold out, thank you!' }, description: 'Posts this chat line (trimmed; blank means none)' }),
+    ApiQuery({
+      name: 'notify',
+      required: false,
+      schema: { type: 'boolean', default: true },
+      description: 'Push the change to viewers now (default true); also 1/0, yes/no, on/off',
+    }),
+    ApiQuery({
+      name: 'name',
+      required: false,
+      schema: { type: 'string', maxLength: 255, example: 'Mina' },
+      description: 'Operator name for adminName and the messages',
+    }),
+    ApiQuery({
+      name: 'adminChatNotice',
+      required: false,
+      schema: { type: 'string', maxLength: 2000, example: 'Only a few left!' },
+      description: 'Pins this notice (trimmed; blank means none)',
+    }),
+    ApiQuery({
+      name: 'chatMessage',
+      required: false,
+      schema: { type: 'string', maxLength: 2000, example: 'Sold out, thank you!' },
+      description: 'Posts this chat line (trimmed; blank means none)',
+    }),
     ApiOkResponse({ type: CampaignGoodsResponse }),
     ApiErrors(400, 404, 413, 415),
   );

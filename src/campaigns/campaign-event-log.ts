@@ -31,9 +31,7 @@ export class CampaignEventLog {
     const recorded = events.map((e, i) => ({ campaignId, seq: first + i, type: e.type, payload: { seq: first + i, ...e.payload } }) as LiveEvent);
     await em.insert(
       CampaignEvent,
-      recorded.map((e) =>
-        Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload: JSON.stringify(e.payload), createdAt: now }),
-      ),
+      recorded.map((e) => Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload: JSON.stringify(e.payload), createdAt: now })),
     );
     // Trim the log now and then (every 100 events), keeping the last EVENTS_KEPT.
     if (Math.floor(last / 100) !== Math.floor((first - 1) / 100) && last > EVENTS_KEPT) {

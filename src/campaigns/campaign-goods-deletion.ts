@@ -29,9 +29,7 @@ export class CampaignGoodsDeletion implements OnModuleInit {
   }
 
   private async beforeDelete(em: EntityManager, tenant: Tenant, goodsId: number): Promise<(() => void) | void> {
-    const campaignIds = (await em.find(CampaignGoods, { select: { campaignId: true }, where: { goodsId } }))
-      .map((l) => l.campaignId)
-      .sort((a, b) => a - b); // always in id order, so that two deletions never lock in opposite orders
+    const campaignIds = (await em.find(CampaignGoods, { select: { campaignId: true }, where: { goodsId } })).map((l) => l.campaignId).sort((a, b) => a - b); // always in id order, so that two deletions never lock in opposite orders
     if (!campaignIds.length) return;
     for (const campaignId of campaignIds) await lockRow(em, 'campaigns', campaignId);
     const recorded: LiveEvent[] = [];

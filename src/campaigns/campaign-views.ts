@@ -1,13 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager, In } from 'typeorm';
-import {
-  CampaignGoodsRow,
-  CampaignGoodsSummary,
-  toCampaignGoodsSummary,
-  toCampaignResponse,
-  toChatLine,
-  noticeOf,
-} from './dto/campaign-response.dto';
+import { CampaignGoodsRow, CampaignGoodsSummary, toCampaignGoodsSummary, toCampaignResponse, toChatLine, noticeOf } from './dto/campaign-response.dto';
 import { CampaignChat } from './entities/campaign-chat.entity';
 import { CampaignGoods } from './entities/campaign-goods.entity';
 import { Campaign } from './entities/campaign.entity';
@@ -28,10 +21,7 @@ export class CampaignViews {
     });
     if (!links.length) return [];
     const ids = links.map((l) => l.goodsId);
-    const [goods, media] = await Promise.all([
-      em.find(Goods, { where: { id: In(ids) } }),
-      em.find(Media, { where: { goodsId: In(ids) } }),
-    ]);
+    const [goods, media] = await Promise.all([em.find(Goods, { where: { id: In(ids) } }), em.find(Media, { where: { goodsId: In(ids) } })]);
     const goodsById = new Map(goods.map((g) => [g.id, g]));
     const mediaByGoods = new Map(media.map((m) => [m.goodsId, m]));
     return links

@@ -40,10 +40,7 @@ export function campaignNotFound(campaignKey: string): ApiException {
  * collation would match another case or trailing spaces).
  */
 export async function findCampaignByKey(em: EntityManager, customerId: number, campaignKey: string, forUpdate = false): Promise<Campaign | null> {
-  const qb = em
-    .createQueryBuilder(Campaign, 'c')
-    .where('c.customerId = :customerId', { customerId })
-    .andWhere('c.campaignKey = :campaignKey', { campaignKey });
+  const qb = em.createQueryBuilder(Campaign, 'c').where('c.customerId = :customerId', { customerId }).andWhere('c.campaignKey = :campaignKey', { campaignKey });
   if (forUpdate && isMysql(em)) qb.setLock('pessimistic_write');
   const campaign = await qb.getOne();
   return campaign && sameKey(campaign.campaignKey, campaignKey) ? campaign : null;

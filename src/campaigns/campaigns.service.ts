@@ -18,13 +18,7 @@ import {
   toCampaignResponse,
   toChatLine,
 } from './dto/campaign-response.dto';
-import {
-  CampaignStatusDto,
-  ChatDto,
-  CreateCampaignDto,
-  ListCampaignsQuery,
-  UpdateCampaignDto,
-} from './dto/campaign-requests.dto';
+import { CampaignStatusDto, ChatDto, CreateCampaignDto, ListCampaignsQuery, UpdateCampaignDto } from './dto/campaign-requests.dto';
 import { CampaignChat } from './entities/campaign-chat.entity';
 import { Campaign, CampaignStatus } from './entities/campaign.entity';
 
@@ -159,7 +153,12 @@ export class CampaignsService {
         campaignId: campaign.id,
         seq: campaign.lastSeq + 1,
         type: 'campaign.status',
-        payload: { seq: campaign.lastSeq + 1, campaignStatus: 'NOT_EXIST', startedAt: campaign.startedAt?.getTime() ?? null, endedAt: campaign.endedAt?.getTime() ?? null },
+        payload: {
+          seq: campaign.lastSeq + 1,
+          campaignStatus: 'NOT_EXIST',
+          startedAt: campaign.startedAt?.getTime() ?? null,
+          endedAt: campaign.endedAt?.getTime() ?? null,
+        },
       },
     ]);
     setTimeout(() => this.notifier.disconnectCampaign(campaign.id), 200).unref();

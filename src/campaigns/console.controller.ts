@@ -5,13 +5,7 @@ import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { DeleteResponse } from '../goods/dto/goods-response.dto';
 import { CampaignsService, ChatResult } from './campaigns.service';
 import { CampaignStatusDto, ChatDto, CreateCampaignDto, ListCampaignsQuery, UpdateCampaignDto } from './dto/campaign-requests.dto';
-import {
-  CampaignListResponse,
-  CampaignResponse,
-  ChatPostedResponse,
-  NoticePinnedResponse,
-  NoticeResponse,
-} from './dto/campaign-response.dto';
+import { CampaignListResponse, CampaignResponse, ChatPostedResponse, NoticePinnedResponse, NoticeResponse } from './dto/campaign-response.dto';
 
 /** The path parameter of every route about one campaign. */
 export const CampaignKeyParam = ApiParam({
@@ -56,7 +50,10 @@ export class ConsoleController {
 
   @Get(':campaignKey')
   @CampaignKeyParam
-  @ApiOperation({ summary: 'One campaign with its goods', description: 'The campaign record in detail form (description and goods summaries in sortOrder); 404 -710 when unknown.' })
+  @ApiOperation({
+    summary: 'One campaign with its goods',
+    description: 'The campaign record in detail form (description and goods summaries in sortOrder); 404 -710 when unknown.',
+  })
   @ApiOkResponse({ type: CampaignResponse })
   @ApiErrors(404)
   get(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string): Promise<CampaignResponse> {
@@ -67,7 +64,8 @@ export class ConsoleController {
   @CampaignKeyParam
   @ApiOperation({
     summary: 'Change fields and detail settings (operatorName, collectionVisible)',
-    description: 'Partial: an absent field keeps its value, null clears a nullable one. scheduledEndAt may not be before scheduledAt. Viewers are not told (they see it in their next snapshot).',
+    description:
+      'Partial: an absent field keeps its value, null clears a nullable one. scheduledEndAt may not be before scheduledAt. Viewers are not told (they see it in their next snapshot).',
   })
   @ApiOkResponse({ type: CampaignResponse })
   @ApiErrors(400, 404, 413, 415)
@@ -79,7 +77,8 @@ export class ConsoleController {
   @CampaignKeyParam
   @ApiOperation({
     summary: 'READY → ONAIR (sets startedAt) → CLOSED (sets endedAt); anything else is 422. Viewers are told.',
-    description: 'Moves the campaign status one step; READY → CLOSED, going back and the same status again are 422 -422, a value other than READY, ONAIR or CLOSED is 400.',
+    description:
+      'Moves the campaign status one step; READY → CLOSED, going back and the same status again are 422 -422, a value other than READY, ONAIR or CLOSED is 400.',
   })
   @ApiOkResponse({ type: CampaignResponse })
   @ApiErrors(400, 404, 413, 415, 422)
@@ -89,7 +88,10 @@ export class ConsoleController {
 
   @Delete(':campaignKey')
   @CampaignKeyParam
-  @ApiOperation({ summary: 'Delete a campaign (its viewers are told NOT_EXIST and disconnected)', description: 'Deletes the campaign, its goods list, chat and event log; 404 -710 when unknown.' })
+  @ApiOperation({
+    summary: 'Delete a campaign (its viewers are told NOT_EXIST and disconnected)',
+    description: 'Deletes the campaign, its goods list, chat and event log; 404 -710 when unknown.',
+  })
   @ApiOkResponse({ type: DeleteResponse })
   @ApiErrors(404)
   async remove(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string): Promise<DeleteResponse> {
@@ -102,7 +104,8 @@ export class ConsoleController {
   @CampaignKeyParam
   @ApiOperation({
     summary: 'Post an operator chat line, or pin (pinned=true) the notice; an empty pinned message unpins',
-    description: 'The message is trimmed; a chat line may not be blank. The operator name is name, else the campaign operatorName, else the token name claim. Viewers get the line or notice at once.',
+    description:
+      'The message is trimmed; a chat line may not be blank. The operator name is name, else the campaign operatorName, else the token name claim. Viewers get the line or notice at once.',
   })
   @ApiOkResponse({
     description: '`{chat, _s}` for a chat line, `{notice, _s}` for a pinned message (notice null when unpinned)',

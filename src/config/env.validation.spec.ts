@@ -65,7 +65,7 @@ describe('validateEnv', () => {
     expect(env.PUBLIC_BASE_URL).toBeUndefined();
   });
 
-  it("refuses PORT=abc with a message naming PORT", () => {
+  it('refuses PORT=abc with a message naming PORT', () => {
     const err = refusal({ PORT: 'abc' });
     expect(err.message).toContain('PORT');
     expect(err.message).toContain('abc');
@@ -103,7 +103,15 @@ describe('validateEnv', () => {
   it('TOKEN_MAX_TTL: 30 days by default; a duration such as 30d, 12h, 3600s or plain seconds', () => {
     expect(validateEnv({}).TOKEN_MAX_TTL).toBe('30d');
     expect(AppConfig.fromEnv({}).auth.tokenMaxTtlSeconds).toBe(30 * 86400);
-    for (const [text, seconds] of [['12h', 43200], ['3600s', 3600], ['3600', 3600], ['90m', 5400], [' 7d ', 604800], ['366d', 366 * 86400], ['60', 60]] as const) {
+    for (const [text, seconds] of [
+      ['12h', 43200],
+      ['3600s', 3600],
+      ['3600', 3600],
+      ['90m', 5400],
+      [' 7d ', 604800],
+      ['366d', 366 * 86400],
+      ['60', 60],
+    ] as const) {
       expect(AppConfig.fromEnv({ TOKEN_MAX_TTL: text }).auth.tokenMaxTtlSeconds).toBe(seconds);
     }
   });

@@ -1,18 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import {
-  IsBoolean,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  IsUrl,
-  Matches,
-  Max,
-  Min,
-  MinLength,
-  registerDecorator,
-  validateSync,
-} from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength, registerDecorator, validateSync } from 'class-validator';
 import { formatDuration, parseDuration } from '../common/util/duration';
 import { redactCredentials } from '../common/util/redact';
 
@@ -24,11 +11,9 @@ const toBool = ({ value }: { value: unknown }): unknown => {
   return value;
 };
 
-const toInt = ({ value }: { value: unknown }): unknown =>
-  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value);
 
-const emptyToUndefined = ({ value }: { value: unknown }): unknown =>
-  typeof value === 'string' && value.trim() === '' ? undefined : value;
+const emptyToUndefined = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 
 /** A duration (plain seconds, or with a unit: 90s, 15m, 12h, 30d) between min and max seconds. */
 function IsDuration(min: number, max: number): PropertyDecorator {
@@ -91,10 +76,14 @@ function IsCorsOrigins(): PropertyDecorator {
  * `.env.example` lists the same settings; keep the two in step.
  */
 export class EnvironmentVariables {
-  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 3000;
 
-  @IsString() @MinLength(1)
+  @IsString()
+  @MinLength(1)
   DATA_DIR = './data';
 
   @IsIn(['sqlite', 'mysql'], { message: 'DB_TYPE must be "sqlite" or "mysql"' })
@@ -103,7 +92,10 @@ export class EnvironmentVariables {
   @IsString()
   DB_HOST = '127.0.0.1';
 
-  @Transform(toInt) @IsInt() @Min(1) @Max(65535)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(65535)
   DB_PORT = 3306;
 
   @IsString()
@@ -112,36 +104,57 @@ export class EnvironmentVariables {
   @IsString()
   DB_PASSWORD = '';
 
-  @IsString() @Matches(/^[A-Za-z0-9_$]{1,64}$/, { message: 'DB_NAME must be 1-64 letters, digits, _ or $' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9_$]{1,64}$/, { message: 'DB_NAME must be 1-64 letters, digits, _ or $' })
   DB_NAME = 'livegoods';
 
-  @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   DB_POOL_SIZE = 10;
 
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   DB_LOGGING = false;
 
   /** MySQL: longest wait for a new connection to open. */
-  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   DB_CONNECT_TIMEOUT_MS = 5000;
 
   /** MySQL: longest one statement may run (enforced by the client, and by MariaDB itself) before it fails with 503. */
-  @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
   DB_QUERY_TIMEOUT_MS = 10_000;
 
   /** MySQL: longest a statement waits for a row lock another transaction holds (innodb_lock_wait_timeout, whole seconds). */
-  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
   DB_LOCK_TIMEOUT_MS = 5000;
 
   /** MySQL: longest a write transaction may stay open; past it the transaction is rolled back and its connection closed. */
-  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
   DB_TRANSACTION_TIMEOUT_MS = 30_000;
 
   /** How long start-up keeps retrying (with backoff) while the database does not answer; 0 = fail at once. */
-  @Transform(toInt) @IsInt() @Min(0) @Max(3_600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
   DB_STARTUP_TIMEOUT_MS = 60_000;
 
-  @Transform(emptyToUndefined) @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsOptional()
   @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
   REDIS_URL?: string;
 
@@ -153,44 +166,73 @@ export class EnvironmentVariables {
   @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'REDIS_PREFIX must be 1-64 letters, digits, _ . or -' })
   REDIS_PREFIX = 'livegoods';
 
-  @Transform(emptyToUndefined) @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsOptional()
   @IsUrl({ protocols: ['http', 'https'], require_tld: false, require_protocol: true })
   PUBLIC_BASE_URL?: string;
 
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   MEDIA_ALLOW_PRIVATE_HOSTS = false;
 
   /** Comma-separated host names and CIDR ranges the media fetcher may reach even though they are private. */
   @IsString()
   MEDIA_ALLOWED_HOSTS = '';
 
-  @Transform(toInt) @IsInt() @Min(1024) @Max(1024 * 1024 * 1024)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(1024 * 1024 * 1024)
   MEDIA_MAX_BYTES = 20 * 1024 * 1024;
 
-  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000_000)
   MEDIA_MAX_PIXELS = 40_000_000;
 
-  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   MEDIA_FETCH_TIMEOUT_MS = 15_000;
 
-  @Transform(toInt) @IsInt() @Min(1) @Max(64)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64)
   MEDIA_FETCH_CONCURRENCY = 4;
 
-  @Transform(toInt) @IsInt() @Min(1) @Max(100000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100000)
   SYNC_MAX_ITEMS = 10000;
 
   /** Largest file one multipart upload (spreadsheet import) may carry, in bytes. */
-  @Transform(toInt) @IsInt() @Min(1024) @Max(1024 * 1024 * 1024)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(1024 * 1024 * 1024)
   UPLOAD_MAX_BYTES = 20 * 1024 * 1024;
 
-  @Transform(toInt) @IsInt() @Min(1) @Max(100000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100000)
   EXCEL_MAX_ROWS = 10000;
 
   /** Most bytes an uploaded .xlsx may decompress to (zip-bomb guard). */
-  @Transform(toInt) @IsInt() @Min(1024 * 1024) @Max(2 * 1024 * 1024 * 1024)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024 * 1024)
+  @Max(2 * 1024 * 1024 * 1024)
   EXCEL_MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024;
 
-  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   EXCEL_PARSE_TIMEOUT_MS = 30_000;
 
   /** Largest JSON/form body of every route but sync (one goods item, a campaign, a chat line, a reorder). */
@@ -201,7 +243,8 @@ export class EnvironmentVariables {
   @Matches(/^\d+(b|kb|mb)$/i, { message: 'SYNC_BODY_LIMIT must look like 512kb or 32mb' })
   SYNC_BODY_LIMIT = '32mb';
 
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   TRUST_PROXY = false;
 
   /**
@@ -219,7 +262,9 @@ export class EnvironmentVariables {
   LOG_FORMAT: 'auto' | 'json' | 'text' = 'auto';
 
   /** When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open. */
-  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
   @Matches(/^[\x21-\x7e]{16,256}$/, { message: 'METRICS_TOKEN must be 16-256 printable characters without blanks' })
   METRICS_TOKEN?: string;
 
@@ -231,31 +276,50 @@ export class EnvironmentVariables {
   CORS_ORIGINS = '';
 
   /** On SIGTERM/SIGINT: longest wait, in seconds, for accepted requests to finish before closing anyway. */
-  @Transform(toInt) @IsInt() @Min(0) @Max(3600)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
   SHUTDOWN_TIMEOUT = 25;
 
   /** Rate limits on or off (off only for benchmarks and closed test setups). */
-  @Transform(toBool) @IsBoolean()
+  @Transform(toBool)
+  @IsBoolean()
   RATE_LIMIT_ENABLED = true;
 
   /** The window every rate limit below counts in, in milliseconds. */
-  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
   RATE_LIMIT_WINDOW_MS = 10_000;
 
   /** Requests per window from one client IP, on every route (public ones included). */
-  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
   RATE_LIMIT_IP = 1000;
 
   /** Authenticated requests per window for one customer (all its clients together). */
-  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
   RATE_LIMIT_CUSTOMER = 3000;
 
   /** Refused authentications (401) per window from one client IP; past it that IP gets 429 until the window ends. */
-  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES = 50;
 
   /** New viewer-channel (Socket.IO /live) connections per window from one client IP. */
-  @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
   RATE_LIMIT_LIVE_CONNECTIONS = 300;
 }
 

@@ -65,8 +65,7 @@ export function toDecimalString(value: number | string, scale: number): string {
  */
 export function decimalTransformer(scale: number): ValueTransformer {
   return {
-    to: (value: unknown) =>
-      value === null || value === undefined ? value : toDecimalString(value as number | string, scale),
+    to: (value: unknown) => (value === null || value === undefined ? value : toDecimalString(value as number | string, scale)),
     from: (value: unknown) => (value === null || value === undefined ? null : Number(value)),
   };
 }

@@ -39,7 +39,12 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_LOCKED',
 ]);
 
-const UNAVAILABLE_MESSAGES = [/Can't add new command when connection is in closed state/, /Queue limit reached/, /Pool is closed/, /Connection is not established/];
+const UNAVAILABLE_MESSAGES = [
+  /Can't add new command when connection is in closed state/,
+  /Queue limit reached/,
+  /Pool is closed/,
+  /Connection is not established/,
+];
 
 /** Whether an error (raw, or wrapped by TypeORM as `driverError`) means the database is unavailable now. */
 export function isDatabaseUnavailable(err: unknown): boolean {

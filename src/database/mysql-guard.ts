@@ -108,7 +108,8 @@ export class MysqlGuard {
       pending.then(
         (conn) => {
           clearTimeout(timer);
-          if (timedOut) conn.release(); // came too late: back to the pool for the next one
+          if (timedOut)
+            conn.release(); // came too late: back to the pool for the next one
           else resolve(conn);
         },
         (err: Error) => {
@@ -151,7 +152,9 @@ export class MysqlGuard {
 
   private query(conn: PooledConnection, sql: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      conn.query({ sql, timeout: this.config.queryTimeoutMs }, [], (err: unknown) => (err ? reject(err instanceof Error ? err : new Error('query failed')) : resolve()));
+      conn.query({ sql, timeout: this.config.queryTimeoutMs }, [], (err: unknown) =>
+        err ? reject(err instanceof Error ? err : new Error('query failed')) : resolve(),
+      );
     });
   }
 

@@ -57,7 +57,13 @@ export class ExcelController {
   ): Promise<SyncResponse> {
     const { response, ignoredColumns } = await this.excel.import(tenant, file, query);
     if (ignoredColumns.length) {
-      res.setHeader(IGNORED_COLUMNS_HEADER, ignoredColumns.slice(0, 50).map((name) => encodeURIComponent(name.slice(0, 100))).join(','));
+      res.setHeader(
+        IGNORED_COLUMNS_HEADER,
+        ignoredColumns
+          .slice(0, 50)
+          .map((name) => encodeURIComponent(name.slice(0, 100)))
+          .join(','),
+      );
     }
     return response;
   }

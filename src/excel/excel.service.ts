@@ -54,9 +54,7 @@ export class ExcelService {
 
   async import(tenant: Tenant, file: UploadedSheet | undefined, options: BatchOptions = {}): Promise<ExcelImportResult> {
     if (!file) {
-      throw ApiException.invalid('Send the spreadsheet as the multipart/form-data part "file"', [
-        { field: 'file', message: 'file is required' },
-      ]);
+      throw ApiException.invalid('Send the spreadsheet as the multipart/form-data part "file"', [{ field: 'file', message: 'file is required' }]);
     }
     const sheet = await this.read(file);
     if (sheet.ignoredColumns.length) {

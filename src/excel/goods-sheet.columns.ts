@@ -1,18 +1,7 @@
 import { GoodsLimits } from '../goods/goods.limits';
 
 /** The goods fields a sheet column can hold: the element fields of the JSON sync. */
-export const GOODS_FIELDS = [
-  'id',
-  'sku',
-  'url',
-  'name',
-  'brand',
-  'description',
-  'mediaUrl',
-  'originalPrice',
-  'discountedPrice',
-  'discountPercentage',
-] as const;
+export const GOODS_FIELDS = ['id', 'sku', 'url', 'name', 'brand', 'description', 'mediaUrl', 'originalPrice', 'discountedPrice', 'discountPercentage'] as const;
 
 export type GoodsField = (typeof GOODS_FIELDS)[number];
 

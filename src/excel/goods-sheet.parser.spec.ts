@@ -1,16 +1,5 @@
 import * as ExcelJS from 'exceljs';
-import {
-  csv,
-  minimalXlsx,
-  MINIMAL_PARTS,
-  noise,
-  pngBytes,
-  rowXml,
-  xlsx,
-  zip,
-  zipBombXlsx,
-  zeros,
-} from '../../test/support/sheet-fixtures';
+import { csv, minimalXlsx, MINIMAL_PARTS, noise, pngBytes, rowXml, xlsx, zip, zipBombXlsx, zeros } from '../../test/support/sheet-fixtures';
 import { fieldOfHeader, GOODS_COLUMNS, normalizeHeader } from './goods-sheet.columns';
 import { collectGoodsSheet, detectFormat, GoodsSheet, parseGoodsSheet, SheetLimits } from './goods-sheet.parser';
 import { buildGoodsTemplate } from './goods-template';
@@ -178,8 +167,26 @@ describe('parseGoodsSheet: .xlsx', () => {
       await xlsx(
         [
           ['sku', 'name', 'brand', 'originalPrice', 'discountedPrice', 'discountPercentage', 'description', 'id'],
-          [12345, { richText: [{ text: 'Bold ' }, { text: 'name', font: { bold: true } }] }, true, '₩39,000', '1,234.50', '15%', new Date(Date.UTC(2024, 0, 31)), '42'],
-          ['F', { formula: 'A3&"x"', result: 'Fx' }, { formula: '1/0', result: { error: '#DIV/0!' } }, { formula: 'B2*2' }, { formula: '10*2', result: 20 }, 0.125, { error: '#N/A' }, 7],
+          [
+            12345,
+            { richText: [{ text: 'Bold ' }, { text: 'name', font: { bold: true } }] },
+            true,
+            '₩39,000',
+            '1,234.50',
+            '15%',
+            new Date(Date.UTC(2024, 0, 31)),
+            '42',
+          ],
+          [
+            'F',
+            { formula: 'A3&"x"', result: 'Fx' },
+            { formula: '1/0', result: { error: '#DIV/0!' } },
+            { formula: 'B2*2' },
+            { formula: '10*2', result: 20 },
+            0.125,
+            { error: '#N/A' },
+            7,
+          ],
           ['C', 'c', 'c', 'KRW 1000', '12,000원', ' 7.5 % ', 'text', '8'],
           ['P', 'p', 'p', '1.2.3', 'abc', 'ten', 'x', 'abc'],
         ],
@@ -187,7 +194,19 @@ describe('parseGoodsSheet: .xlsx', () => {
       ),
     );
     expect(rowsOf(sheet)).toEqual([
-      [2, { sku: '12345', name: 'Bold name', brand: 'TRUE', originalPrice: '39000', discountedPrice: '1234.50', discountPercentage: '15', description: '2024-01-31', id: '42' }],
+      [
+        2,
+        {
+          sku: '12345',
+          name: 'Bold name',
+          brand: 'TRUE',
+          originalPrice: '39000',
+          discountedPrice: '1234.50',
+          discountPercentage: '15',
+          description: '2024-01-31',
+          id: '42',
+        },
+      ],
       [3, { sku: 'F', name: 'Fx', brand: '=1/0', originalPrice: '=B2*2', discountedPrice: 20, discountPercentage: 12.5, description: '#N/A', id: 7 }],
       [4, { sku: 'C', name: 'c', brand: 'c', originalPrice: '1000', discountedPrice: '12000', discountPercentage: '7.5', description: 'text', id: '8' }],
       // Text that is no plain amount is passed on as it is: the writer reports the row.
@@ -210,7 +229,12 @@ describe('parseGoodsSheet: .xlsx', () => {
       [2, { sku: 'A', discountPercentage: 10, originalPrice: 0.5 }],
       [3, { sku: 'B', discountPercentage: 12.3456, originalPrice: 12 }],
     ]);
-    const plain = await parse(await xlsx([['sku', 'discountPercentage'], ['A', 10]]));
+    const plain = await parse(
+      await xlsx([
+        ['sku', 'discountPercentage'],
+        ['A', 10],
+      ]),
+    );
     expect(plain.rows[0].values.discountPercentage).toBe(10);
   });
 
@@ -265,7 +289,15 @@ describe('parseGoodsSheet: .xlsx', () => {
       [2, { sku: 'S-0', name: '이름 0 & <b>' }],
       [3, { sku: 'S-1', name: '이름 1 & <b>' }],
     ]);
-    const noShared = await parse(await xlsx([['sku', 'name'], ['A', '가나다']], { sharedStrings: false }));
+    const noShared = await parse(
+      await xlsx(
+        [
+          ['sku', 'name'],
+          ['A', '가나다'],
+        ],
+        { sharedStrings: false },
+      ),
+    );
     expect(rowsOf(noShared)).toEqual([[2, { sku: 'A', name: '가나다' }]]);
   });
 
@@ -328,8 +360,22 @@ describe('parseGoodsSheet: .xlsx', () => {
 
   describe('refusals', () => {
     it.each([
-      ['a header without a key column', [['name', 'brand'], ['A', 'B']], /key columns id \(상품ID\), sku \(상품코드\), url \(상품URL\); it names name, brand/],
-      ['a field twice', [['sku', 'name', '상품명'], ['A', 'B', 'C']], /Columns B \(name\) and C \(상품명\) both hold name/],
+      [
+        'a header without a key column',
+        [
+          ['name', 'brand'],
+          ['A', 'B'],
+        ],
+        /key columns id \(상품ID\), sku \(상품코드\), url \(상품URL\); it names name, brand/,
+      ],
+      [
+        'a field twice',
+        [
+          ['sku', 'name', '상품명'],
+          ['A', 'B', 'C'],
+        ],
+        /Columns B \(name\) and C \(상품명\) both hold name/,
+      ],
       ['no header in row 1', [[], ['sku'], ['A']], /Row 1 must be the header/],
       ['an empty sheet', [], /empty/],
     ])('%s is a bad layout', async (_, rows, message) => {
@@ -350,7 +396,10 @@ describe('parseGoodsSheet: .xlsx', () => {
 
     it('more rows without goods values than the cap, besides the data rows, is too large', async () => {
       // Skipped rows: blank, only an ignored column, or repeating the header.
-      const rows: ExcelJS.CellValue[][] = [['sku', 'memo'], ['sku', 'memo']];
+      const rows: ExcelJS.CellValue[][] = [
+        ['sku', 'memo'],
+        ['sku', 'memo'],
+      ];
       for (let i = 0; i < 5; i++) rows.push([`R-${i}`], [null, `note ${i}`]);
       rows.pop();
       expect((await parse(await xlsx(rows), 'goods.xlsx', { maxRows: 5 })).rows).toHaveLength(5);
@@ -514,7 +563,16 @@ describe('parseGoodsSheet: CSV', () => {
     ['semicolons', ';'],
     ['tabs', '\t'],
   ])('detects %s as the delimiter', async (_, delimiter) => {
-    const sheet = await parse(csv([['상품코드', '상품명', '정가'], ['A', 'x, y', '1,500']], { delimiter }), 'goods.csv');
+    const sheet = await parse(
+      csv(
+        [
+          ['상품코드', '상품명', '정가'],
+          ['A', 'x, y', '1,500'],
+        ],
+        { delimiter },
+      ),
+      'goods.csv',
+    );
     expect(rowsOf(sheet)).toEqual([[2, { sku: 'A', name: 'x, y', originalPrice: '1500' }]]);
   });
 

@@ -203,8 +203,7 @@ class GoodsSheetBuilder {
       for (const l of this.links) if (l.top === l.bottom && l.left === l.right) byCell.set(`${l.top}:${l.left}`, l.target);
       for (const { row, field, index } of this.linkCandidates) {
         const target =
-          byCell.get(`${row.row}:${index}`) ??
-          ranges.find((l) => l.top <= row.row && row.row <= l.bottom && l.left <= index && index <= l.right)?.target;
+          byCell.get(`${row.row}:${index}`) ?? ranges.find((l) => l.top <= row.row && row.row <= l.bottom && l.left <= index && index <= l.right)?.target;
         if (target && isHttpUrlText(target)) row.values[field] = target;
       }
     }
@@ -229,9 +228,7 @@ class GoodsSheetBuilder {
       }
       const twin = columns.find((c) => c.field === field);
       if (twin) {
-        throw SheetError.badLayout(
-          `Columns ${twin.column} (${twin.header}) and ${columnName(index)} (${header}) both hold ${field}; keep one of them`,
-        );
+        throw SheetError.badLayout(`Columns ${twin.column} (${twin.header}) and ${columnName(index)} (${header}) both hold ${field}; keep one of them`);
       }
       columns.push({ column: columnName(index), header, field });
       this.mapped.push({ index, field });

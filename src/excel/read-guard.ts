@@ -69,8 +69,6 @@ export class ReadGuard {
   }
 
   private timeoutError(): SheetError {
-    return SheetError.unsupported(
-      `The spreadsheet could not be read within ${Math.round(this.timeoutMs / 100) / 10} s; is it truncated or corrupt?`,
-    );
+    return SheetError.unsupported(`The spreadsheet could not be read within ${Math.round(this.timeoutMs / 100) / 10} s; is it truncated or corrupt?`);
   }
 }

@@ -93,9 +93,7 @@ export class XlsxArchive {
     const sheetPath = firstSheetPath(workbookXml, relsXml) ?? (entries.has(SHEET) ? SHEET : undefined);
     const sheet = sheetPath ? entries.get(sheetPath.toLowerCase()) : undefined;
     if (!sheetPath || !sheet) {
-      throw SheetError.unsupported(
-        sheetPath ? `The workbook's first sheet (${sheetPath}) is missing from the file` : 'The workbook has no worksheet',
-      );
+      throw SheetError.unsupported(sheetPath ? `The workbook's first sheet (${sheetPath}) is missing from the file` : 'The workbook has no worksheet');
     }
 
     const parts: Part[] = [];
@@ -142,9 +140,7 @@ export class XlsxArchive {
     if (this.failure) return;
     if (err instanceof SheetError) this.failure = err;
     else if (/too many bytes/.test(err.message)) {
-      this.failure = SheetError.tooLarge(
-        `A workbook part decompresses to more than it declares (${reason(err)}); refused as a possible zip bomb`,
-      );
+      this.failure = SheetError.tooLarge(`A workbook part decompresses to more than it declares (${reason(err)}); refused as a possible zip bomb`);
     } else this.failure = SheetError.unsupported(`The workbook is corrupt (${reason(err)})`);
     for (const listener of this.failureListeners.splice(0)) listener(this.failure);
   }
@@ -158,9 +154,7 @@ export class XlsxArchive {
         for await (const chunk of data as AsyncIterable<Buffer>) {
           total += chunk.length;
           if (total > this.limits.maxUncompressedBytes) {
-            throw SheetError.tooLarge(
-              `The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`,
-            );
+            throw SheetError.tooLarge(`The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`);
           }
           await pace();
           yield chunk;

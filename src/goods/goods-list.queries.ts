@@ -39,9 +39,7 @@ function toGoods(row: ListRow, customerId: number): Goods {
 }
 
 function filter(customerId: number, keyword: string): { where: string; params: unknown[] } {
-  return keyword
-    ? { where: 'customerId = ? AND INSTR(searchText, ?) > 0', params: [customerId, keyword] }
-    : { where: 'customerId = ?', params: [customerId] };
+  return keyword ? { where: 'customerId = ? AND INSTR(searchText, ?) > 0', params: [customerId, keyword] } : { where: 'customerId = ?', params: [customerId] };
 }
 
 export async function countMatches(em: EntityManager, customerId: number, keyword: string): Promise<number> {
@@ -61,18 +59,9 @@ export async function matchingIds(em: EntityManager, customerId: number, keyword
 }
 
 /** One page, newest first, walking the (customerId, id) index. */
-export async function pageOfMatches(
-  em: EntityManager,
-  customerId: number,
-  keyword: string,
-  offset: number,
-  limit: number,
-): Promise<Goods[]> {
+export async function pageOfMatches(em: EntityManager, customerId: number, keyword: string, offset: number, limit: number): Promise<Goods[]> {
   const { where, params } = filter(customerId, keyword);
-  const rows: ListRow[] = await em.query(
-    `SELECT ${LIST_COLUMNS} FROM goods WHERE ${where} ORDER BY id DESC LIMIT ? OFFSET ?`,
-    [...params, limit, offset],
-  );
+  const rows: ListRow[] = await em.query(`SELECT ${LIST_COLUMNS} FROM goods WHERE ${where} ORDER BY id DESC LIMIT ? OFFSET ?`, [...params, limit, offset]);
   return rows.map((r) => toGoods(r, customerId));
 }
 

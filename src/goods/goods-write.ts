@@ -6,17 +6,7 @@ import { buildSearchText, keyHash } from './goods-keys';
 
 const DECIMALS = new Set(['originalPrice', 'discountedPrice', 'discountPercentage']);
 
-export const WRITABLE_FIELDS = [
-  'name',
-  'brand',
-  'description',
-  'url',
-  'sku',
-  'mediaUrl',
-  'originalPrice',
-  'discountedPrice',
-  'discountPercentage',
-] as const;
+export const WRITABLE_FIELDS = ['name', 'brand', 'description', 'url', 'sku', 'mediaUrl', 'originalPrice', 'discountedPrice', 'discountPercentage'] as const;
 
 export type WritableField = (typeof WRITABLE_FIELDS)[number];
 
@@ -32,8 +22,7 @@ export function applyGoodsWrite(goods: Goods, write: GoodsWrite): WritableField[
     const value = (write as Record<string, unknown>)[field];
     if (value === undefined) continue;
     // Decimals take the value the column will hold, so responses show what was stored.
-    const normalized =
-      value === null ? null : DECIMALS.has(field) ? Number(toDecimalString(value as number, PRICE_SCALE)) : value;
+    const normalized = value === null ? null : DECIMALS.has(field) ? Number(toDecimalString(value as number, PRICE_SCALE)) : value;
     if (!sameValue(target[field], normalized)) {
       target[field] = normalized;
       changed.push(field);

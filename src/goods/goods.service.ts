@@ -7,13 +7,7 @@ import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
 import { Media } from '../media/entities/media.entity';
 import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
-import {
-  GoodsWrite,
-  RegisterGoodsDto,
-  UpdateGoodsByIdDto,
-  UpdateGoodsBySkuDto,
-  UpdateGoodsByUrlDto,
-} from './dto/goods-body.dto';
+import { GoodsWrite, RegisterGoodsDto, UpdateGoodsByIdDto, UpdateGoodsBySkuDto, UpdateGoodsByUrlDto } from './dto/goods-body.dto';
 import { ListGoodsQuery } from './dto/goods-query.dto';
 import { GoodsListResponse, GoodsResponse, toGoodsResponse } from './dto/goods-response.dto';
 import { Goods } from './entities/goods.entity';
@@ -31,7 +25,6 @@ interface SavedGoods {
   /** Media rows the write removed: their files go once the transaction has committed. */
   released: Media[];
 }
-
 
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
 @Injectable()
@@ -81,7 +74,10 @@ export class GoodsService {
         ? await goodsByIds(em, tenant.id, entry.ids.slice(offset, offset + query.count))
         : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
     }
-    const media = await mediaOfPage(em, rows.map((g) => g.id));
+    const media = await mediaOfPage(
+      em,
+      rows.map((g) => g.id),
+    );
     return {
       results: rows.map((g) => toGoodsResponse(g, tenant, { media: media.get(g.id), withMediaUrl: false })),
       totalCount: entry.count,
@@ -160,9 +156,7 @@ export class GoodsService {
     const finalUrl = write.mediaUrl === undefined ? before.mediaUrl : write.mediaUrl;
     // A body without mediaUrl leaves the image alone (unless refreshMedia asks for a new fetch).
     const plan: MediaPlan =
-      write.mediaUrl === undefined && !options.refreshMedia
-        ? { action: 'keep' }
-        : planMedia(finalUrl, stored?.originalUrl ?? null, !!options.refreshMedia);
+      write.mediaUrl === undefined && !options.refreshMedia ? { action: 'keep' } : planMedia(finalUrl, stored?.originalUrl ?? null, !!options.refreshMedia);
     const fetched = plan.action === 'fetch' ? await this.media.tryPrepare(plan.url) : null;
 
     const saved = await this.writeGuarded(tenant, null, fetched, async (em) => {
@@ -246,11 +240,7 @@ export class GoodsService {
       .createQueryBuilder(Goods, 'g')
       .select(['g.id', 'g.skuHash', 'g.urlHash'])
       .where('g.customerId = :customerId', { customerId: tenant.id })
-      .andWhere(
-        new Brackets((b) =>
-          b.where('g.skuHash = :skuHash', { skuHash: goods.skuHash }).orWhere('g.urlHash = :urlHash', { urlHash: goods.urlHash }),
-        ),
-      )
+      .andWhere(new Brackets((b) => b.where('g.skuHash = :skuHash', { skuHash: goods.skuHash }).orWhere('g.urlHash = :urlHash', { urlHash: goods.urlHash })))
       .getMany();
     for (const holder of holders) {
       if (holder.id === goods.id) continue;

@@ -48,10 +48,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
     res.status(status).json(body);
   }
 
-  private toResponse(
-    exception: unknown,
-    req: Request & { id?: string },
-  ): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  private toResponse(exception: unknown, req: Request & { id?: string }): { status: number; body: ErrorBody; headers: Record<string, string> } {
     if (exception instanceof ApiException) {
       const body: ErrorBody = { _s: exception.code, _e: exception.message };
       if (exception.errors?.length) body.errors = exception.errors;

@@ -60,7 +60,8 @@ export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
   for (let i = 0; i < text.length; i += 1) {
     const c = text[i];
     if (inString) {
-      if (c === 0x5c) i += 1; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i += 1; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
       continue;
     }

@@ -115,7 +115,7 @@ export class Lifecycle {
     const server = app.getHttpServer() as Server;
     this.logger.log(`${signal} received: readiness is 503 from now on; closing the listener`);
     // Take in the connections the kernel has already completed first (see ACCEPT_MAX_MS).
-    for (let before = -1; before !== this.connections && Date.now() < started + ACCEPT_MAX_MS; ) {
+    for (let before = -1; before !== this.connections && Date.now() < started + ACCEPT_MAX_MS;) {
       before = this.connections;
       await new Promise((resolve) => setTimeout(resolve, 1)); // the next turn's timers...
       await new Promise((resolve) => setImmediate(resolve)); // ...and its poll phase (accepts) are behind us

@@ -18,7 +18,11 @@ function fakeSocket(
   engine: { transport?: string; writable?: boolean; queued?: number; upgrading?: boolean; state?: string; wsState?: number; buffered?: number } = {},
 ): FakeSocket {
   const sent: Buffer[] = [];
-  const ws = { readyState: engine.wsState ?? 1, bufferedAmount: engine.buffered ?? 0, send: (data: Buffer, opts: { binary: boolean }) => (expect(opts.binary).toBe(false), sent.push(data)) };
+  const ws = {
+    readyState: engine.wsState ?? 1,
+    bufferedAmount: engine.buffered ?? 0,
+    send: (data: Buffer, opts: { binary: boolean }) => (expect(opts.binary).toBe(false), sent.push(data)),
+  };
   return {
     id,
     sent,

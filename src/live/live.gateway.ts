@@ -1,13 +1,5 @@
 import { Inject, Logger } from '@nestjs/common';
-import {
-  ConnectedSocket,
-  MessageBody,
-  OnGatewayConnection,
-  OnGatewayDisconnect,
-  OnGatewayInit,
-  SubscribeMessage,
-  WebSocketGateway,
-} from '@nestjs/websockets';
+import { ConnectedSocket, MessageBody, OnGatewayConnection, OnGatewayDisconnect, OnGatewayInit, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { isDatabaseUnavailable } from '../database/database-errors';
@@ -99,7 +91,13 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       this.admit(socket as ViewerSocket).then(
         () => next(),
         (err: Error) =>
-          next(err instanceof LiveRefusal || isRetryable(err) ? err : isDatabaseUnavailable(err) ? retryable('the service is busy; connect again shortly', 2000) : new Error('the connection could not be admitted')),
+          next(
+            err instanceof LiveRefusal || isRetryable(err)
+              ? err
+              : isDatabaseUnavailable(err)
+                ? retryable('the service is busy; connect again shortly', 2000)
+                : new Error('the connection could not be admitted'),
+          ),
       );
     });
   }
@@ -130,14 +128,22 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
 
   /** The viewer's IP: its socket's address, or behind a trusted proxy (TRUST_PROXY) the forwarded one. */
   private addressOf(socket: ViewerSocket): string {
-    const forwarded = this.config.server.trustProxy ? String(socket.handshake.headers['x-forwarded-for'] ?? '').split(',')[0].trim() : '';
+    const forwarded = this.config.server.trustProxy
+      ? String(socket.handshake.headers['x-forwarded-for'] ?? '')
+          .split(',')[0]
+          .trim()
+      : '';
     return forwarded || socket.handshake.address || 'unknown';
   }
 
   private baseUrlOf(socket: ViewerSocket): string {
     if (this.config.server.publicBaseUrl) return this.config.server.publicBaseUrl;
     const headers = socket.handshake.headers;
-    const forwarded = this.config.server.trustProxy ? String(headers['x-forwarded-proto'] ?? '').split(',')[0].trim() : '';
+    const forwarded = this.config.server.trustProxy
+      ? String(headers['x-forwarded-proto'] ?? '')
+          .split(',')[0]
+          .trim()
+      : '';
     const proto = forwarded || (socket.handshake.secure ? 'https' : 'http');
     return `${proto}://${headers.host ?? `localhost:${this.config.server.port}`}`;
   }

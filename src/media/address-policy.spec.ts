@@ -50,12 +50,19 @@ describe('AddressPolicy', () => {
       expect(why).toContain(range);
     });
 
-    it.each(['8.8.8.8', '93.184.216.34', '172.32.0.1', '172.15.255.255', '100.63.255.255', '100.128.0.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8'])(
-      'allows the public unicast address %s',
-      (address) => {
-        expect(policy.refusal(address, 'images.example.com')).toBeNull();
-      },
-    );
+    it.each([
+      '8.8.8.8',
+      '93.184.216.34',
+      '172.32.0.1',
+      '172.15.255.255',
+      '100.63.255.255',
+      '100.128.0.1',
+      '2606:4700:4700::1111',
+      '2001:4860:4860::8888',
+      '::ffff:8.8.8.8',
+    ])('allows the public unicast address %s', (address) => {
+      expect(policy.refusal(address, 'images.example.com')).toBeNull();
+    });
 
     it('refuses something that is not an IP address', () => {
       expect(policy.refusal('images.example.com', 'images.example.com')).toBe('images.example.com is not an IP address');

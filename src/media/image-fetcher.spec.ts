@@ -166,7 +166,11 @@ describe('ImageFetcher', () => {
 
     it.each([
       ['127.0.0.1 (loopback)', (s: ImageServer) => s.url1('/photo.jpg'), /^refused to fetch from 127\.0\.0\.1: 127\.0\.0\.1 is a loopback address$/],
-      ['localhost (a name resolving to loopback)', (s: ImageServer) => `http://localhost:${s.port1}/photo.jpg`, /^refused to fetch from localhost: (127\.0\.0\.1|::1) is a loopback address$/],
+      [
+        'localhost (a name resolving to loopback)',
+        (s: ImageServer) => `http://localhost:${s.port1}/photo.jpg`,
+        /^refused to fetch from localhost: (127\.0\.0\.1|::1) is a loopback address$/,
+      ],
       ['[::1]', (s: ImageServer) => `http://[::1]:${s.port1}/photo.jpg`, /^refused to fetch from ::1: ::1 is a loopback address$/],
       ['[::ffff:127.0.0.1] (IPv4-mapped)', (s: ImageServer) => `http://[::ffff:127.0.0.1]:${s.port1}/photo.jpg`, /^refused to fetch from .*loopback address$/],
       ['0.0.0.0', (s: ImageServer) => `http://0.0.0.0:${s.port1}/photo.jpg`, /^refused to fetch from 0\.0\.0\.0: 0\.0\.0\.0 is a unspecified address$/],

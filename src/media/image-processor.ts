@@ -62,10 +62,9 @@ export class ImageProcessor {
     }
     const rotated = (meta.orientation ?? 1) >= 5;
     const width = rotated ? meta.height : meta.width;
-    const height = rotated ? meta.width : meta.pageHeight ?? meta.height;
+    const height = rotated ? meta.width : (meta.pageHeight ?? meta.height);
 
-    const out: keyof FormatEnum =
-      meta.format === 'jpeg' || meta.format === 'png' || meta.format === 'webp' ? meta.format : meta.hasAlpha ? 'png' : 'jpeg';
+    const out: keyof FormatEnum = meta.format === 'jpeg' || meta.format === 'png' || meta.format === 'webp' ? meta.format : meta.hasAlpha ? 'png' : 'jpeg';
     try {
       // Decode once, at the largest thumbnail size (JPEG shrink-on-load makes that cheap), then derive
       // the three thumbnails from those pixels.

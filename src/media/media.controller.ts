@@ -43,7 +43,10 @@ export class MediaController {
   @ApiOkResponse({
     description: 'The file, its Content-Type following the format',
     headers: {
-      'Cache-Control': { description: 'Named by its checksum, a file never changes', schema: { type: 'string', example: 'public, max-age=31536000, immutable' } },
+      'Cache-Control': {
+        description: 'Named by its checksum, a file never changes',
+        schema: { type: 'string', example: 'public, max-age=31536000, immutable' },
+      },
     },
     content: Object.fromEntries([...new Set(Object.values(TYPES))].map((type) => [type, { schema: { type: 'string', format: 'binary' } }])),
   })

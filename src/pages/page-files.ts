@@ -38,7 +38,9 @@ export class PageFiles {
         this.index(path);
         continue;
       }
-      const rel = relative(this.root as string, path).split(sep).join('/');
+      const rel = relative(this.root as string, path)
+        .split(sep)
+        .join('/');
       if (entry.isFile() && SAFE_PATH.test(rel)) this.files.set(rel, path);
     }
   }

@@ -3,13 +3,7 @@ import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTag
 import { dateInputSchemas } from '../common/validation/decorators';
 import type { Request } from 'express';
 import { Public } from '../auth/decorators';
-import {
-  CAMPAIGN_OR_NOT_EXIST,
-  CampaignListResponse,
-  CampaignResponse,
-  NoticeResponse,
-  NotExistResponse,
-} from '../campaigns/dto/campaign-response.dto';
+import { CAMPAIGN_OR_NOT_EXIST, CampaignListResponse, CampaignResponse, NoticeResponse, NotExistResponse } from '../campaigns/dto/campaign-response.dto';
 import { AccessKeyParam, ApiErrors, PublicRoute } from '../http/api-docs.decorators';
 import { baseUrlOf } from '../http/base-url';
 import { AppConfig } from '../config/app-config';
@@ -57,8 +51,18 @@ export class PublicCampaignsController {
     schema: { type: 'array', items: { type: 'string', enum: ['READY', 'ONAIR', 'CLOSED'] }, minItems: 1, example: ['READY', 'ONAIR'] },
   })
   // A Date-typed query property would be documented as a date-time string; these say what is accepted.
-  @ApiQuery({ name: 'from', required: false, description: 'Campaigns scheduled at or after this instant (epoch ms or ISO-8601; no offset = UTC)', schema: { oneOf: dateInputSchemas(), example: '2026-03-01' } })
-  @ApiQuery({ name: 'to', required: false, description: 'Campaigns scheduled at or before this instant (epoch ms or ISO-8601; no offset = UTC)', schema: { oneOf: dateInputSchemas(), example: 1803898800000 } })
+  @ApiQuery({
+    name: 'from',
+    required: false,
+    description: 'Campaigns scheduled at or after this instant (epoch ms or ISO-8601; no offset = UTC)',
+    schema: { oneOf: dateInputSchemas(), example: '2026-03-01' },
+  })
+  @ApiQuery({
+    name: 'to',
+    required: false,
+    description: 'Campaigns scheduled at or before this instant (epoch ms or ISO-8601; no offset = UTC)',
+    schema: { oneOf: dateInputSchemas(), example: 1803898800000 },
+  })
   @ApiOkResponse({ type: CampaignListResponse, headers: CACHE_HEADER })
   @ApiErrors(400)
   list(@Param('accessKey') accessKey: string, @Query() query: PublicCampaignListQuery, @Req() req: Request): Promise<CampaignListResponse> {

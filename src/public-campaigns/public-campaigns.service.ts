@@ -1,12 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  Between,
-  FindOptionsWhere,
-  In,
-  LessThanOrEqual,
-  MoreThan,
-  MoreThanOrEqual,
-} from 'typeorm';
+import { Between, FindOptionsWhere, In, LessThanOrEqual, MoreThan, MoreThanOrEqual } from 'typeorm';
 import { CampaignListResponse, CampaignResponse, NotExistResponse, toCampaignResponse } from '../campaigns/dto/campaign-response.dto';
 import { findCampaignByKey } from '../campaigns/campaign-writer';
 import { Campaign, CampaignStatus } from '../campaigns/entities/campaign.entity';

@@ -42,8 +42,7 @@ const ATTEMPTS = 3;
  */
 const MEDIA_ROUNDS = 3;
 /** Why a row kept no image when the catalog changed under the batch in every round. */
-const NOT_FETCHED =
-  'the goods changed while this call fetched images, so it was not fetched; send the row again to fetch it';
+const NOT_FETCHED = 'the goods changed while this call fetched images, so it was not fetched; send the row again to fetch it';
 const UPDATED_COLUMNS = [
   'name',
   'brand',
@@ -211,7 +210,13 @@ export class GoodsBatchWriter {
     const dto = plainToInstance(SyncGoodsElementDto, { ...echo });
     const errors = validateSync(dto, { whitelist: true, forbidUnknownValues: false, stopAtFirstError: true });
     if (errors.length) {
-      return { row: element.row, echo, error: flattenValidationErrors(errors).map((e) => e.message).join('; ') };
+      return {
+        row: element.row,
+        echo,
+        error: flattenValidationErrors(errors)
+          .map((e) => e.message)
+          .join('; '),
+      };
     }
     if (dto.id === undefined && dto.sku === undefined && dto.url === undefined) {
       return { row: element.row, echo, error: 'one of id, sku or url is required to match or create an item' };
@@ -223,7 +228,10 @@ export class GoodsBatchWriter {
   private async plan(em: EntityManager, tenant: Tenant, parsed: Parsed[]): Promise<Plan> {
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
     const existing = await this.loadTouched(em, tenant, writes);
-    const stored = await this.media.forGoods(em, existing.map((g) => g.id));
+    const stored = await this.media.forGoods(
+      em,
+      existing.map((g) => g.id),
+    );
     const byId = new Map<number, Item>();
     const bySku = new Map<string, Item>();
     const byUrl = new Map<string, Item>();
@@ -365,13 +373,7 @@ export class GoodsBatchWriter {
   }
 
   /** Writes the plan; returns the media rows it removed (their files go after commit). */
-  private async write(
-    em: EntityManager,
-    tenant: Tenant,
-    items: Item[],
-    fetched: Map<string, MediaOutcome>,
-    refresh: boolean,
-  ): Promise<Media[]> {
+  private async write(em: EntityManager, tenant: Tenant, items: Item[], fetched: Map<string, MediaOutcome>, refresh: boolean): Promise<Media[]> {
     const updates = items.filter((i) => !i.isNew && i.dirty);
     const inserts = items.filter((i) => i.isNew).map((i) => i.goods);
 
@@ -388,7 +390,12 @@ export class GoodsBatchWriter {
       await this.updateRows(em, tenant, chunk, ['skuHash', 'urlHash']);
     }
     for (let i = 0; i < updates.length; i += UPDATE_CHUNK) {
-      await this.updateRows(em, tenant, updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods), UPDATED_COLUMNS);
+      await this.updateRows(
+        em,
+        tenant,
+        updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods),
+        UPDATED_COLUMNS,
+      );
     }
 
     for (let i = 0; i < inserts.length; i += CHUNK) {
@@ -429,12 +436,7 @@ export class GoodsBatchWriter {
   }
 
   /** `UPDATE goods SET col = CASE id WHEN ? THEN ? ... END, ... WHERE customerId = ? AND id IN (...)`. */
-  private async updateRows(
-    em: EntityManager,
-    tenant: Tenant,
-    rows: Goods[],
-    columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>,
-  ): Promise<void> {
+  private async updateRows(em: EntityManager, tenant: Tenant, rows: Goods[], columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>): Promise<void> {
     if (!rows.length) return;
     const driver = em.connection.driver;
     const metadata = em.connection.getMetadata(Goods);

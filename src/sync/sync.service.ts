@@ -15,9 +15,7 @@ export class SyncService {
 
   async sync(tenant: Tenant, body: unknown, options: BatchOptions = {}): Promise<SyncResponse> {
     if (!Array.isArray(body)) {
-      throw ApiException.invalid('The sync body must be a JSON array of goods', [
-        { field: 'body', message: 'must be an array' },
-      ]);
+      throw ApiException.invalid('The sync body must be a JSON array of goods', [{ field: 'body', message: 'must be an array' }]);
     }
     const max = this.config.limits.syncMaxItems;
     if (body.length > max) throw ApiException.tooLarge(`A sync call takes at most ${max} elements (got ${body.length})`);

@@ -115,7 +115,11 @@ async function shot(target: Page, name: string, fullPage = false): Promise<strin
   const file = join(ARTIFACTS, name);
   await target.screenshot({ path: file, fullPage });
   expect(statSync(file).size).toBeGreaterThan(1000);
-  expect(readFileSync(file).subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
+  expect(
+    readFileSync(file)
+      .subarray(0, 8)
+      .equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+  ).toBe(true);
   return file;
 }
 
@@ -185,10 +189,37 @@ if (chromiumMissing && !required) {
     const pageErrors: string[] = [];
 
     const goods = [
-      { key: 'watch', name: 'Smart Watch 7', brand: 'Sampletech', sku: 'SW-7', originalPrice: 399000, discountedPrice: 359100, discountPercentage: 10, color: '3d5afe' },
+      {
+        key: 'watch',
+        name: 'Smart Watch 7',
+        brand: 'Sampletech',
+        sku: 'SW-7',
+        originalPrice: 399000,
+        discountedPrice: 359100,
+        discountPercentage: 10,
+        color: '3d5afe',
+      },
       { key: 'shirt', name: 'Linen Shirt', brand: 'Haru', sku: 'LS-1', originalPrice: 59000, discountedPrice: 47200, discountPercentage: 20, color: 'ff7043' },
-      { key: 'mug', name: 'Ceramic Mug Set', brand: 'Potter & Co', sku: 'MUG-2', originalPrice: 32000, discountedPrice: 32000, discountPercentage: 0, color: '26a69a' },
-      { key: 'buds', name: 'Wireless Earbuds', brand: 'Sampletech', sku: 'WB-3', originalPrice: 129000, discountedPrice: 99000, discountPercentage: 23, color: '8e24aa' },
+      {
+        key: 'mug',
+        name: 'Ceramic Mug Set',
+        brand: 'Potter & Co',
+        sku: 'MUG-2',
+        originalPrice: 32000,
+        discountedPrice: 32000,
+        discountPercentage: 0,
+        color: '26a69a',
+      },
+      {
+        key: 'buds',
+        name: 'Wireless Earbuds',
+        brand: 'Sampletech',
+        sku: 'WB-3',
+        originalPrice: 129000,
+        discountedPrice: 99000,
+        discountPercentage: 23,
+        color: '8e24aa',
+      },
     ];
 
     const watchErrors = (page: Page, who: string) => {
@@ -440,14 +471,19 @@ if (chromiumMissing && !required) {
       expect(Date.now() - clicked).toBeLessThan(1000);
       expect(await card('watch').locator('.badge[data-status]').textContent()).toBe('Sold out');
       await viewer.waitForFunction(() => document.getElementById('announcer')?.textContent === 'Smart Watch 7: Sold out');
-      await operator.waitForFunction((id) => document.querySelector(`#cg-list li[data-goods-id="${id}"]`)?.getAttribute('data-status') === 'SOLD_OUT', goodsIds.watch);
+      await operator.waitForFunction(
+        (id) => document.querySelector(`#cg-list li[data-goods-id="${id}"]`)?.getAttribute('data-status') === 'SOLD_OUT',
+        goodsIds.watch,
+      );
       expect(await soldOut.getAttribute('aria-pressed')).toBe('true');
     });
 
     it('operator pins a notice and posts a chat line; the viewer shows both', async () => {
       await operator.getByLabel('Message').fill('Free shipping until 9 pm tonight');
       await operator.getByRole('button', { name: 'Pin as notice' }).click();
-      await viewer.waitForFunction(() => document.getElementById('notice-text')?.textContent === 'Free shipping until 9 pm tonight', undefined, { timeout: 2000 });
+      await viewer.waitForFunction(() => document.getElementById('notice-text')?.textContent === 'Free shipping until 9 pm tonight', undefined, {
+        timeout: 2000,
+      });
       expect(await viewer.locator('#notice').isVisible()).toBe(true);
       await operator.waitForSelector('#pinned:not([hidden])');
 
@@ -464,7 +500,10 @@ if (chromiumMissing && !required) {
       await row('shirt').getByRole('button', { name: 'Almost sold out', exact: true }).click();
       await viewer.waitForFunction(() => /Only a few shirts left!/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 2000 });
       expect(await card('shirt').getAttribute('data-status')).toBe('ON_SALE');
-      await operator.waitForFunction((id) => document.querySelector(`#cg-list li[data-goods-id="${id}"]`)?.getAttribute('data-status') === 'ALMOST_SOLD_OUT', goodsIds.shirt);
+      await operator.waitForFunction(
+        (id) => document.querySelector(`#cg-list li[data-goods-id="${id}"]`)?.getAttribute('data-status') === 'ALMOST_SOLD_OUT',
+        goodsIds.shirt,
+      );
       expect(await operator.getByLabel('Post a chat line with it (optional)').inputValue()).toBe('');
       await operator.getByLabel('Notify viewers now').check();
 

@@ -38,7 +38,6 @@ export async function createNodeCustomer(node: Node, name: string): Promise<Node
   return {
     id: c.id,
     accessKey: c.accessKey,
-    auth: (claims = {}) =>
-      `Bearer ${sign({ accessKey: c.accessKey, ...claims }, Buffer.from(c.secretKey, 'base64'), { algorithm: 'HS256', expiresIn: 3600 })}`,
+    auth: (claims = {}) => `Bearer ${sign({ accessKey: c.accessKey, ...claims }, Buffer.from(c.secretKey, 'base64'), { algorithm: 'HS256', expiresIn: 3600 })}`,
   };
 }

@@ -47,7 +47,10 @@ module.exports = async () => {
   process.env.LG_MYSQL_DOWN = mysql;
   process.env.LG_REDIS_DOWN = redis;
   const required = process.env.REQUIRE_SERVICES === '1';
-  for (const [name, reason] of [['MariaDB/MySQL', mysql], ['Redis', redis]]) {
+  for (const [name, reason] of [
+    ['MariaDB/MySQL', mysql],
+    ['Redis', redis],
+  ]) {
     if (!reason) continue;
     const verdict = required ? 'their suites will FAIL (REQUIRE_SERVICES=1)' : 'their suites are SKIPPED';
     process.stderr.write(`\n[livegoods tests] ${name} unavailable (${reason}): ${verdict}\n`);

@@ -140,7 +140,9 @@ export async function makeFixtures(): Promise<Fixtures> {
       logoRaw[i + 3] = Math.round((x / 299) * 255); // transparent on the left, opaque on the right
     }
   }
-  const logo = await sharp(logoRaw, { raw: { width: 300, height: 200, channels: 4 } }).png().toBuffer();
+  const logo = await sharp(logoRaw, { raw: { width: 300, height: 200, channels: 4 } })
+    .png()
+    .toBuffer();
   const webp = await rgb(640, 480, 2).webp({ quality: 80 }).toBuffer();
 
   const rotRaw = Buffer.alloc(600 * 400 * 3);
@@ -154,8 +156,12 @@ export async function makeFixtures(): Promise<Fixtures> {
     .toBuffer();
 
   const tiny = await rgb(50, 30, 3).png().toBuffer();
-  const swapA = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#20a040' } }).jpeg().toBuffer();
-  const swapB = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#a02040' } }).jpeg().toBuffer();
+  const swapA = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#20a040' } })
+    .jpeg()
+    .toBuffer();
+  const swapB = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#a02040' } })
+    .jpeg()
+    .toBuffer();
   const fake = Buffer.from('This is not an image, only text pretending to be a JPEG.\n'.repeat(20), 'utf8');
   const truncated = photo.subarray(0, Math.floor(photo.length / 2));
   return { photo, logo, webp, rotated, tiny, swapA, swapB, fake, truncated, bomb: pngBomb() };
@@ -295,8 +301,7 @@ export async function startImageServer(): Promise<ImageServer> {
     url1: (path) => `http://127.0.0.1:${port1}${path}`,
     url2: (path) => `http://127.0.0.2:${port2}${path}`,
     fixtures,
-    hits: (path, listener) =>
-      listener ? (hits.get(`${listener} ${path}`) ?? 0) : (hits.get(`1 ${path}`) ?? 0) + (hits.get(`2 ${path}`) ?? 0),
+    hits: (path, listener) => (listener ? (hits.get(`${listener} ${path}`) ?? 0) : (hits.get(`1 ${path}`) ?? 0) + (hits.get(`2 ${path}`) ?? 0)),
     bytesSent: (path) => sent.get(path) ?? 0,
     setSwap: (bytes) => {
       swap = bytes;

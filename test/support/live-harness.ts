@@ -50,7 +50,18 @@ export const CAMPAIGN_KEYS = [
   'updatedAt',
   'userCount',
 ];
-export const CAMPAIGN_GOODS_KEYS = ['adminId', 'adminName', 'campaignId', 'createdAt', 'goods', 'goodsId', 'salesStatus', 'showingNow', 'sortOrder', 'updatedAt'];
+export const CAMPAIGN_GOODS_KEYS = [
+  'adminId',
+  'adminName',
+  'campaignId',
+  'createdAt',
+  'goods',
+  'goodsId',
+  'salesStatus',
+  'showingNow',
+  'sortOrder',
+  'updatedAt',
+];
 export const CAMPAIGN_GOODS_ITEM_KEYS = [
   'adminId',
   'adminName',
@@ -140,17 +151,52 @@ export function liveHarness(ctx: () => TestApp) {
   const con = (c: TestCustomer, auth = c.auth()) => ({
     create: (body: Body) => http().post(cpath(c)).set('Authorization', auth).send(body),
     list: (query: Body = {}) => http().get(cpath(c)).query(query).set('Authorization', auth),
-    get: (key: string) => http().get(cpath(c, `/${key}`)).set('Authorization', auth),
-    patch: (key: string, body: Body) => http().patch(cpath(c, `/${key}`)).set('Authorization', auth).send(body),
-    status: (key: string, campaignStatus: string) => http().put(cpath(c, `/${key}/status`)).set('Authorization', auth).send({ campaignStatus }),
-    remove: (key: string) => http().delete(cpath(c, `/${key}`)).set('Authorization', auth),
-    addGoods: (key: string, body: Body) => http().post(cpath(c, `/${key}/goods`)).set('Authorization', auth).send(body),
-    goods: (key: string) => http().get(cpath(c, `/${key}/goods`)).set('Authorization', auth),
-    order: (key: string, goodsIds: unknown[]) => http().put(cpath(c, `/${key}/goods/order`)).set('Authorization', auth).send({ goodsIds }),
+    get: (key: string) =>
+      http()
+        .get(cpath(c, `/${key}`))
+        .set('Authorization', auth),
+    patch: (key: string, body: Body) =>
+      http()
+        .patch(cpath(c, `/${key}`))
+        .set('Authorization', auth)
+        .send(body),
+    status: (key: string, campaignStatus: string) =>
+      http()
+        .put(cpath(c, `/${key}/status`))
+        .set('Authorization', auth)
+        .send({ campaignStatus }),
+    remove: (key: string) =>
+      http()
+        .delete(cpath(c, `/${key}`))
+        .set('Authorization', auth),
+    addGoods: (key: string, body: Body) =>
+      http()
+        .post(cpath(c, `/${key}/goods`))
+        .set('Authorization', auth)
+        .send(body),
+    goods: (key: string) =>
+      http()
+        .get(cpath(c, `/${key}/goods`))
+        .set('Authorization', auth),
+    order: (key: string, goodsIds: unknown[]) =>
+      http()
+        .put(cpath(c, `/${key}/goods/order`))
+        .set('Authorization', auth)
+        .send({ goodsIds }),
     showing: (key: string, goodsId: unknown, showingNow: unknown) =>
-      http().put(cpath(c, `/${key}/goods/${goodsId}/showing`)).set('Authorization', auth).send({ showingNow }),
-    removeGoods: (key: string, goodsId: unknown) => http().delete(cpath(c, `/${key}/goods/${goodsId}`)).set('Authorization', auth),
-    chat: (key: string, body: Body) => http().post(cpath(c, `/${key}/chat`)).set('Authorization', auth).send(body),
+      http()
+        .put(cpath(c, `/${key}/goods/${goodsId}/showing`))
+        .set('Authorization', auth)
+        .send({ showingNow }),
+    removeGoods: (key: string, goodsId: unknown) =>
+      http()
+        .delete(cpath(c, `/${key}/goods/${goodsId}`))
+        .set('Authorization', auth),
+    chat: (key: string, body: Body) =>
+      http()
+        .post(cpath(c, `/${key}/chat`))
+        .set('Authorization', auth)
+        .send(body),
   });
 
   const salesStatus = (c: TestCustomer, key: string, by: 'id' | 'url' | 'sku', params: Body, style: Style = 'json', auth = c.auth()) => {

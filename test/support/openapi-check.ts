@@ -81,7 +81,7 @@ export class OpenApiChecker {
     this.ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
     this.ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
     this.ajv.addFormat('binary', { type: 'string', validate: () => true });
-    this.ajv.addSchema({ components: strictSchema((doc.components) ?? {}) }, 'openapi.json');
+    this.ajv.addSchema({ components: strictSchema(doc.components ?? {}) }, 'openapi.json');
     for (const [template, item] of Object.entries((doc.paths as Json) ?? {})) {
       if (!isObject(item)) continue;
       const shared = (item.parameters as Json[] | undefined) ?? [];
@@ -111,7 +111,10 @@ export class OpenApiChecker {
     this.record(name, res.status);
 
     // Content type and body.
-    const type = String(res.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const type = String(res.headers['content-type'] ?? '')
+      .split(';')[0]
+      .trim()
+      .toLowerCase();
     const content = documented.content as Json | undefined;
     if (type) {
       const media = content?.[type] as Json | undefined;
@@ -140,7 +143,8 @@ export class OpenApiChecker {
   /** Throws with every problem of the exchange. */
   check(req: SentRequest, res: ReceivedResponse): void {
     const problems = this.problems(req, res);
-    if (problems.length) throw new Error(`The response disagrees with /docs-json:\n- ${problems.join('\n- ')}\nbody: ${JSON.stringify(res.body)?.slice(0, 2000)}`);
+    if (problems.length)
+      throw new Error(`The response disagrees with /docs-json:\n- ${problems.join('\n- ')}\nbody: ${JSON.stringify(res.body)?.slice(0, 2000)}`);
   }
 
   private record(name: string, status: number): void {
@@ -193,7 +197,8 @@ export class OpenApiChecker {
       else problems.push(...this.validateText(p.schema as Schema, value, p, `${where}: query parameter ${name}`));
     }
     for (const p of params) {
-      if (p.in === 'query' && p.required && query[p.name as string] === undefined) problems.push(`${where}: required query parameter ${String(p.name)} was not sent`);
+      if (p.in === 'query' && p.required && query[p.name as string] === undefined)
+        problems.push(`${where}: required query parameter ${String(p.name)} was not sent`);
     }
     const requestBody = operation.op.requestBody as Json | undefined;
     if (req.body === undefined) {
@@ -301,7 +306,8 @@ export function hygieneProblems(doc: Json): string[] {
         const schema = ((r.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
         const isError = schema?.$ref === '#/components/schemas/ErrorResponse';
         if (!isError && !(path === '/health/ready' && status === '503')) problems.push(`${name}: ${status} is not the error shape {_s, _e}`);
-        if ((status === '429' || status === '503') && isError && !(r.headers as Json | undefined)?.['Retry-After']) problems.push(`${name}: ${status} without Retry-After`);
+        if ((status === '429' || status === '503') && isError && !(r.headers as Json | undefined)?.['Retry-After'])
+          problems.push(`${name}: ${status} without Retry-After`);
       }
     }
   }

@@ -259,10 +259,7 @@ export function csv(rows: Array<Array<string | number | undefined>>, options: { 
 
 /** A PNG signature and header, then noise. */
 export function pngBytes(): Buffer {
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]),
-    randomBytes(2048),
-  ]);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]), randomBytes(2048)]);
 }
 
 /** Random bytes that do not happen to start like a zip. */

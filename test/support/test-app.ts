@@ -47,7 +47,9 @@ export interface TestApp {
  * TEST_DB_PREFIX (default `lgtest`) keeps two checkouts testing against one server apart.
  */
 export function databaseNameFor(specFile: string, engine: Engine): string {
-  const stem = basename(specFile).replace(/\.e2e-spec\.ts$/, '').replace(/[^A-Za-z0-9]/g, '_');
+  const stem = basename(specFile)
+    .replace(/\.e2e-spec\.ts$/, '')
+    .replace(/[^A-Za-z0-9]/g, '_');
   const prefix = (process.env.TEST_DB_PREFIX || 'lgtest').replace(/[^A-Za-z0-9_]/g, '_');
   return `${prefix}_${stem}_${engine}`.slice(0, 64);
 }
@@ -157,12 +159,7 @@ export function engineUnavailable(engine: Engine): string {
  * Runs the same suite on SQLite and on MySQL/MariaDB, each against its own fresh database.
  * A missing MySQL server skips its half (and says so), or fails it when REQUIRE_SERVICES=1.
  */
-export function describeEngines(
-  title: string,
-  specFile: string,
-  suite: (ctx: () => TestApp) => void,
-  extra: Record<string, string> = {},
-): void {
+export function describeEngines(title: string, specFile: string, suite: (ctx: () => TestApp) => void, extra: Record<string, string> = {}): void {
   for (const engine of ENGINES) {
     const down = engineUnavailable(engine);
     if (down && process.env.REQUIRE_SERVICES !== '1') {

@@ -65,7 +65,8 @@ export class GoodsOrderDto {
     minItems: 1,
     maxItems: 10000,
     example: [1025, 1024],
-    description: 'The new order; ids not listed keep their relative order after these' })
+    description: 'The new order; ids not listed keep their relative order after these',
+  })
   @IsDefined({ message: 'goodsIds is required' })
   @IsArray()
   @ArrayMinSize(1)

@@ -1,23 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import {
-  IsBoolean,
-  IsDefined,
-  IsIn,
-  IsOptional,
-  IsString,
-  MaxLength,
-  ValidateIf,
-} from 'class-validator';
-import {
-  BooleanField,
-  booleanText,
-  DateField,
-  HttpUrlField,
-  IntQuery,
-  SafeLinkText,
-  TextField,
-  WellFormedText,
-} from '../../common/validation/decorators';
+import { IsBoolean, IsDefined, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { BooleanField, booleanText, DateField, HttpUrlField, IntQuery, SafeLinkText, TextField, WellFormedText } from '../../common/validation/decorators';
 import { CAMPAIGN_STATUSES, CampaignStatus } from '../entities/campaign.entity';
 
 class CampaignFields {
@@ -108,4 +91,3 @@ export class ChatDto {
   @WellFormedText('name')
   name?: string;
 }
-

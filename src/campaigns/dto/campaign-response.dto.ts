@@ -194,7 +194,8 @@ export class ChatLineResponse {
 export class CampaignResponse {
   @ApiProperty({ example: '12', description: 'int64 as text, as in CampaignGoods' }) campaignId: string;
   @ApiProperty({ example: 'k7Qw2ZbX9mN4pR8s' }) campaignKey: string;
-  @ApiProperty({ enum: ['READY', 'ONAIR', 'CLOSED'], example: 'READY', description: 'READY (upcoming), ONAIR (live) or CLOSED (ended)' }) campaignStatus: CampaignStatus;
+  @ApiProperty({ enum: ['READY', 'ONAIR', 'CLOSED'], example: 'READY', description: 'READY (upcoming), ONAIR (live) or CLOSED (ended)' })
+  campaignStatus: CampaignStatus;
   @ApiProperty({ example: 'Friday night deals' }) title: string;
   @ApiPropertyOptional({ nullable: true, type: String, description: 'Console answers and public detail form' })
   description?: string | null;
@@ -216,9 +217,7 @@ export class CampaignResponse {
 }
 
 export function noticeOf(campaign: Campaign): NoticeResponse | null {
-  return campaign.noticeMessage
-    ? { message: campaign.noticeMessage, adminName: campaign.noticeAdminName, createdAt: ms(campaign.noticeAt) ?? 0 }
-    : null;
+  return campaign.noticeMessage ? { message: campaign.noticeMessage, adminName: campaign.noticeAdminName, createdAt: ms(campaign.noticeAt) ?? 0 } : null;
 }
 
 export function toChatLine(chat: CampaignChat): ChatLineResponse {

@@ -13,7 +13,11 @@ export function parseDuration(text: string): number | undefined {
 
 /** Seconds as the shortest exact text with a unit: 2592000 → "30d", 5400 → "90m", 61 → "61s". */
 export function formatDuration(seconds: number): string {
-  for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60]] as const) {
+  for (const [unit, size] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+  ] as const) {
     if (seconds >= size && seconds % size === 0) return `${seconds / size}${unit}`;
   }
   return `${seconds}s`;

@@ -45,7 +45,7 @@ export const booleanText = Transform(({ value }: { value: unknown }) => {
 
 /** The value as the client sent it, for messages: `'abc'`, `12.5`, `["a","b"]` (cut at 60 characters). */
 export function sent(value: unknown): string {
-  const text = typeof value === 'string' ? `'${value}'` : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? `'${value}'` : (JSON.stringify(value) ?? String(value));
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
@@ -92,8 +92,7 @@ export function WellFormedText(property: string, each = false): PropertyDecorato
       propertyName: key as string,
       validator: {
         validate: (value: unknown) => (each && Array.isArray(value) ? value.every(wellFormed) : wellFormed(value)),
-        defaultMessage: (args?: ValidationArguments) =>
-          `${args?.property ?? property} must be well-formed Unicode text (it contains a lone UTF-16 surrogate)`,
+        defaultMessage: (args?: ValidationArguments) => `${args?.property ?? property} must be well-formed Unicode text (it contains a lone UTF-16 surrogate)`,
       },
     });
 }
@@ -128,8 +127,7 @@ export function SafeLinkText(property: string): PropertyDecorator {
       propertyName: key as string,
       validator: {
         validate: (value: unknown) => typeof value !== 'string' || !isDangerousLink(value),
-        defaultMessage: (args?: ValidationArguments) =>
-          `${args?.property ?? property} must not be a javascript:, vbscript:, data:, file: or blob: link`,
+        defaultMessage: (args?: ValidationArguments) => `${args?.property ?? property} must not be a javascript:, vbscript:, data:, file: or blob: link`,
       },
     });
 }
@@ -177,8 +175,7 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
       propertyName: key as string,
       validator: {
         validate: (value: unknown) => isHttpUrl(value),
-        defaultMessage: (args?: ValidationArguments) =>
-          `${args?.property ?? property} must be an absolute http or https URL`,
+        defaultMessage: (args?: ValidationArguments) => `${args?.property ?? property} must be an absolute http or https URL`,
       },
     });
   return applyDecorators(
@@ -193,13 +190,7 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
 }
 
 /** A decimal number in [min, max] (numeric text accepted). */
-export function DecimalField(
-  property: string,
-  min: number,
-  max: number,
-  p: Presence,
-  options: ApiPropertyOptions,
-): PropertyDecorator {
+export function DecimalField(property: string, min: number, max: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return applyDecorators(
     numericText,
     ...presence(p, property),
@@ -293,7 +284,8 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
     isDateInput,
     ApiProperty({
       required: !!p.required,
-      description: 'Epoch milliseconds (0 to 253402300799999), or an ISO-8601 date or date-time in the extended format, optionally with Z or ±hh:mm (no offset = UTC)',
+      description:
+        'Epoch milliseconds (0 to 253402300799999), or an ISO-8601 date or date-time in the extended format, optionally with Z or ±hh:mm (no offset = UTC)',
       ...options,
       oneOf: dateInputSchemas(nullable),
     } as ApiPropertyOptions),
@@ -301,8 +293,7 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
 }
 
 /** Numeric text, or an ISO-8601 date or date-time in the extended format (dates.ts checks the calendar). */
-export const DATE_TEXT_PATTERN =
-  '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?)\\s*$';
+export const DATE_TEXT_PATTERN = '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?)\\s*$';
 
 /**
  * The documented forms of a date input: epoch milliseconds as an integer, or text (numeric, or ISO-8601:
@@ -312,7 +303,12 @@ export const DATE_TEXT_PATTERN =
 export function dateInputSchemas(nullable = false): Record<string, unknown>[] {
   return [
     { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1803898800000, description: 'epoch milliseconds' },
-    { type: 'string', pattern: DATE_TEXT_PATTERN, example: '2026-03-01T20:00:00+09:00', description: 'ISO-8601 date or date-time, or epoch milliseconds as text' },
+    {
+      type: 'string',
+      pattern: DATE_TEXT_PATTERN,
+      example: '2026-03-01T20:00:00+09:00',
+      description: 'ISO-8601 date or date-time, or epoch milliseconds as text',
+    },
     ...(nullable ? [NULL_BRANCH] : []),
   ];
 }

@@ -75,10 +75,7 @@ export class AddCampaigns1763900000000 implements MigrationInterface {
           new TableIndex({ name: 'IDX_campaign_goods_order', columnNames: ['campaignId', 'sortOrder'] }),
           new TableIndex({ name: 'IDX_campaign_goods_goods', columnNames: ['goodsId'] }),
         ],
-        foreignKeys: [
-          fk('FK_campaign_goods_campaign', 'campaignId', 'campaigns'),
-          fk('FK_campaign_goods_goods', 'goodsId', 'goods'),
-        ],
+        foreignKeys: [fk('FK_campaign_goods_campaign', 'campaignId', 'campaigns'), fk('FK_campaign_goods_goods', 'goodsId', 'goods')],
       }),
     );
     await queryRunner.createTable(

@@ -21,22 +21,37 @@ function goodsBody(rules: KeyRules) {
     @LongTextField('description', GoodsLimits.description, { nullable: true }, { example: '45 mm case, GPS' })
     description?: string | null;
 
-    @HttpUrlField('url', GoodsLimits.url, { required: rules.urlRequired }, {
-      description: 'Landing-page URL; a unique key of the item',
-      example: 'https://shop.example.com/goods/SW-7',
-    })
+    @HttpUrlField(
+      'url',
+      GoodsLimits.url,
+      { required: rules.urlRequired },
+      {
+        description: 'Landing-page URL; a unique key of the item',
+        example: 'https://shop.example.com/goods/SW-7',
+      },
+    )
     url?: string;
 
-    @TextField('sku', GoodsLimits.sku, { required: rules.skuRequired }, {
-      description: 'Goods code; a unique key of the item',
-      example: 'SW-7',
-    })
+    @TextField(
+      'sku',
+      GoodsLimits.sku,
+      { required: rules.skuRequired },
+      {
+        description: 'Goods code; a unique key of the item',
+        example: 'SW-7',
+      },
+    )
     sku?: string;
 
-    @HttpUrlField('mediaUrl', GoodsLimits.url, { nullable: true }, {
-      description: 'Source image URL; null removes the media',
-      example: 'https://cdn.example.com/sw7.jpg',
-    })
+    @HttpUrlField(
+      'mediaUrl',
+      GoodsLimits.url,
+      { nullable: true },
+      {
+        description: 'Source image URL; null removes the media',
+        example: 'https://cdn.example.com/sw7.jpg',
+      },
+    )
     mediaUrl?: string | null;
 
     @DecimalField('originalPrice', 0, GoodsLimits.maxPrice, { nullable: true }, { example: 399000 })

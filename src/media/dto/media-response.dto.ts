@@ -7,7 +7,8 @@ export class ThumbnailResponse {
   @ApiProperty({ type: 'integer', format: 'int32', example: 120, description: 'pixels' }) width: number;
   @ApiProperty({ type: 'integer', format: 'int32', example: 120, description: 'pixels' }) height: number;
   @ApiProperty({ type: 'integer', format: 'int64', example: 5120, description: 'bytes' }) size: number;
-  @ApiPropertyOptional({ type: 'integer', format: 'int64', example: 5120, description: 'bytes, the same as size; only in the answer of register' }) fileSize?: number;
+  @ApiPropertyOptional({ type: 'integer', format: 'int64', example: 5120, description: 'bytes, the same as size; only in the answer of register' })
+  fileSize?: number;
 }
 
 export class MediaResponse {
@@ -40,13 +41,15 @@ export function toMediaResponse(media: Media, baseUrl: string, withFileSize = fa
     height: media.height,
     // One entry per distinct width: an image narrower than a thumbnail size is not enlarged, so several
     // sizes can come out at the image's own width (the same file); a client picking by width needs it once.
-    thumbnails: media.thumbnails.filter((t, i, all) => all.findIndex((o) => o.width === t.width) === i).map((t) => ({
-      imageUrl: mediaFileUrl(baseUrl, t.key),
-      original: false,
-      width: t.width,
-      height: t.height,
-      size: t.size,
-      ...(withFileSize ? { fileSize: t.size } : {}),
-    })),
+    thumbnails: media.thumbnails
+      .filter((t, i, all) => all.findIndex((o) => o.width === t.width) === i)
+      .map((t) => ({
+        imageUrl: mediaFileUrl(baseUrl, t.key),
+        original: false,
+        width: t.width,
+        height: t.height,
+        size: t.size,
+        ...(withFileSize ? { fileSize: t.size } : {}),
+      })),
   };
 }

@@ -8,7 +8,12 @@ const STATUSES = ['READY', 'ONAIR', 'CLOSED'];
 export class PublicCampaignListQuery {
   @ApiPropertyOptional({ description: 'Comma-separated statuses', example: 'READY,ONAIR', default: 'READY,ONAIR,CLOSED' })
   @Transform(({ value }: { value: unknown }) =>
-    typeof value === 'string' ? value.split(',').map((s) => s.trim().toUpperCase()).filter(Boolean) : value,
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((s) => s.trim().toUpperCase())
+          .filter(Boolean)
+      : value,
   )
   @IsOptional()
   @IsIn(STATUSES, { each: true, message: 'status must list READY, ONAIR or CLOSED' })

@@ -11,7 +11,12 @@ export class UploadGoodsRowResult extends GoodsResponse {
   message: string | null;
 }
 
-const ROW = { type: 'integer', format: 'int32', example: 1, description: '1-based position in the JSON array (the sheet row number for a spreadsheet)' } as const;
+const ROW = {
+  type: 'integer',
+  format: 'int32',
+  example: 1,
+  description: '1-based position in the JSON array (the sheet row number for a spreadsheet)',
+} as const;
 
 /** A CREATE or UPDATE row: the item as stored. (Documentation of UploadGoodsRowResult; the writer builds the rows.) */
 export class SyncSavedRow extends GoodsResponse {
@@ -70,10 +75,10 @@ export class SyncResponse {
     },
   })
   results: UploadGoodsRowResult[];
-  @ApiProperty({ type: 'integer', format: 'int32', example: 2, description: 'Number of elements (rows): createCount + updateCount + failCount' }) totalCount: number;
+  @ApiProperty({ type: 'integer', format: 'int32', example: 2, description: 'Number of elements (rows): createCount + updateCount + failCount' })
+  totalCount: number;
   @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: 'Rows with status CREATE' }) createCount: number;
   @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: 'Rows with status UPDATE' }) updateCount: number;
   @ApiProperty({ type: 'integer', format: 'int32', example: 0, description: 'Rows with status FAIL' }) failCount: number;
   @ApiProperty({ type: 'integer', format: 'int32', enum: [0], example: 0, description: 'Always 0 on success' }) _s: number;
 }
-
