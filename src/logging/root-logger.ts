@@ -2,6 +2,7 @@ import pino, { Logger as PinoInstance } from 'pino';
 import type { AppConfig } from '../config/app-config';
 import { LogFormat, pinoLevelOf, resolveLogFormat } from '../config/log-format';
 import { redactDeep } from './redact-deep';
+import { requestContext } from './request-context';
 import { textStream } from './text-stream';
 
 export interface LoggerSettings {
@@ -18,6 +19,11 @@ export function createRootLogger(settings: LoggerSettings, stdoutIsTty = Boolean
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      // Inside a request, every line carries its requestId (see LoggingModule); fields a call passes win.
+      mixin: () => {
+        const context = requestContext.getStore();
+        return context ? { requestId: context.requestId } : {};
+      },
       // Every string of every line passes through redactCredentials (URLs with user:password@).
       hooks: {
         logMethod(args, method) {
