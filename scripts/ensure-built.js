@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds dist/ when it is missing or older than the sources, so that `npm start` and `npm run admin`
 // work straight after `npm install`. In the Docker image (no src/, no compiler) it does nothing.
-const { existsSync, readdirSync, statSync } = require('node:fs');
+const { existsSync, readdirSync, statSync, utimesSync } = require('node:fs');
 const { join } = require('node:path');
 const { execFileSync } = require('node:child_process');
 
@@ -23,3 +23,6 @@ const builtAt = existsSync(stamp) ? statSync(stamp).mtimeMs : 0;
 if (builtAt >= newest(src)) process.exit(0);
 process.stderr.write('Building livegoods (dist/ is missing or out of date)...\n');
 execFileSync(process.execPath, [require.resolve('@nestjs/cli/bin/nest.js'), 'build'], { cwd: root, stdio: 'inherit' });
+// The build is incremental: an unchanged dist/main.js keeps its old time, so mark the build as done now.
+const now = new Date();
+utimesSync(stamp, now, now);
