@@ -1,5 +1,3 @@
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -9,7 +7,18 @@ import { Transactions } from '../src/database/transactions';
 import { lockCatalog } from '../src/goods/goods-list-cache';
 import { eventually } from './support/live-client';
 import { TcpProxy } from './support/tcp-proxy';
-import { buildApp, createTestApp, describeEngines, dropDatabase, engineUnavailable, mysqlServer, TestApp, TestCustomer, testConfig } from './support/test-app';
+import {
+  buildApp,
+  createTestApp,
+  describeEngines,
+  dropDatabase,
+  engineUnavailable,
+  holdWriteLock,
+  mysqlServer,
+  TestApp,
+  TestCustomer,
+  testConfig,
+} from './support/test-app';
 
 /**
  * The database slow, locked or gone: requests answer 503 -503 with Retry-After within the configured
@@ -37,24 +46,7 @@ describeEngines(
 
     it('a write waiting longer than DB_LOCK_TIMEOUT_MS for a lock another connection holds answers 503, then works once it is free', async () => {
       const t = ctx();
-      let release: () => Promise<void>;
-      if (t.engine === 'sqlite') {
-        const other = new Database(join(t.config.dataDir, 'livegoods.sqlite'));
-        other.prepare('BEGIN IMMEDIATE').run();
-        release = async () => {
-          other.prepare('COMMIT').run();
-          other.close();
-        };
-      } else {
-        const { createConnection } = await import('mysql2/promise');
-        const other = await createConnection({ ...mysqlServer, database: t.config.database.database });
-        await other.query('START TRANSACTION');
-        await other.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [C.id]);
-        release = async () => {
-          await other.query('COMMIT');
-          await other.end();
-        };
-      }
+      const release = await holdWriteLock(t, C.id);
       try {
         expectUnavailable(await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('L1')));
       } finally {

@@ -1,10 +1,8 @@
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
 import type { Response } from 'supertest';
 import { ImageServer, startImageServer } from './support/image-server';
 import { hygieneProblems, OpenApiChecker, SentRequest } from './support/openapi-check';
-import { describeEngines, mysqlServer, TestApp, TestCustomer } from './support/test-app';
+import { describeEngines, holdWriteLock, TestApp, TestCustomer } from './support/test-app';
 
 /**
  * The OpenAPI document tells the truth: every operation of /docs-json is called at least once
@@ -443,24 +441,7 @@ describeEngines(
       const checker = new OpenApiChecker((await t.http.get('/docs-json')).body as Body);
       const call = caller(ctx, () => checker);
       const c = await t.createCustomer('Locked');
-      let release: () => Promise<void>;
-      if (t.engine === 'sqlite') {
-        const other = new Database(join(t.config.dataDir, 'livegoods.sqlite'));
-        other.prepare('BEGIN IMMEDIATE').run();
-        release = async () => {
-          other.prepare('COMMIT').run();
-          other.close();
-        };
-      } else {
-        const { createConnection } = await import('mysql2/promise');
-        const other = await createConnection({ ...mysqlServer, database: t.config.database.database });
-        await other.query('START TRANSACTION');
-        await other.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [c.id]);
-        release = async () => {
-          await other.query('COMMIT');
-          await other.end();
-        };
-      }
+      const release = await holdWriteLock(t, c.id);
       try {
         const res = await call('post', `/v1/goods/${c.accessKey}`, { auth: c, json: goodsItem('locked') });
         expect([res.status, res.body._s]).toEqual([503, -503]);

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import Database from 'better-sqlite3';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { sign, SignOptions } from 'jsonwebtoken';
@@ -111,6 +112,30 @@ export async function buildApp(config: AppConfig): Promise<NestExpressApplicatio
 }
 
 /** Boots the real app (same modules, same setup as main.ts) on the given engine. */
+/**
+ * Holds a write lock the app will wait for, from a connection of its own: SQLite's database lock
+ * (BEGIN IMMEDIATE) or, on MySQL, the customer's row (SELECT … FOR UPDATE). Resolves to its release.
+ */
+export async function holdWriteLock(t: TestApp, customerId: number): Promise<() => Promise<void>> {
+  if (t.engine === 'sqlite') {
+    const other = new Database(join(t.config.dataDir, 'livegoods.sqlite'));
+    other.prepare('BEGIN IMMEDIATE').run();
+    return () => {
+      other.prepare('COMMIT').run();
+      other.close();
+      return Promise.resolve();
+    };
+  }
+  const { createConnection } = await import('mysql2/promise');
+  const other = await createConnection({ ...mysqlServer, database: t.config.database.database });
+  await other.query('START TRANSACTION');
+  await other.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
+  return async () => {
+    await other.query('COMMIT');
+    await other.end();
+  };
+}
+
 export async function createTestApp(engine: Engine, specFile: string, extra: Record<string, string> = {}): Promise<TestApp> {
   const { config, dataDir, database } = await testConfig(engine, specFile, extra);
   const app = await buildApp(config);
