@@ -75,8 +75,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, CUSTOMER_JWT) implem
     if (!token || typeof accessKey !== 'string' || !accessKey) return undefined;
     const customer = await this.customers.findByAccessKey(accessKey);
     const verified = customer && alreadyVerified(token, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
-    if (!verified) return undefined;
-    return tenantOf(customer, baseUrlOf(req, this.config), { name: verified.claims.name, sub: verified.claims.sub });
+    return verified ? this.tenantFor(req, customer, verified.claims) : undefined;
   }
 
   private async keyFor(req: StrategyRequest, token: string) {
@@ -92,6 +91,10 @@ export class JwtStrategy extends PassportStrategy(Strategy, CUSTOMER_JWT) implem
 
   validate(req: StrategyRequest): Tenant {
     const { customer, claims } = req[VERIFIED] as { customer: Customer; claims: VerifiedClaims };
+    return this.tenantFor(req, customer, claims);
+  }
+
+  private tenantFor(req: Request, customer: Customer, claims: VerifiedClaims): Tenant {
     return tenantOf(customer, baseUrlOf(req, this.config), { name: claims.name, sub: claims.sub });
   }
 }

@@ -126,26 +126,23 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     };
   }
 
-  /** The viewer's IP: its socket's address, or behind a trusted proxy (TRUST_PROXY) the forwarded one. */
+  /** Behind a trusted proxy (TRUST_PROXY), the first value of the handshake's X-Forwarded-* header; else ''. */
+  private forwarded(socket: ViewerSocket, header: 'x-forwarded-for' | 'x-forwarded-proto'): string {
+    if (!this.config.server.trustProxy) return '';
+    return String(socket.handshake.headers[header] ?? '')
+      .split(',')[0]
+      .trim();
+  }
+
+  /** The viewer's IP: its socket's address, or behind a trusted proxy the forwarded one. */
   private addressOf(socket: ViewerSocket): string {
-    const forwarded = this.config.server.trustProxy
-      ? String(socket.handshake.headers['x-forwarded-for'] ?? '')
-          .split(',')[0]
-          .trim()
-      : '';
-    return forwarded || socket.handshake.address || 'unknown';
+    return this.forwarded(socket, 'x-forwarded-for') || socket.handshake.address || 'unknown';
   }
 
   private baseUrlOf(socket: ViewerSocket): string {
     if (this.config.server.publicBaseUrl) return this.config.server.publicBaseUrl;
-    const headers = socket.handshake.headers;
-    const forwarded = this.config.server.trustProxy
-      ? String(headers['x-forwarded-proto'] ?? '')
-          .split(',')[0]
-          .trim()
-      : '';
-    const proto = forwarded || (socket.handshake.secure ? 'https' : 'http');
-    return `${proto}://${headers.host ?? `localhost:${this.config.server.port}`}`;
+    const proto = this.forwarded(socket, 'x-forwarded-proto') || (socket.handshake.secure ? 'https' : 'http');
+    return `${proto}://${socket.handshake.headers.host ?? `localhost:${this.config.server.port}`}`;
   }
 
   async handleConnection(socket: ViewerSocket): Promise<void> {
