@@ -26,13 +26,15 @@ export function configureApp(app: NestExpressApplication): void {
   const dataSource = app.get(DataSource);
   metrics.readPool(() => poolUseOf(dataSource));
   app.use(requestIdMiddleware);
+  // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
+  const lifecycle = app.get(Lifecycle);
+  lifecycle.watch(app.getHttpServer());
+  app.use(lifecycle.track);
+  metrics.countRequestsInFlight(() => lifecycle.requestsInFlight);
   app.use(httpMetrics(metrics));
   // Before routing, so that preflights are answered and error responses carry the headers too.
   app.use(corsMiddleware(config.server.corsOrigins));
   app.use(compressionMiddleware());
-  const lifecycle = app.get(Lifecycle);
-  lifecycle.watch(app.getHttpServer());
-  app.use(lifecycle.track);
   app.disable('x-powered-by');
   if (config.server.trustProxy) app.set('trust proxy', true);
   app.useGlobalFilters(new ApiExceptionFilter());

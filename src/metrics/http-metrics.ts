@@ -6,18 +6,16 @@ import type { Metrics } from './metrics.service';
 export const REFUSED_BY = Symbol('refusedBy');
 
 /**
- * Express middleware: requests in flight, and each answered request's duration by method, route pattern
- * (never the URL) and status; counts rate-limit refusals of the HTTP guards.
+ * Express middleware: each answered request's duration by method, route pattern (never the URL) and
+ * status; counts rate-limit refusals of the HTTP guards. (Requests in flight are Lifecycle's count.)
  */
 export function httpMetrics(metrics: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = process.hrtime.bigint();
-    metrics.httpInFlight.inc();
     let done = false;
     const finish = () => {
       if (done) return;
       done = true;
-      metrics.httpInFlight.dec();
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       metrics.httpDuration.observe({ method: req.method, route: routeOf(req), status: String(res.statusCode) }, seconds);
       const refusedBy = (req as unknown as Record<symbol, unknown>)[REFUSED_BY];

@@ -54,12 +54,6 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
-  readonly httpInFlight = new Gauge({
-    name: 'livegoods_http_requests_in_flight',
-    help: 'HTTP requests accepted and not answered yet',
-    registers: [this.registry],
-  });
-
   readonly goodsRows = new Counter({
     name: 'livegoods_goods_rows_written_total',
     help: 'Goods rows written, by source (sync, spreadsheet, api) and outcome (CREATE, UPDATE, FAIL)',
@@ -102,6 +96,7 @@ export class Metrics implements OnModuleDestroy {
 
   private liveSocketsSource: () => Record<LiveRole, number> = () => ({ viewer: 0, operator: 0 });
   private poolSource: () => PoolUse | null = () => null;
+  private inFlightSource: () => number = () => 0;
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private loopWindow = { p50: 0, p99: 0, max: 0 };
   private readonly loopTimer: NodeJS.Timeout;
@@ -114,6 +109,15 @@ export class Metrics implements OnModuleDestroy {
     const sockets = () => this.liveSocketsSource();
     const pool = () => this.poolSource();
     const loop = () => this.loopWindow;
+    const inFlight = () => this.inFlightSource();
+    new Gauge({
+      name: 'livegoods_http_requests_in_flight',
+      help: 'HTTP requests accepted and not answered yet',
+      registers: [this.registry],
+      collect() {
+        this.set(inFlight());
+      },
+    });
     new Gauge({
       name: 'livegoods_live_sockets',
       help: 'Sockets connected to the /live namespace on this node, by role (viewer, operator)',
@@ -156,6 +160,11 @@ export class Metrics implements OnModuleDestroy {
   /** The live gateway tells how to count its sockets (read at each scrape). */
   countLiveSockets(source: () => Record<LiveRole, number>): void {
     this.liveSocketsSource = source;
+  }
+
+  /** The requests in flight, as the graceful shutdown counts them (read at each scrape). */
+  countRequestsInFlight(source: () => number): void {
+    this.inFlightSource = source;
   }
 
   /** The database module tells how to read the MySQL pool (read at each scrape). */
