@@ -86,6 +86,8 @@ describeEngines('goods API', __filename, (ctx) => {
         .query(value === undefined ? {} : { value })
         .set('Authorization', c.auth()),
   });
+  /** The item as stored, looked up by sku (200 expected). */
+  const storedBySku = async (c: TestCustomer, sku: string): Promise<Body> => (await api(c).bySku(sku).expect(200)).body as Body;
 
   /** Registers sequentially (ids ascend with creation order) and returns the created items. */
   async function registerAll(c: TestCustomer, items: Body[]): Promise<Body[]> {
@@ -723,13 +725,7 @@ describeEngines('goods API', __filename, (ctx) => {
       expectError(url, 409, -409);
       expect(url.body._e).toContain('url');
       expect(url.body._e).toMatch(new RegExp(`\\b${other.id}\\b`));
-      expect(
-        (
-          await api(c)
-            .bySku(item.sku as string)
-            .expect(200)
-        ).body,
-      ).toEqual(item);
+      expect(await storedBySku(c, item.sku as string)).toEqual(item);
       expect((await api(c).bySku('UPD-OTHER').expect(200)).body).toEqual(other);
     });
 
@@ -744,13 +740,7 @@ describeEngines('goods API', __filename, (ctx) => {
       ['description', 'a'.repeat(10_001)],
     ])('%s: %p → 400 -510 and the item is unchanged', async (field, value) => {
       expectInvalid(await api(c).update({ id: item.id, [field]: value }), field);
-      expect(
-        (
-          await api(c)
-            .bySku(item.sku as string)
-            .expect(200)
-        ).body,
-      ).toEqual(item);
+      expect(await storedBySku(c, item.sku as string)).toEqual(item);
     });
   });
 
@@ -831,13 +821,7 @@ describeEngines('goods API', __filename, (ctx) => {
     }
 
     async function expectPresent(item: Body): Promise<void> {
-      expect(
-        (
-          await api(c)
-            .bySku(item.sku as string)
-            .expect(200)
-        ).body,
-      ).toEqual(item);
+      expect(await storedBySku(c, item.sku as string)).toEqual(item);
     }
 
     it('DELETE /{goodsId} → 200 {_s: 0}; again → 404; sku and url are free for reuse', async () => {
