@@ -37,6 +37,22 @@ describeEngines('campaign inputs', __filename, (ctx) => {
       .post(cpath(c))
       .set('Authorization', c.auth())
       .send({ title: 'Inputs', ...body });
+  /** A campaign of A's holding one new goods item. */
+  async function campaignWithItem(campaign: Body, item: Body): Promise<{ key: string; goodsId: number }> {
+    const created = await create(campaign);
+    expectOk(created);
+    const key = created.body.campaignKey as string;
+    const goods = await http().post(`/v1/goods/${A.accessKey}`).set('Authorization', A.auth()).send(item);
+    expectOk(goods);
+    const goodsId = goods.body.id as number;
+    expectOk(
+      await http()
+        .post(cpath(A, `/${key}/goods`))
+        .set('Authorization', A.auth())
+        .send({ goodsIds: [goodsId] }),
+    );
+    return { key, goodsId };
+  }
   const patch = (key: string, body: Body, c = A) =>
     http()
       .patch(cpath(c, `/${key}`))
@@ -148,22 +164,11 @@ describeEngines('campaign inputs', __filename, (ctx) => {
 
     beforeAll(async () => {
       base = await listenOn(ctx().app);
-      const created = await create({ title: 'Exact keys', collectionVisible: true, scheduledAt: Date.now() + 86400_000 });
-      expectOk(created);
-      key = created.body.campaignKey;
+      ({ key, goodsId } = await campaignWithItem(
+        { title: 'Exact keys', collectionVisible: true, scheduledAt: Date.now() + 86400_000 },
+        { name: 'Exact', sku: 'EXACT-1', url: 'https://shop.example.com/exact-1' },
+      ));
       expect(swapCase(key)).not.toBe(key);
-      const goods = await http()
-        .post(`/v1/goods/${A.accessKey}`)
-        .set('Authorization', A.auth())
-        .send({ name: 'Exact', sku: 'EXACT-1', url: 'https://shop.example.com/exact-1' });
-      expectOk(goods);
-      goodsId = goods.body.id;
-      expectOk(
-        await http()
-          .post(cpath(A, `/${key}/goods`))
-          .set('Authorization', A.auth())
-          .send({ goodsIds: [goodsId] }),
-      );
     });
     afterEach(() => closeAllViewers());
 
@@ -282,21 +287,10 @@ describeEngines('campaign inputs', __filename, (ctx) => {
     let goodsId = 0;
 
     beforeAll(async () => {
-      const created = await create({ title: 'Unicode', operatorName: 'Mina' });
-      expectOk(created);
-      key = created.body.campaignKey;
-      const goods = await http()
-        .post(`/v1/goods/${A.accessKey}`)
-        .set('Authorization', A.auth())
-        .send({ name: 'Unicode item', sku: 'UNI-1', url: 'https://shop.example.com/uni-1' });
-      expectOk(goods);
-      goodsId = goods.body.id;
-      expectOk(
-        await http()
-          .post(cpath(A, `/${key}/goods`))
-          .set('Authorization', A.auth())
-          .send({ goodsIds: [goodsId] }),
-      );
+      ({ key, goodsId } = await campaignWithItem(
+        { title: 'Unicode', operatorName: 'Mina' },
+        { name: 'Unicode item', sku: 'UNI-1', url: 'https://shop.example.com/uni-1' },
+      ));
     });
 
     it.each(['title', 'description', 'liveUrl', 'operatorName', 'posterUrl'])('campaign %s: 400 -510 on create and patch', async (field) => {
