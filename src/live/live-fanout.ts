@@ -63,7 +63,9 @@ export interface FanoutCounts {
 export class LiveFanout {
   readonly counts: FanoutCounts = { direct: 0, engine: 0, slowDisconnects: 0 };
   /** Viewers in a room that wait for their snapshot, with the room's events meanwhile (see holdUntilSnapshot). */
-  private readonly awaitingSnapshot = new WeakMap<Socket, HeldEvent[]>();
+  // A Map, not a WeakMap: its size lets a room event skip the look-up per viewer when nobody waits
+  // (the usual case). Every entry ends in snapshotSent() or when it overflows.
+  private readonly awaitingSnapshot = new Map<Socket, HeldEvent[]>();
 
   constructor(private readonly namespace: Namespace) {}
 
@@ -95,7 +97,7 @@ export class LiveFanout {
     for (const id of ids) {
       const socket = this.namespace.sockets.get(id);
       if (!socket) continue;
-      const held = this.awaitingSnapshot.get(socket);
+      const held = this.awaitingSnapshot.size ? this.awaitingSnapshot.get(socket) : undefined;
       if (held) {
         if (held.length < MAX_HELD_EVENTS) held.push({ type, payload: payload });
         else {

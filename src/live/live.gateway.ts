@@ -150,10 +150,14 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     if (!campaignId) return;
     // Joined before the snapshot is read, so that it misses nothing; the room's events wait for it.
     this.notifier.awaitSnapshot(socket);
-    await socket.join(roomOf(campaignId));
-    if (socket.data.counted) this.counter.joined(campaignId);
-    const seq = await this.sendSnapshot(socket);
-    this.notifier.snapshotSent(socket, seq);
+    let seq: number | null = null;
+    try {
+      await socket.join(roomOf(campaignId));
+      if (socket.data.counted) this.counter.joined(campaignId);
+      seq = await this.sendSnapshot(socket);
+    } finally {
+      this.notifier.snapshotSent(socket, seq);
+    }
     if (seq !== null) this.notifier.joined(campaignId, seq);
     // Without its snapshot a viewer cannot apply events: let it come back (socket.io clients retry).
     else if (socket.connected) socket.disconnect(true);
