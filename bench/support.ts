@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { sign } from 'jsonwebtoken';
 
 export type Engine = 'sqlite' | 'mysql';
@@ -20,7 +21,17 @@ export interface BenchServer {
   pid: number;
   /** The environment the server process runs with (database, DATA_DIR, extra settings). */
   env: Record<string, string>;
+  /**
+   * The longest event-loop stall of the server since the previous call (or its start), in ms; needs
+   * `loopProbe` at start.
+   */
+  loopStallMs(): Promise<number>;
   stop(): Promise<void>;
+}
+
+export interface BenchCustomer {
+  accessKey: string;
+  auth: string;
 }
 
 export interface StartOptions {
@@ -33,6 +44,8 @@ export interface StartOptions {
   join?: BenchServer;
   /** Extra node flags for the server process only (e.g. `--prof`). */
   nodeArgs?: string[];
+  /** Preload bench/loop-probe.js into the server, so that `loopStallMs()` can tell its longest event-loop stall. */
+  loopProbe?: boolean;
 }
 
 function mysqlEnv(database: string): Record<string, string> {
@@ -100,26 +113,18 @@ export async function startServer(engine: Engine, port: number, name: string, op
     ...options.env,
     PORT: String(port),
   };
-  let accessKey: string;
-  let auth: string;
+  let customer: BenchCustomer;
   if (options.join) {
-    ({ accessKey, auth } = options.join);
+    customer = { accessKey: options.join.accessKey, auth: options.join.auth };
   } else {
     if (engine === 'mysql') await recreateMysqlDatabase(env);
-    // Not execFileSync: the bench process may itself carry the database link (bench:chaos's fault proxy).
-    const { stdout: created } = await promisify(execFile)(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', 'Bench'], {
-      env,
-      encoding: 'utf8',
-    });
-    const customer = JSON.parse(created.trim().split('\n').pop() as string) as { accessKey: string; secretKey: string };
-    const token = sign({ accessKey: customer.accessKey }, Buffer.from(customer.secretKey, 'base64'), {
-      algorithm: 'HS256',
-      expiresIn: 6 * 3600,
-    });
-    accessKey = customer.accessKey;
-    auth = `Bearer ${token}`;
+    customer = await createCustomer(env, 'Bench');
   }
-  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(options.nodeArgs ?? []), join(root, 'dist/main.js')], {
+  const { accessKey, auth } = customer;
+  const probeFile = join(dataDir, `loop-probe-${port}.json`);
+  const probeArgs = options.loopProbe ? ['--require', join(root, 'bench/loop-probe.js')] : [];
+  if (options.loopProbe) env.BENCH_LOOP_PROBE_FILE = probeFile;
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, ...probeArgs, ...(options.nodeArgs ?? []), join(root, 'dist/main.js')], {
     env,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -132,6 +137,19 @@ export async function startServer(engine: Engine, port: number, name: string, op
     auth,
     pid: child.pid as number,
     env,
+    async loopStallMs() {
+      if (!options.loopProbe) throw new Error('start the server with loopProbe to read its event-loop stalls');
+      rmSync(probeFile, { force: true });
+      child.kill('SIGUSR2');
+      for (let waited = 0; waited < 30_000; waited += 20) {
+        try {
+          return (JSON.parse(readFileSync(probeFile, 'utf8')) as { maxStallMs: number }).maxStallMs;
+        } catch {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+      throw new Error('the server did not report its event-loop stall within 30 s');
+    },
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');
@@ -142,6 +160,81 @@ export async function startServer(engine: Engine, port: number, name: string, op
       if (engine === 'mysql') await recreateMysqlDatabase(env, true);
     },
   };
+}
+
+/** Creates a customer with the admin CLI in a server's environment (its database); returns its key and a token. */
+export async function createCustomer(env: Record<string, string>, name: string): Promise<BenchCustomer> {
+  // Not execFileSync: the bench process may itself carry the database link (bench:chaos's fault proxy).
+  const { stdout: created } = await promisify(execFile)(process.execPath, [join(root, 'dist/cli/admin.js'), 'customer', 'create', '--name', name], {
+    env,
+    encoding: 'utf8',
+  });
+  const customer = JSON.parse(created.trim().split('\n').pop() as string) as { accessKey: string; secretKey: string };
+  const token = sign({ accessKey: customer.accessKey }, Buffer.from(customer.secretKey, 'base64'), {
+    algorithm: 'HS256',
+    expiresIn: 6 * 3600,
+  });
+  return { accessKey: customer.accessKey, auth: `Bearer ${token}` };
+}
+
+export interface FairnessFigures {
+  /** List requests the other customer got answered while the work ran. */
+  requests: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** The server's longest event-loop stall meanwhile, in ms. */
+  maxStallMs: number;
+}
+
+/**
+ * What another customer lives through while `work` runs: `connections` clients each ask for that customer's
+ * first list page (20 goods) over and over (a 10 ms pause between requests), and the server's longest
+ * event-loop stall is read around the work. Seeds the other customer with 1,000 goods first.
+ */
+export async function measureFairness<T>(server: BenchServer, work: () => Promise<T>, connections = 2): Promise<{ result: T; fairness: FairnessFigures }> {
+  const other = await createCustomer(server.env, `Other ${Date.now()}`);
+  const seed = await fetch(`${server.baseUrl}/v1/goods/${other.accessKey}/sync`, {
+    method: 'POST',
+    headers: { authorization: other.auth, 'content-type': 'application/json' },
+    body: JSON.stringify(Array.from({ length: 1000 }, (_, i) => goodsElement(900_000 + i))),
+  });
+  if (seed.status !== 200) throw new Error(`seeding the other customer failed: HTTP ${seed.status}`);
+  const url = `${server.baseUrl}/v1/goods/${other.accessKey}?page=1&count=20`;
+  const latencies: number[] = [];
+  let running = true;
+  const client = async () => {
+    while (running) {
+      const started = performance.now();
+      const res = await fetch(url, { headers: { authorization: other.auth } });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`the other customer's list answered HTTP ${res.status}`);
+      latencies.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  // Warm the other customer's list up (token cache, list cache), then start a fresh stall window.
+  for (let i = 0; i < 3; i++) await (await fetch(url, { headers: { authorization: other.auth } })).arrayBuffer();
+  await server.loopStallMs();
+  const clients = Array.from({ length: connections }, () => client());
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    running = false;
+    await Promise.all(clients);
+  }
+  const maxStallMs = await server.loopStallMs();
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+  return { result, fairness: { requests: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN, maxStallMs } };
+}
+
+export function fairnessLine(f: FairnessFigures): string {
+  return (
+    `other customer's list: ${f.requests} requests, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms, max ${f.max.toFixed(0)} ms; ` +
+    `longest event-loop stall ${f.maxStallMs} ms`
+  );
 }
 
 /** Peak resident memory of a process so far (Linux VmHWM), in MB. */

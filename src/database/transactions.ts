@@ -1,6 +1,7 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import type { BetterSqlite3ConnectionOptions } from 'typeorm/driver/better-sqlite3/BetterSqlite3ConnectionOptions';
 import { AppConfig } from '../config/app-config';
 import { DatabaseUnavailable } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
@@ -11,14 +12,20 @@ import { mysqlGuardOf } from './mysql-guard';
  *
  * TypeORM drives SQLite through one shared connection, so two overlapping transactions would merge into
  * one; on SQLite every write transaction therefore waits its turn (SQLite has a single writer anyway).
+ * Reads outside a transaction use a second, read-only SQLite connection: in WAL mode it sees the last
+ * committed state while a write transaction is open, so long writes (a 10,000-element sync) can pause
+ * between their slices to let other customers' requests run, and those requests never see, nor wait for,
+ * a write that has not committed.
  * On MySQL transactions run concurrently on the pool, each within DB_TRANSACTION_TIMEOUT_MS: past it,
  * its connection is abandoned (closed, its server thread killed, so its locks go), the transaction rolls
  * back and the caller gets DatabaseUnavailable (503).
  */
 @Injectable()
-export class Transactions implements OnApplicationShutdown {
+export class Transactions implements OnModuleInit, OnApplicationShutdown {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly serial: boolean;
+  /** SQLite only: the read-only connection for reads outside a transaction. */
+  private reader?: DataSource;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -27,9 +34,17 @@ export class Transactions implements OnApplicationShutdown {
     this.serial = dataSource.options.type === 'better-sqlite3';
   }
 
-  /** For reads outside a transaction. */
+  async onModuleInit(): Promise<void> {
+    if (!this.serial) return;
+    // Same file and settings; read-only (a stray write through it fails loudly), no migrations, and the
+    // journal mode is the file's (the writer set WAL).
+    const options = this.dataSource.options as BetterSqlite3ConnectionOptions;
+    this.reader = await new DataSource({ ...options, readonly: true, enableWAL: false, migrations: [] }).initialize();
+  }
+
+  /** For reads outside a transaction: they see what has been committed. */
   get manager(): EntityManager {
-    return this.dataSource.manager;
+    return (this.reader ?? this.dataSource).manager;
   }
 
   /** True on MySQL/MariaDB (row locks, a connection pool), false on SQLite. */
@@ -38,11 +53,12 @@ export class Transactions implements OnApplicationShutdown {
   }
 
   /**
-   * Reads that must all see the same instant: one REPEATABLE READ transaction on MySQL; on SQLite the
-   * single connection reads between write transactions anyway.
+   * Reads that must all see the same instant: one REPEATABLE READ transaction on MySQL. On SQLite
+   * better-sqlite3 answers synchronously, so reads chained without waiting on other I/O run back to back
+   * in one turn of the event loop, and no write can commit between them (writers commit in turns of their own).
    */
   consistentRead<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return this.serial ? work(this.dataSource.manager) : this.dataSource.transaction('REPEATABLE READ', work);
+    return this.serial ? work(this.manager) : this.dataSource.transaction('REPEATABLE READ', work);
   }
 
   run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
@@ -52,8 +68,9 @@ export class Transactions implements OnApplicationShutdown {
     return result;
   }
 
-  onApplicationShutdown(): void {
+  async onApplicationShutdown(): Promise<void> {
     mysqlGuardOf(this.dataSource)?.close();
+    if (this.reader?.isInitialized) await this.reader.destroy();
   }
 
   private async withDeadline<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {

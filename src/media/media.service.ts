@@ -145,10 +145,11 @@ export class MediaService {
     return removed;
   }
 
-  /** The media row of each goods item that has one. */
-  async forGoods(em: EntityManager, goodsIds: number[]): Promise<Map<number, Media>> {
+  /** The media row of each goods item that has one (`between` runs between chunks, e.g. to yield the event loop). */
+  async forGoods(em: EntityManager, goodsIds: number[], between?: () => Promise<void>): Promise<Map<number, Media>> {
     const found = new Map<number, Media>();
     for (let i = 0; i < goodsIds.length; i += CHUNK) {
+      if (i && between) await between();
       const rows = await em.find(Media, { where: { goodsId: In(goodsIds.slice(i, i + CHUNK)) } });
       for (const m of rows) found.set(m.goodsId, m);
     }

@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { EntityManager, In } from 'typeorm';
+import { EntityManager } from 'typeorm';
+import { hydrateRows, insertRows } from '../database/bulk-sql';
 import { flattenValidationErrors } from '../common/errors/validation';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
@@ -16,6 +17,7 @@ import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods, WRITABLE_FIELDS } from '../goods/goods-write';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
+import { TimeSlicer } from '../common/util/time-slicer';
 import { GoodsSource, Metrics } from '../metrics/metrics.service';
 
 /** One element to apply: its row number in the caller's numbering and the raw submitted value. */
@@ -31,7 +33,10 @@ export interface BatchOptions {
   source?: GoodsSource;
 }
 
-/** Rows per multi-row statement: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
+/**
+ * Rows per multi-row statement: ~25 bound values a row keeps SQLite and MySQL far below their limits,
+ * and one statement of 400 rows runs for ~10 ms on SQLite (statements are the slices that cannot be cut).
+ */
 const CHUNK = 400;
 const UPDATE_CHUNK = 200;
 /** Transactions a batch may start after losing a unique-key race to a concurrent writer. */
@@ -121,12 +126,20 @@ export class GoodsBatchWriter {
   ) {}
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
-    const parsed = elements.map((element) => this.parse(element));
+    // A batch of 10,000 costs a second or more of CPU: it runs in slices of ~10 ms so that other
+    // customers' requests and live viewers are served in between (on SQLite too: reads there go
+    // through a connection of their own and see only committed writes; see Transactions).
+    const slicer = new TimeSlicer();
+    const parsed: Parsed[] = [];
+    for (const element of elements) {
+      if (slicer.due()) await slicer.yield();
+      parsed.push(this.parse(element));
+    }
     const refresh = !!options.refreshMedia;
     // Decide once outside any transaction, only to learn which images to fetch: fetching can take
     // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
     const setsImages = parsed.some((p) => typeof p.write?.mediaUrl === 'string');
-    const preview = setsImages ? await this.plan(this.transactions.manager, tenant, parsed) : null;
+    const preview = setsImages ? await this.plan(this.transactions.manager, tenant, parsed, slicer) : null;
     const fetched = await this.media.prepareAll(preview ? this.urlsToFetch(preview.items, refresh) : []);
     try {
       let races = 0;
@@ -136,17 +149,19 @@ export class GoodsBatchWriter {
           const lastRound = round >= MEDIA_ROUNDS;
           const { plan, released } = await this.transactions.run(async (em) => {
             await lockCatalog(em, tenant.id);
-            const plan = await this.plan(em, tenant, parsed);
+            const plan = await this.plan(em, tenant, parsed, slicer);
             // Rare: the catalog changed since the preview and the plan now needs images not fetched
             // yet. No network I/O inside a transaction (on SQLite it would hold up every writer):
             // leave it, fetch them, and plan again; the last round writes without them.
             const missing = this.urlsToFetch(plan.items, refresh).filter((url) => !fetched.has(url));
             if (missing.length && !lastRound) throw new ImagesMissing(missing);
-            const released = await this.write(em, tenant, plan.items, fetched, refresh);
+            const released = await this.write(em, tenant, plan.items, fetched, refresh, slicer);
+            // The commit writes the whole batch out (SQLite: to its WAL file): give it a slice of its own.
+            await slicer.yield();
             return { plan, released };
           });
           await this.media.releaseFiles(released);
-          const response = this.envelope(tenant, plan.outcomes);
+          const response = await this.envelope(tenant, plan.outcomes, slicer);
           const source = options.source ?? 'sync';
           if (response.createCount) this.metrics.goodsRows.inc({ source, outcome: 'CREATE' }, response.createCount);
           if (response.updateCount) this.metrics.goodsRows.inc({ source, outcome: 'UPDATE' }, response.updateCount);
@@ -225,12 +240,13 @@ export class GoodsBatchWriter {
   }
 
   /** Loads what the batch touches and decides every element in order, in memory. */
-  private async plan(em: EntityManager, tenant: Tenant, parsed: Parsed[]): Promise<Plan> {
+  private async plan(em: EntityManager, tenant: Tenant, parsed: Parsed[], slicer: TimeSlicer): Promise<Plan> {
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
-    const existing = await this.loadTouched(em, tenant, writes);
+    const existing = await this.loadTouched(em, tenant, writes, slicer);
     const stored = await this.media.forGoods(
       em,
       existing.map((g) => g.id),
+      () => slicer.pause(),
     );
     const byId = new Map<number, Item>();
     const bySku = new Map<string, Item>();
@@ -250,21 +266,27 @@ export class GoodsBatchWriter {
     }
 
     const now = new Date();
-    const outcomes: Outcome[] = parsed.map((p) => {
-      if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
-      try {
-        const decided = this.decide(tenant, p.row, p.write, now, byId, bySku, byUrl);
-        if (p.write.mediaUrl !== undefined && decided.item) decided.item.mediaMentioned = true;
-        return { row: p.row, setsMedia: typeof p.write.mediaUrl === 'string', ...decided };
-      } catch (err) {
-        if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, echo: p.echo };
-        throw err;
-      }
-    });
+    const outcomes: Outcome[] = [];
+    for (const p of parsed) {
+      if (slicer.due()) await slicer.yield();
+      outcomes.push(this.outcome(tenant, p, now, byId, bySku, byUrl));
+    }
 
     const items = new Set<Item>();
     for (const o of outcomes) if (o.item) items.add(o.item);
     return { outcomes, items: [...items] };
+  }
+
+  private outcome(tenant: Tenant, p: Parsed, now: Date, byId: Map<number, Item>, bySku: Map<string, Item>, byUrl: Map<string, Item>): Outcome {
+    if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
+    try {
+      const decided = this.decide(tenant, p.row, p.write, now, byId, bySku, byUrl);
+      if (p.write.mediaUrl !== undefined && decided.item) decided.item.mediaMentioned = true;
+      return { row: p.row, setsMedia: typeof p.write.mediaUrl === 'string', ...decided };
+    } catch (err) {
+      if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, echo: p.echo };
+      throw err;
+    }
   }
 
   /** Decides one element against the in-memory state, and updates that state. */
@@ -342,11 +364,12 @@ export class GoodsBatchWriter {
   }
 
   /** Every stored item the batch names by id, sku or url (a few IN queries per 400 keys). */
-  private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[]): Promise<Goods[]> {
+  private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[], slicer: TimeSlicer): Promise<Goods[]> {
     const ids = new Set<number>();
     const skuHashes = new Set<string>();
     const urlHashes = new Set<string>();
     for (const w of writes) {
+      if (slicer.due()) await slicer.yield();
       if (w.id !== undefined) ids.add(w.id);
       if (w.sku !== undefined) skuHashes.add(keyHash(w.sku));
       if (w.url !== undefined) urlHashes.add(keyHash(w.url));
@@ -355,25 +378,39 @@ export class GoodsBatchWriter {
     // Usually sku and url name the same item: find ids first (index-only), then load each row once.
     const idsOf = async (column: 'skuHash' | 'urlHash', values: string[]) => {
       for (let i = 0; i < values.length; i += CHUNK) {
-        const rows = await em.find(Goods, {
-          select: { id: true },
-          where: { customerId: tenant.id, [column]: In(values.slice(i, i + CHUNK)) },
-        });
-        for (const g of rows) ids.add(g.id);
+        const chunk = values.slice(i, i + CHUNK);
+        const rows: Array<{ id: number | string }> = await em.query(
+          `SELECT id FROM goods WHERE customerId = ? AND ${column} IN (${chunk.map(() => '?').join(', ')})`,
+          [tenant.id, ...chunk],
+        );
+        for (const g of rows) ids.add(Number(g.id));
+        await slicer.pause();
       }
     };
     await idsOf('skuHash', [...skuHashes]);
     await idsOf('urlHash', [...urlHashes]);
     const all = [...ids];
     for (let i = 0; i < all.length; i += CHUNK) {
-      const rows = await em.find(Goods, { where: { customerId: tenant.id, id: In(all.slice(i, i + CHUNK)) } });
-      for (const g of rows) found.set(g.id, g);
+      const chunk = all.slice(i, i + CHUNK);
+      const raw: Array<Record<string, unknown>> = await em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN (${chunk.map(() => '?').join(', ')})`, [
+        tenant.id,
+        ...chunk,
+      ]);
+      for (const g of hydrateRows(em, Goods, raw)) found.set(g.id, g);
+      await slicer.pause();
     }
     return [...found.values()];
   }
 
   /** Writes the plan; returns the media rows it removed (their files go after commit). */
-  private async write(em: EntityManager, tenant: Tenant, items: Item[], fetched: Map<string, MediaOutcome>, refresh: boolean): Promise<Media[]> {
+  private async write(
+    em: EntityManager,
+    tenant: Tenant,
+    items: Item[],
+    fetched: Map<string, MediaOutcome>,
+    refresh: boolean,
+    slicer: TimeSlicer,
+  ): Promise<Media[]> {
     const updates = items.filter((i) => !i.isNew && i.dirty);
     const inserts = items.filter((i) => i.isNew).map((i) => i.goods);
 
@@ -388,6 +425,7 @@ export class GoodsBatchWriter {
         return parked;
       });
       await this.updateRows(em, tenant, chunk, ['skuHash', 'urlHash']);
+      await slicer.pause();
     }
     for (let i = 0; i < updates.length; i += UPDATE_CHUNK) {
       await this.updateRows(
@@ -396,17 +434,19 @@ export class GoodsBatchWriter {
         updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods),
         UPDATED_COLUMNS,
       );
+      await slicer.pause();
     }
 
     for (let i = 0; i < inserts.length; i += CHUNK) {
       const chunk = inserts.slice(i, i + CHUNK);
-      await em.createQueryBuilder().insert().into(Goods).values(chunk).updateEntity(false).execute();
-      const stored = await em.find(Goods, {
-        select: { id: true, skuHash: true },
-        where: { customerId: tenant.id, skuHash: In(chunk.map((g) => g.skuHash)) },
-      });
-      const idBySku = new Map(stored.map((g) => [g.skuHash, g.id]));
+      await insertRows(em, Goods, chunk);
+      const stored: Array<{ id: number | string; skuHash: string }> = await em.query(
+        `SELECT id, skuHash FROM goods WHERE customerId = ? AND skuHash IN (${chunk.map(() => '?').join(', ')})`,
+        [tenant.id, ...chunk.map((g) => g.skuHash)],
+      );
+      const idBySku = new Map(stored.map((g) => [g.skuHash, Number(g.id)]));
       for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
+      await slicer.pause();
     }
 
     // Media: replace or drop where the final mediaUrl says so (ids of new items are known by now).
@@ -457,30 +497,36 @@ export class GoodsBatchWriter {
     await em.query(sql, params);
   }
 
-  private envelope(tenant: Tenant, outcomes: Outcome[]): SyncResponse {
+  private async envelope(tenant: Tenant, outcomes: Outcome[], slicer: TimeSlicer): Promise<SyncResponse> {
     let createCount = 0;
     let updateCount = 0;
     let failCount = 0;
-    const results = outcomes.map((o): UploadGoodsRowResult => {
-      if (o.status === 'FAIL') {
-        failCount += 1;
-        return { ...failedGoods(o.echo ?? {}, tenant.currency), row: o.row, status: 'FAIL', message: o.message };
-      }
-      if (o.status === 'CREATE') createCount += 1;
+    const results: UploadGoodsRowResult[] = [];
+    for (const o of outcomes) {
+      if (slicer.due()) await slicer.yield();
+      results.push(this.result(tenant, o));
+      if (o.status === 'FAIL') failCount += 1;
+      else if (o.status === 'CREATE') createCount += 1;
       else updateCount += 1;
-      const snapshot = o.snapshot as GoodsResponse;
-      const item = o.item as Item;
-      const message = o.setsMedia && item.mediaError ? `saved without image: ${item.mediaError}` : null;
-      return {
-        ...snapshot,
-        id: item.goods.id ?? snapshot.id,
-        medias: item.finalMedia ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
-        row: o.row,
-        status: o.status,
-        message,
-      };
-    });
+    }
+    // Serialising the answer (a few MB for 10,000 rows) gets a slice of its own too.
+    await slicer.yield();
     return { results, totalCount: outcomes.length, createCount, updateCount, failCount, _s: 0 };
+  }
+
+  private result(tenant: Tenant, o: Outcome): UploadGoodsRowResult {
+    if (o.status === 'FAIL') return { ...failedGoods(o.echo ?? {}, tenant.currency), row: o.row, status: 'FAIL', message: o.message };
+    const snapshot = o.snapshot as GoodsResponse;
+    const item = o.item as Item;
+    const message = o.setsMedia && item.mediaError ? `saved without image: ${item.mediaError}` : null;
+    return {
+      ...snapshot,
+      id: item.goods.id ?? snapshot.id,
+      medias: item.finalMedia ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
+      row: o.row,
+      status: o.status,
+      message,
+    };
   }
 }
 
