@@ -9,7 +9,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'jest.config.js', 'scripts/*.js', 'test/support/*.js'] },
+        projectService: { allowDefaultProject: ['*.js', 'jest.config.js', 'scripts/*.js', 'test/support/*.js', 'bench/*.js'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

@@ -39,7 +39,10 @@ describeEngines('one customer does not hold up the others', __filename, (ctx) =>
     const t = ctx();
     const db = t.app.get(Transactions);
     const { c } = await tenant(t, 'Isolation');
-    const nameOutside = async () => ((await db.manager.query('SELECT name FROM customers WHERE id = ?', [c.id])) as Array<{ name: string }>)[0].name;
+    const nameOutside = async () => {
+      const rows: Array<{ name: string }> = await db.manager.query('SELECT name FROM customers WHERE id = ?', [c.id]);
+      return rows[0].name;
+    };
     let seenMeanwhile = '';
     await db.run(async (em) => {
       await em.query('UPDATE customers SET name = ? WHERE id = ?', ['Isolation (renamed)', c.id]);
