@@ -6,6 +6,7 @@
  */
 'use strict';
 const { writeFileSync } = require('node:fs');
+const { setInterval } = require('node:timers');
 const { performance } = require('node:perf_hooks');
 
 const file = process.env.BENCH_LOOP_PROBE_FILE;
