@@ -1,4 +1,5 @@
 import { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 
 /**
  * Plain multi-row statements for the bulk paths, built from the entity's metadata (column names,
@@ -31,4 +32,55 @@ export function hydrateRows<T extends ObjectLiteral>(em: EntityManager, target: 
     for (const column of columns) column.setEntityValue(entity, driver.prepareHydratedValue(r[column.databaseName], column));
     return entity;
   });
+}
+
+/**
+ * Sets `properties` of many existing rows, each to its own value, in one statement, on rows whose
+ * `scope` column holds `scope.value` (the tenant) only. The caller has locked the rows.
+ * - SQLite: `UPDATE … FROM (VALUES …)` joined on the primary key.
+ * - MySQL and MariaDB: `INSERT … ON DUPLICATE KEY UPDATE` with the full rows. Every row exists, so the
+ *   INSERT half never inserts: the primary key collides and the UPDATE half sets the columns (a
+ *   multi-row UPDATE with CASE or with a joined derived table costs both servers several times more).
+ *   The caller must make sure no row's new unique keys collide with another row's.
+ */
+export async function updateRowsById<T extends ObjectLiteral>(
+  em: EntityManager,
+  target: EntityTarget<T>,
+  rows: T[],
+  properties: readonly string[],
+  scope: { property: string; value: unknown },
+): Promise<void> {
+  if (!rows.length) return;
+  const driver = em.connection.driver;
+  const metadata = em.connection.getMetadata(target);
+  const columnOf = (property: string) => {
+    const column = metadata.findColumnWithPropertyName(property);
+    if (!column) throw new Error(`${metadata.tableName} has no column ${property}`);
+    return column;
+  };
+  const name = (column: ColumnMetadata) => driver.escape(column.databaseName);
+  const table = driver.escape(metadata.tableName);
+  const primary = metadata.primaryColumns[0];
+  const columns = properties.map(columnOf);
+  const scopeColumn = name(columnOf(scope.property));
+  const params: unknown[] = [];
+  const valuesOf = (sent: ColumnMetadata[]) => {
+    for (const row of rows) for (const column of sent) params.push(driver.preparePersistentValue(column.getEntityValue(row), column) ?? null);
+    const tuple = `(${sent.map(() => '?').join(', ')})`;
+    return rows.map(() => tuple).join(', ');
+  };
+  if (em.connection.options.type === 'better-sqlite3') {
+    const values = valuesOf([primary, ...columns]);
+    params.push(scope.value);
+    const sets = columns.map((c, i) => `${name(c)} = v.column${i + 2}`);
+    await em.query(
+      `UPDATE ${table} SET ${sets.join(', ')} FROM (VALUES ${values}) AS v WHERE ${table}.${name(primary)} = v.column1 AND ${table}.${scopeColumn} = ?`,
+      params,
+    );
+    return;
+  }
+  const all = metadata.columns.filter((c) => !c.isVirtual);
+  const values = valuesOf(all);
+  const sets = columns.map((c) => `${name(c)} = IF(${scopeColumn} = VALUES(${scopeColumn}), VALUES(${name(c)}), ${name(c)})`);
+  await em.query(`INSERT INTO ${table} (${all.map(name).join(', ')}) VALUES ${values} ON DUPLICATE KEY UPDATE ${sets.join(', ')}`, params);
 }

@@ -6,6 +6,19 @@ export function keyHash(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
+/** keyHash with a memory, for a batch that hashes the same keys several times. */
+export function memoizedKeyHash(): (value: string) => string {
+  const known = new Map<string, string>();
+  return (value) => {
+    let hash = known.get(value);
+    if (hash === undefined) {
+      hash = keyHash(value);
+      known.set(value, hash);
+    }
+    return hash;
+  };
+}
+
 /** The form both stored text and keywords take for searching: NFKC, lower case. */
 export function normalizeForSearch(value: string): string {
   return value.normalize('NFKC').toLowerCase();

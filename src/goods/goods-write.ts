@@ -15,7 +15,7 @@ export type WritableField = (typeof WRITABLE_FIELDS)[number];
  * (validation has already refused null for the non-nullable ones). Keeps the derived columns
  * (key hashes, search text) in step. Returns the names of the fields that changed.
  */
-export function applyGoodsWrite(goods: Goods, write: GoodsWrite): WritableField[] {
+export function applyGoodsWrite(goods: Goods, write: GoodsWrite, hashOf: (key: string) => string = keyHash): WritableField[] {
   const changed: WritableField[] = [];
   const target = goods as unknown as Record<WritableField, unknown>;
   for (const field of WRITABLE_FIELDS) {
@@ -28,8 +28,8 @@ export function applyGoodsWrite(goods: Goods, write: GoodsWrite): WritableField[
       changed.push(field);
     }
   }
-  if (changed.includes('sku') || !goods.skuHash) goods.skuHash = keyHash(goods.sku);
-  if (changed.includes('url') || !goods.urlHash) goods.urlHash = keyHash(goods.url);
+  if (changed.includes('sku') || !goods.skuHash) goods.skuHash = hashOf(goods.sku);
+  if (changed.includes('url') || !goods.urlHash) goods.urlHash = hashOf(goods.url);
   goods.searchText = buildSearchText(goods.name, goods.brand, goods.sku);
   return changed;
 }
@@ -41,7 +41,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 }
 
 /** A fresh item from a register or sync "create" write (name, sku and url already checked present). */
-export function newGoods(customerId: number, write: GoodsWrite, now: Date): Goods {
+export function newGoods(customerId: number, write: GoodsWrite, now: Date, hashOf: (key: string) => string = keyHash): Goods {
   const goods = new Goods();
   goods.customerId = customerId;
   goods.brand = null;
@@ -50,7 +50,7 @@ export function newGoods(customerId: number, write: GoodsWrite, now: Date): Good
   goods.originalPrice = null;
   goods.discountedPrice = null;
   goods.discountPercentage = null;
-  applyGoodsWrite(goods, write);
+  applyGoodsWrite(goods, write, hashOf);
   goods.createdAt = now;
   goods.updatedAt = now;
   return goods;

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { hydrateRows } from '../database/bulk-sql';
 import { EntityManager, In } from 'typeorm';
 import { mapWithConcurrency } from '../common/util/concurrency';
 import { redactCredentials } from '../common/util/redact';
@@ -150,8 +151,9 @@ export class MediaService {
     const found = new Map<number, Media>();
     for (let i = 0; i < goodsIds.length; i += CHUNK) {
       if (i && between) await between();
-      const rows = await em.find(Media, { where: { goodsId: In(goodsIds.slice(i, i + CHUNK)) } });
-      for (const m of rows) found.set(m.goodsId, m);
+      const chunk = goodsIds.slice(i, i + CHUNK);
+      const raw: Array<Record<string, unknown>> = await em.query(`SELECT * FROM media WHERE goodsId IN (${chunk.map(() => '?').join(', ')})`, chunk);
+      for (const m of hydrateRows(em, Media, raw)) found.set(m.goodsId, m);
     }
     return found;
   }

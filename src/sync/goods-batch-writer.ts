@@ -2,14 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { EntityManager } from 'typeorm';
-import { hydrateRows, insertRows } from '../database/bulk-sql';
+import { hydrateRows, insertRows, updateRowsById } from '../database/bulk-sql';
 import { flattenValidationErrors } from '../common/errors/validation';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
 import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
 import { Goods } from '../goods/entities/goods.entity';
-import { keyHash } from '../goods/goods-keys';
+import { memoizedKeyHash } from '../goods/goods-keys';
 import { bumpCatalogVersion, lockCatalog } from '../goods/goods-list-cache';
 import { toMediaResponse } from '../media/dto/media-response.dto';
 import { Media } from '../media/entities/media.entity';
@@ -103,6 +103,16 @@ class ImagesMissing extends Error {
 }
 
 type Parsed = { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string };
+
+/** What deciding the elements of a batch in order works on. */
+interface PlanState {
+  tenant: Tenant;
+  now: Date;
+  hashOf: (key: string) => string;
+  byId: Map<number, Item>;
+  bySku: Map<string, Item>;
+  byUrl: Map<string, Item>;
+}
 
 interface Plan {
   outcomes: Outcome[];
@@ -242,15 +252,16 @@ export class GoodsBatchWriter {
   /** Loads what the batch touches and decides every element in order, in memory. */
   private async plan(em: EntityManager, tenant: Tenant, parsed: Parsed[], slicer: TimeSlicer): Promise<Plan> {
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
-    const existing = await this.loadTouched(em, tenant, writes, slicer);
+    // Every key is hashed once per plan, however many times the plan looks it up.
+    const hashOf = memoizedKeyHash();
+    const existing = await this.loadTouched(em, tenant, writes, hashOf, slicer);
     const stored = await this.media.forGoods(
       em,
       existing.map((g) => g.id),
       () => slicer.pause(),
     );
-    const byId = new Map<number, Item>();
-    const bySku = new Map<string, Item>();
-    const byUrl = new Map<string, Item>();
+    const state: PlanState = { tenant, now: new Date(), hashOf, byId: new Map(), bySku: new Map(), byUrl: new Map() };
+    const { byId, bySku, byUrl } = state;
     for (const goods of existing) {
       const item: Item = {
         goods,
@@ -265,11 +276,10 @@ export class GoodsBatchWriter {
       byUrl.set(goods.urlHash, item);
     }
 
-    const now = new Date();
     const outcomes: Outcome[] = [];
     for (const p of parsed) {
       if (slicer.due()) await slicer.yield();
-      outcomes.push(this.outcome(tenant, p, now, byId, bySku, byUrl));
+      outcomes.push(this.outcome(state, p));
     }
 
     const items = new Set<Item>();
@@ -277,10 +287,10 @@ export class GoodsBatchWriter {
     return { outcomes, items: [...items] };
   }
 
-  private outcome(tenant: Tenant, p: Parsed, now: Date, byId: Map<number, Item>, bySku: Map<string, Item>, byUrl: Map<string, Item>): Outcome {
+  private outcome(state: PlanState, p: Parsed): Outcome {
     if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
     try {
-      const decided = this.decide(tenant, p.row, p.write, now, byId, bySku, byUrl);
+      const decided = this.decide(state, p.row, p.write);
       if (p.write.mediaUrl !== undefined && decided.item) decided.item.mediaMentioned = true;
       return { row: p.row, setsMedia: typeof p.write.mediaUrl === 'string', ...decided };
     } catch (err) {
@@ -290,22 +300,15 @@ export class GoodsBatchWriter {
   }
 
   /** Decides one element against the in-memory state, and updates that state. */
-  private decide(
-    tenant: Tenant,
-    row: number,
-    write: GoodsWrite,
-    now: Date,
-    byId: Map<number, Item>,
-    bySku: Map<string, Item>,
-    byUrl: Map<string, Item>,
-  ): Pick<Outcome, 'status' | 'message' | 'item' | 'snapshot'> {
+  private decide(state: PlanState, row: number, write: GoodsWrite): Pick<Outcome, 'status' | 'message' | 'item' | 'snapshot'> {
+    const { tenant, now, hashOf, byId, bySku, byUrl } = state;
     let target: Item | undefined;
     if (write.id !== undefined) {
       target = byId.get(write.id);
       if (!target) throw new Conflict(`Goods not found: id ${write.id}`);
     } else {
-      const bySkuItem = write.sku !== undefined ? bySku.get(keyHash(write.sku)) : undefined;
-      const byUrlItem = write.url !== undefined ? byUrl.get(keyHash(write.url)) : undefined;
+      const bySkuItem = write.sku !== undefined ? bySku.get(hashOf(write.sku)) : undefined;
+      const byUrlItem = write.url !== undefined ? byUrl.get(hashOf(write.url)) : undefined;
       if (bySkuItem && byUrlItem && bySkuItem !== byUrlItem) {
         throw new Conflict(
           `sku '${write.sku}' belongs to ${this.idText(bySkuItem)} but url '${write.url}' belongs to ` +
@@ -318,7 +321,7 @@ export class GoodsBatchWriter {
     if (!target) {
       const missing = (['name', 'sku', 'url'] as const).filter((f) => write[f] === undefined);
       if (missing.length) throw new Conflict(`${missing.join(', ')} required to create a goods item`);
-      const goods = newGoods(tenant.id, write, now);
+      const goods = newGoods(tenant.id, write, now, hashOf);
       const item: Item = {
         goods,
         storedMedia: null,
@@ -334,7 +337,7 @@ export class GoodsBatchWriter {
     }
 
     const next = Object.assign(new Goods(), target.goods);
-    const changed = applyGoodsWrite(next, { ...write, id: undefined });
+    const changed = applyGoodsWrite(next, { ...write, id: undefined }, hashOf);
     const skuHolder = bySku.get(next.skuHash);
     if (skuHolder && skuHolder !== target) throw new Conflict(keyTakenMessage('sku', next.sku, this.idText(skuHolder)));
     const urlHolder = byUrl.get(next.urlHash);
@@ -363,42 +366,43 @@ export class GoodsBatchWriter {
     return item.isNew ? `the goods created at row ${item.createdAtRow}` : `goods ${item.goods.id}`;
   }
 
-  /** Every stored item the batch names by id, sku or url (a few IN queries per 400 keys). */
-  private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[], slicer: TimeSlicer): Promise<Goods[]> {
+  /**
+   * Every stored item the batch names by id, sku or url: the rows whose sku the batch names, then those
+   * named only by url or by id (usually none: an element's sku and url name the same item). A query per
+   * 400 keys.
+   */
+  private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[], hashOf: (key: string) => string, slicer: TimeSlicer): Promise<Goods[]> {
     const ids = new Set<number>();
     const skuHashes = new Set<string>();
     const urlHashes = new Set<string>();
     for (const w of writes) {
       if (slicer.due()) await slicer.yield();
       if (w.id !== undefined) ids.add(w.id);
-      if (w.sku !== undefined) skuHashes.add(keyHash(w.sku));
-      if (w.url !== undefined) urlHashes.add(keyHash(w.url));
+      if (w.sku !== undefined) skuHashes.add(hashOf(w.sku));
+      if (w.url !== undefined) urlHashes.add(hashOf(w.url));
     }
     const found = new Map<number, Goods>();
-    // Usually sku and url name the same item: find ids first (index-only), then load each row once.
-    const idsOf = async (column: 'skuHash' | 'urlHash', values: string[]) => {
+    const load = async (column: 'skuHash' | 'urlHash' | 'id', values: Array<string | number>) => {
       for (let i = 0; i < values.length; i += CHUNK) {
         const chunk = values.slice(i, i + CHUNK);
-        const rows: Array<{ id: number | string }> = await em.query(
-          `SELECT id FROM goods WHERE customerId = ? AND ${column} IN (${chunk.map(() => '?').join(', ')})`,
+        const raw: Array<Record<string, unknown>> = await em.query(
+          `SELECT * FROM goods WHERE customerId = ? AND ${column} IN (${chunk.map(() => '?').join(', ')})`,
           [tenant.id, ...chunk],
         );
-        for (const g of rows) ids.add(Number(g.id));
+        for (const g of hydrateRows(em, Goods, raw)) found.set(g.id, g);
         await slicer.pause();
       }
     };
-    await idsOf('skuHash', [...skuHashes]);
-    await idsOf('urlHash', [...urlHashes]);
-    const all = [...ids];
-    for (let i = 0; i < all.length; i += CHUNK) {
-      const chunk = all.slice(i, i + CHUNK);
-      const raw: Array<Record<string, unknown>> = await em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN (${chunk.map(() => '?').join(', ')})`, [
-        tenant.id,
-        ...chunk,
-      ]);
-      for (const g of hydrateRows(em, Goods, raw)) found.set(g.id, g);
-      await slicer.pause();
-    }
+    await load('skuHash', [...skuHashes]);
+    const seenUrls = new Set([...found.values()].map((g) => g.urlHash));
+    await load(
+      'urlHash',
+      [...urlHashes].filter((h) => !seenUrls.has(h)),
+    );
+    await load(
+      'id',
+      [...ids].filter((id) => !found.has(id)),
+    );
     return [...found.values()];
   }
 
@@ -475,26 +479,8 @@ export class GoodsBatchWriter {
     return released;
   }
 
-  /** `UPDATE goods SET col = CASE id WHEN ? THEN ? ... END, ... WHERE customerId = ? AND id IN (...)`. */
   private async updateRows(em: EntityManager, tenant: Tenant, rows: Goods[], columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>): Promise<void> {
-    if (!rows.length) return;
-    const driver = em.connection.driver;
-    const metadata = em.connection.getMetadata(Goods);
-    const params: unknown[] = [];
-    const sets = columns.map((property) => {
-      const column = metadata.findColumnWithPropertyName(property);
-      if (!column) throw new Error(`unknown column ${property}`);
-      const cases = rows.map((row) => {
-        params.push(row.id, driver.preparePersistentValue((row as unknown as Record<string, unknown>)[property], column));
-        return 'WHEN ? THEN ?';
-      });
-      return `${driver.escape(column.databaseName)} = CASE ${driver.escape('id')} ${cases.join(' ')} END`;
-    });
-    params.push(tenant.id, ...rows.map((r) => r.id));
-    const sql =
-      `UPDATE ${driver.escape(metadata.tableName)} SET ${sets.join(', ')} ` +
-      `WHERE ${driver.escape('customerId')} = ? AND ${driver.escape('id')} IN (${rows.map(() => '?').join(', ')})`;
-    await em.query(sql, params);
+    await updateRowsById(em, Goods, rows, columns, { property: 'customerId', value: tenant.id });
   }
 
   private async envelope(tenant: Tenant, outcomes: Outcome[], slicer: TimeSlicer): Promise<SyncResponse> {
