@@ -1,0 +1,210 @@
+/**
+ * npm run bench:scale — the cost curve: how each cost grows with the work, on the real server.
+ *
+ *   sync:    1,000 / 10,000 / 50,000 new goods (in calls of at most 10,000 elements), then the same
+ *            goods changed: time, goods/s, server RSS after each step.
+ *   catalog: the catalog grown to 10,000 / 100,000 / 1,000,000 goods (seeded through /sync); at each
+ *            size the list page without a keyword and a keyword never searched before (every request a
+ *            new one: 3+ characters, two Hangul syllables, one Hangul syllable in turn), 10 connections
+ *            (autocannon): req/s, p50, p99; server RSS and database size.
+ *   fan-out: bench:fanout at 1,000 / 5,000 / 10,000 viewers on one process (SQLite) and 20,000 viewers on
+ *            two processes + Redis (MariaDB): p50, p99, delivered/expected, server peak RSS.
+ *
+ * Options: --engines=sqlite,mysql  --sizes=10000,100000,1000000  --syncs=1000,10000,50000
+ *          --viewers=1000,5000,10000  --cluster-viewers=20000 (0: none)  --duration=10 (s per measurement)
+ *          --parts=sync,catalog,fanout
+ * Seeding 1,000,000 goods takes a few minutes per engine; the whole run about 20 minutes.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { BenchServer, createCustomer, Engine, goodsElement, peakRssMb, startServer } from './support';
+
+const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
+const list = (name: string, fallback: string) => arg(name, fallback).split(',').filter(Boolean).map(Number);
+const ENGINES = arg('engines', 'sqlite,mysql').split(',') as Engine[];
+const SIZES = list('sizes', '10000,100000,1000000');
+const SYNCS = list('syncs', '1000,10000,50000');
+const VIEWERS = list('viewers', '1000,5000,10000');
+const CLUSTER_VIEWERS = Number(arg('cluster-viewers', '20000'));
+const DURATION = Number(arg('duration', '10'));
+const PARTS = new Set(arg('parts', 'sync,catalog,fanout').split(','));
+const CALL = 10_000;
+
+const rows: string[] = [];
+const out = (line: string) => {
+  rows.push(line);
+  console.log(line);
+};
+
+/** Current resident memory of a process (VmRSS), in MB. */
+function rssMb(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : NaN;
+}
+
+async function sync(server: BenchServer, accessKey: string, auth: string, elements: Array<Record<string, unknown>>): Promise<void> {
+  for (let start = 0; start < elements.length; start += CALL) {
+    const res = await fetch(`${server.baseUrl}/v1/goods/${accessKey}/sync`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify(elements.slice(start, start + CALL)),
+    });
+    const body = (await res.json()) as { failCount?: number };
+    if (res.status !== 200 || body.failCount) throw new Error(`sync failed: HTTP ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+  }
+}
+
+async function syncCurve(engine: Engine, server: BenchServer): Promise<void> {
+  // Warm-up (JIT, statement caches) so that the first step is not the cold start.
+  const warm = await createCustomer(server.env, 'Warm-up');
+  await sync(
+    server,
+    warm.accessKey,
+    warm.auth,
+    Array.from({ length: 2000 }, (_, i) => goodsElement(5_000_000 + i)),
+  );
+  let first = 0;
+  for (const count of SYNCS) {
+    // A customer of its own per step: every step starts from an empty catalog.
+    const customer = await createCustomer(server.env, `Sync ${count}`);
+    for (const [label, variant] of [
+      ['create', 0],
+      ['update', 1],
+    ] as const) {
+      const elements = Array.from({ length: count }, (_, i) => goodsElement(first + i, variant));
+      const started = performance.now();
+      await sync(server, customer.accessKey, customer.auth, elements);
+      const ms = performance.now() - started;
+      out(
+        `${engine.padEnd(6)} sync    ${label} ${String(count).padStart(9)} goods  ${ms.toFixed(0).padStart(7)} ms  ${String(Math.round((count / ms) * 1000)).padStart(6)} goods/s   RSS ${rssMb(server.pid)} MB`,
+      );
+    }
+    first += count;
+  }
+}
+
+const HANGUL_FIRST = 0xac00;
+const HANGUL_COUNT = 11_172;
+const syllable = (n: number) => String.fromCharCode(HANGUL_FIRST + (n % HANGUL_COUNT));
+
+/** A keyword no earlier request used: 3+ characters, two Hangul syllables, one Hangul syllable, in turn. */
+function freshKeywords(): () => string {
+  let n = 0;
+  const used = new Set<string>();
+  return () => {
+    for (;;) {
+      n += 1;
+      const kind = n % 3;
+      const k = Math.floor(n / 3);
+      const keyword = kind === 0 ? `watch ${(k * 7919) % 1_000_000}` : kind === 1 ? syllable(k * 7919) + syllable(k * 104729 + 17) : syllable(k * 7919 + 5);
+      if (!used.has(keyword)) {
+        used.add(keyword);
+        return keyword;
+      }
+    }
+  };
+}
+
+async function measure(options: autocannon.Options): Promise<string> {
+  const r = await autocannon({ connections: 10, duration: DURATION, ...options });
+  const bad = r.non2xx + r.errors;
+  return `${r.requests.average.toFixed(0).padStart(6)} req/s  p50 ${String(r.latency.p50).padStart(4)} ms  p99 ${String(r.latency.p99).padStart(5)} ms${bad ? `  (${bad} errors/non-2xx!)` : ''}`;
+}
+
+function databaseMb(server: BenchServer): string {
+  if (server.engine !== 'sqlite') return '';
+  const file = join(server.env.DATA_DIR, 'livegoods.sqlite');
+  let bytes = statSync(file).size;
+  try {
+    bytes += statSync(`${file}-wal`).size;
+  } catch {
+    /* no WAL file */
+  }
+  return `, database file ${Math.round(bytes / 1024 / 1024)} MB`;
+}
+
+async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> {
+  const headers = { authorization: server.auth };
+  const listPath = `/v1/goods/${server.accessKey}`;
+  let stored = 0;
+  for (const size of SIZES) {
+    const started = performance.now();
+    for (; stored < size; stored += CALL) {
+      await sync(
+        server,
+        server.accessKey,
+        server.auth,
+        Array.from({ length: Math.min(CALL, size - stored) }, (_, i) => goodsElement(stored + i)),
+      );
+    }
+    const seedS = (performance.now() - started) / 1000;
+    console.log(`${engine}: catalog at ${size} goods (seeded in ${seedS.toFixed(1)} s)`);
+    await autocannon({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers, connections: 10, duration: 2 });
+    out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
+    const next = freshKeywords();
+    const search = await measure({
+      url: `${server.baseUrl}${listPath}`,
+      headers,
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${listPath}?searchKeyword=${encodeURIComponent(next())}&page=1&count=30` }) }],
+    });
+    out(`${engine.padEnd(6)} search  ${String(size).padStart(9)} goods  ${search}`);
+    out(
+      `${engine.padEnd(6)}         ${String(size).padStart(9)} goods  server RSS ${rssMb(server.pid)} MB (peak ${peakRssMb(server.pid)} MB)${databaseMb(server)}`,
+    );
+  }
+}
+
+/** Runs bench:fanout in a child process and keeps its figures. */
+function fanout(mode: 'single' | 'cluster', viewers: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, join(__dirname, 'fanout.ts'), `--viewers=${viewers}`, `--mode=${mode}`], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const figures = /delivered\/expected (\d+)\/(\d+)\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms\s+max ([\d.]+) ms/.exec(text);
+      const rss = /server peak RSS[^:]*: (.*)/.exec(text);
+      if (code !== 0 || !figures) {
+        out(`fanout  ${mode.padEnd(7)} ${String(viewers).padStart(6)} viewers  failed (exit ${code}): ${text.trim().split('\n').slice(-3).join(' | ')}`);
+        resolve();
+        return;
+      }
+      const [, delivered, expected, p50, p99, max] = figures;
+      out(
+        `fanout  ${mode.padEnd(7)} ${String(viewers).padStart(6)} viewers  p50 ${Number(p50).toFixed(0).padStart(4)} ms  p99 ${Number(p99).toFixed(0).padStart(4)} ms  max ${Number(max).toFixed(0).padStart(4)} ms  delivered ${delivered}/${expected}  server peak RSS ${rss ? rss[1].trim() : '?'}`,
+      );
+      resolve();
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:scale on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  let port = 3860;
+  for (const engine of ENGINES) {
+    if (!PARTS.has('sync') && !PARTS.has('catalog')) break;
+    const server = await startServer(engine, port++, 'scale');
+    try {
+      if (PARTS.has('sync')) await syncCurve(engine, server);
+      if (PARTS.has('catalog')) await catalogCurve(engine, server);
+    } finally {
+      await server.stop();
+    }
+  }
+  if (PARTS.has('fanout')) {
+    for (const viewers of VIEWERS) await fanout('single', viewers);
+    if (CLUSTER_VIEWERS) await fanout('cluster', CLUSTER_VIEWERS);
+  }
+  console.log(`\nbench:scale results (${DURATION} s per measurement, 10 connections)`);
+  for (const row of rows) console.log(row);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
