@@ -7,19 +7,31 @@ import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
  * spend ~35 µs of CPU per row building parameters; these spend a few.
  */
 
-/** `INSERT INTO t (every non-generated column) VALUES (...), (...)`: one statement for all `rows`. */
-export async function insertRows<T extends ObjectLiteral>(em: EntityManager, target: EntityTarget<T>, rows: T[]): Promise<void> {
-  if (!rows.length) return;
+/**
+ * `INSERT INTO t (every non-generated column) VALUES (...), (...)`: one statement for all `rows`. With
+ * `returning` (column names), the engines that can (SQLite, MariaDB) hand those columns of the new rows
+ * back from the same statement (`RETURNING`); MySQL cannot, and then the answer is null.
+ */
+export async function insertRows<T extends ObjectLiteral>(
+  em: EntityManager,
+  target: EntityTarget<T>,
+  rows: T[],
+  returning?: readonly string[],
+): Promise<Array<Record<string, unknown>> | null> {
+  if (!rows.length) return returning ? [] : null;
   const driver = em.connection.driver;
   const metadata = em.connection.getMetadata(target);
   const columns = metadata.columns.filter((c) => !c.isGenerated && !c.isVirtual);
   const params: unknown[] = [];
   const tuple = `(${columns.map(() => '?').join(', ')})`;
   for (const row of rows) for (const column of columns) params.push(driver.preparePersistentValue(column.getEntityValue(row), column) ?? null);
+  const type = em.connection.options.type;
+  const back = returning && (type === 'better-sqlite3' || type === 'mariadb') ? ` RETURNING ${returning.map((c) => driver.escape(c)).join(', ')}` : '';
   const sql =
     `INSERT INTO ${driver.escape(metadata.tableName)} (${columns.map((c) => driver.escape(c.databaseName)).join(', ')}) ` +
-    `VALUES ${rows.map(() => tuple).join(', ')}`;
-  await em.query(sql, params);
+    `VALUES ${rows.map(() => tuple).join(', ')}${back}`;
+  const result: unknown = await em.query(sql, params);
+  return back ? (result as Array<Record<string, unknown>>) : null;
 }
 
 /** Entities from raw rows of `SELECT *` (every column, through its transformer). */

@@ -39,6 +39,8 @@ export interface BatchOptions {
  */
 const CHUNK = 400;
 const UPDATE_CHUNK = 200;
+/** Elements whose skus and urls one look-up query carries (two keys each). */
+const KEYS_CHUNK = 200;
 /** Transactions a batch may start after losing a unique-key race to a concurrent writer. */
 const ATTEMPTS = 3;
 /**
@@ -367,42 +369,39 @@ export class GoodsBatchWriter {
   }
 
   /**
-   * Every stored item the batch names by id, sku or url: the rows whose sku the batch names, then those
-   * named only by url or by id (usually none: an element's sku and url name the same item). A query per
-   * 400 keys.
+   * Every stored item the batch names by id, sku or url: one query per 200 elements finds the rows
+   * holding their skus or urls (through the two unique indexes), one more per 400 ids the rows named by
+   * an id only.
    */
   private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[], hashOf: (key: string) => string, slicer: TimeSlicer): Promise<Goods[]> {
-    const ids = new Set<number>();
-    const skuHashes = new Set<string>();
-    const urlHashes = new Set<string>();
-    for (const w of writes) {
-      if (slicer.due()) await slicer.yield();
-      if (w.id !== undefined) ids.add(w.id);
-      if (w.sku !== undefined) skuHashes.add(hashOf(w.sku));
-      if (w.url !== undefined) urlHashes.add(hashOf(w.url));
-    }
     const found = new Map<number, Goods>();
-    const load = async (column: 'skuHash' | 'urlHash' | 'id', values: Array<string | number>) => {
-      for (let i = 0; i < values.length; i += CHUNK) {
-        const chunk = values.slice(i, i + CHUNK);
-        const raw: Array<Record<string, unknown>> = await em.query(
-          `SELECT * FROM goods WHERE customerId = ? AND ${column} IN (${chunk.map(() => '?').join(', ')})`,
-          [tenant.id, ...chunk],
-        );
-        for (const g of hydrateRows(em, Goods, raw)) found.set(g.id, g);
-        await slicer.pause();
-      }
+    const keep = (raw: Array<Record<string, unknown>>) => {
+      for (const g of hydrateRows(em, Goods, raw)) found.set(g.id, g);
     };
-    await load('skuHash', [...skuHashes]);
-    const seenUrls = new Set([...found.values()].map((g) => g.urlHash));
-    await load(
-      'urlHash',
-      [...urlHashes].filter((h) => !seenUrls.has(h)),
-    );
-    await load(
-      'id',
-      [...ids].filter((id) => !found.has(id)),
-    );
+    const inList = (n: number) => `(${Array.from({ length: n }, () => '?').join(', ')})`;
+    for (let i = 0; i < writes.length; i += KEYS_CHUNK) {
+      const skus: string[] = [];
+      const urls: string[] = [];
+      for (const w of writes.slice(i, i + KEYS_CHUNK)) {
+        if (w.sku !== undefined) skus.push(hashOf(w.sku));
+        if (w.url !== undefined) urls.push(hashOf(w.url));
+      }
+      // UNION ALL of two look-ups, each through its unique index (an OR may lead a planner to scan the
+      // customer's whole catalog instead); a row found twice is kept once.
+      const lookups = [
+        ...(skus.length ? [`SELECT * FROM goods WHERE customerId = ? AND skuHash IN ${inList(skus.length)}`] : []),
+        ...(urls.length ? [`SELECT * FROM goods WHERE customerId = ? AND urlHash IN ${inList(urls.length)}`] : []),
+      ];
+      const params = [...(skus.length ? [tenant.id, ...skus] : []), ...(urls.length ? [tenant.id, ...urls] : [])];
+      if (lookups.length) keep(await em.query(lookups.join(' UNION ALL '), params));
+      await slicer.pause();
+    }
+    const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) ? [w.id] : [])))];
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const chunk = ids.slice(i, i + CHUNK);
+      keep(await em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN ${inList(chunk.length)}`, [tenant.id, ...chunk]));
+      await slicer.pause();
+    }
     return [...found.values()];
   }
 
@@ -443,11 +442,12 @@ export class GoodsBatchWriter {
 
     for (let i = 0; i < inserts.length; i += CHUNK) {
       const chunk = inserts.slice(i, i + CHUNK);
-      await insertRows(em, Goods, chunk);
-      const stored: Array<{ id: number | string; skuHash: string }> = await em.query(
-        `SELECT id, skuHash FROM goods WHERE customerId = ? AND skuHash IN (${chunk.map(() => '?').join(', ')})`,
-        [tenant.id, ...chunk.map((g) => g.skuHash)],
-      );
+      const returned = await insertRows(em, Goods, chunk, ['id', 'skuHash']);
+      const stored = (returned ??
+        (await em.query(`SELECT id, skuHash FROM goods WHERE customerId = ? AND skuHash IN (${chunk.map(() => '?').join(', ')})`, [
+          tenant.id,
+          ...chunk.map((g) => g.skuHash),
+        ]))) as Array<{ id: number | string; skuHash: string }>;
       const idBySku = new Map(stored.map((g) => [g.skuHash, Number(g.id)]));
       for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
       await slicer.pause();
