@@ -138,7 +138,7 @@ export class GoodsBatchWriter {
   ) {}
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
-    // A batch of 10,000 costs a second or more of CPU: it runs in slices of ~10 ms so that other
+    // A batch of 10,000 costs a second or more of CPU: it runs in slices of ~5 ms so that other
     // customers' requests and live viewers are served in between (on SQLite too: reads there go
     // through a connection of their own and see only committed writes; see Transactions).
     const slicer = new TimeSlicer();
