@@ -399,6 +399,47 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await rowCount(ctx(), c)).toBe(3);
   });
 
+  it('a batch of several segments (1,000 elements each) keeps the rules across them: later elements see what earlier segments did', async () => {
+    const c = await ctx().createCustomer();
+    const [x, y, z] = (await syncOk(c, [goodsItem('X'), goodsItem('Y'), goodsItem('Z')])).results;
+    const body: Array<Record<string, unknown>> = Array.from({ length: 2600 }, (_, i) => goodsItem(`F${i + 1}`));
+    const at = (row: number, element: Record<string, unknown>) => (body[row - 1] = element);
+    at(1, goodsItem('N', { name: 'N1' }));
+    at(500, { id: x.id, sku: 'SKU-T' }); // X: SKU-X -> SKU-T (free)
+    at(1200, { id: y.id, sku: 'SKU-X' }); // Y takes the sku X gave up in an earlier segment
+    at(1300, { sku: 'SKU-N', name: 'N2' }); // the item created at row 1, updated in the next segment
+    at(1400, { sku: 'SKU-N', url: 'https://shop.example.com/goods/Y' }); // two different items
+    at(2100, { id: x.id, sku: 'SKU-Y' }); // X takes the sku Y gave up: a swap across three segments
+    at(2200, { sku: 'SKU-Z', name: 'Z2' }); // a stored item first met in the last segment
+    at(2300, { sku: 'SKU-N', name: 'N3' }); // the new item again
+    at(2400, goodsItem('T', { name: 'New T' })); // SKU-T: X took it at row 500 and gave it up at row 2100
+    at(2500, { id: 999999999, name: 'ghost' });
+    const env = await syncOk(c, body);
+    const row = (n: number) => env.results[n - 1];
+    expect(env).toMatchObject({ createCount: 2592, updateCount: 6, failCount: 2 });
+    expect([row(1).status, row(1300).status, row(2300).status]).toEqual(['CREATE', 'UPDATE', 'UPDATE']);
+    expect(new Set([row(1).id, row(1300).id, row(2300).id]).size).toBe(1);
+    expect(row(1).id).toEqual(expect.any(Number));
+    expect(row(1400)).toMatchObject({
+      status: 'FAIL',
+      message: `sku 'SKU-N' belongs to the goods created at row 1 but url 'https://shop.example.com/goods/Y' belongs to goods ${y.id}; send the id to say which one to update`,
+    });
+    expect(row(2500)).toMatchObject({ status: 'FAIL', message: 'Goods not found: id 999999999' });
+    expect([row(500), row(1200), row(2100)].map((r) => [r.status, r.id, r.sku])).toEqual([
+      ['UPDATE', x.id, 'SKU-T'],
+      ['UPDATE', y.id, 'SKU-X'],
+      ['UPDATE', x.id, 'SKU-Y'],
+    ]);
+    expect(row(2400)).toMatchObject({ status: 'CREATE', sku: 'SKU-T', name: 'New T' });
+    expect(await stored(c, 'SKU-Y')).toMatchObject({ id: x.id, name: 'Item X' });
+    expect(await stored(c, 'SKU-X')).toMatchObject({ id: y.id, name: 'Item Y' });
+    expect(await stored(c, 'SKU-Z')).toMatchObject({ id: z.id, name: 'Z2' });
+    expect(await stored(c, 'SKU-N')).toMatchObject({ id: row(1).id, name: 'N3' });
+    expect(await stored(c, 'SKU-T')).toMatchObject({ id: row(2400).id, name: 'New T' });
+    expect(await stored(c, 'SKU-F2599')).toMatchObject({ id: row(2599).id });
+    expect(await rowCount(ctx(), c)).toBe(3 + 2592);
+  });
+
   it('keeps decimal prices exactly (19.99, 1234567.8901, numeric text, the 1e12 maximum)', async () => {
     const c = await ctx().createCustomer();
     const env = await syncOk(c, [

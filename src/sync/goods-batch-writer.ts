@@ -39,6 +39,8 @@ export interface BatchOptions {
  */
 const CHUNK = 400;
 const UPDATE_CHUNK = 200;
+/** Elements validated, decided and written together (without images: see apply). */
+const SEGMENT = 1000;
 /** Elements whose skus and urls one look-up query carries (two keys each). */
 const KEYS_CHUNK = 200;
 /** Transactions a batch may start after losing a unique-key race to a concurrent writer. */
@@ -79,7 +81,10 @@ interface Item {
   mediaError?: string;
   /** Row of the element that created it in this batch (it has no id before the write). */
   createdAtRow?: number;
+  /** Created by this batch (named by its row in messages, even once inserted). */
   isNew: boolean;
+  /** A new item whose row has been inserted (a later segment updates it by id). */
+  inserted?: boolean;
   dirty: boolean;
   keysChanged: boolean;
 }
@@ -114,6 +119,8 @@ interface PlanState {
   byId: Map<number, Item>;
   bySku: Map<string, Item>;
   byUrl: Map<string, Item>;
+  /** Some statement changed the catalog (its version is bumped before the commit). */
+  changed: boolean;
 }
 
 interface Plan {
@@ -142,38 +149,67 @@ export class GoodsBatchWriter {
     // customers' requests and live viewers are served in between (on SQLite too: reads there go
     // through a connection of their own and see only committed writes; see Transactions).
     const slicer = new TimeSlicer();
-    const parsed: Parsed[] = [];
-    for (const element of elements) {
-      if (slicer.due()) await slicer.yield();
-      parsed.push(this.parse(element));
-    }
     const refresh = !!options.refreshMedia;
     // Decide once outside any transaction, only to learn which images to fetch: fetching can take
     // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
-    const setsImages = parsed.some((p) => typeof p.write?.mediaUrl === 'string');
-    const preview = setsImages ? await this.plan(this.transactions.manager, tenant, parsed, slicer) : null;
-    const fetched = await this.media.prepareAll(preview ? this.urlsToFetch(preview.items, refresh) : []);
+    const setsImages = elements.some((e) => isRecord(e.data) && typeof e.data.mediaUrl === 'string');
+    let parsed: Parsed[] | undefined;
+    let fetched = new Map<string, MediaOutcome>();
+    if (setsImages) {
+      parsed = [];
+      for (const element of elements) {
+        if (slicer.due()) await slicer.yield();
+        parsed.push(this.parse(element));
+      }
+      const preview = await this.plan(this.transactions.manager, tenant, parsed, slicer);
+      fetched = await this.media.prepareAll(this.urlsToFetch(preview.items, refresh));
+    }
     try {
       let races = 0;
       let round = 1;
       for (;;) {
         try {
           const lastRound = round >= MEDIA_ROUNDS;
-          const { plan, released } = await this.transactions.run(async (em) => {
+          const { outcomes, released } = await this.transactions.run(async (em) => {
             await lockCatalog(em, tenant.id);
-            const plan = await this.plan(em, tenant, parsed, slicer);
-            // Rare: the catalog changed since the preview and the plan now needs images not fetched
-            // yet. No network I/O inside a transaction (on SQLite it would hold up every writer):
-            // leave it, fetch them, and plan again; the last round writes without them.
-            const missing = this.urlsToFetch(plan.items, refresh).filter((url) => !fetched.has(url));
-            if (missing.length && !lastRound) throw new ImagesMissing(missing);
-            const released = await this.write(em, tenant, plan.items, fetched, refresh, slicer);
+            // Without images, elements are validated in segments inside the transaction while the
+            // previous segment's statements run (on MySQL/MariaDB the database works meanwhile).
+            const segment = parsed ? Math.max(parsed.length, 1) : SEGMENT;
+            const state = this.newState(tenant);
+            const outcomes: Outcome[] = [];
+            const released: Media[] = [];
+            let pending: Promise<Media[]> | undefined;
+            for (let start = 0; start < elements.length; start += segment) {
+              let part: Parsed[];
+              if (parsed) part = parsed.slice(start, start + segment);
+              else {
+                part = [];
+                for (const element of elements.slice(start, start + segment)) {
+                  if (slicer.due()) await slicer.yield();
+                  part.push(this.parse(element));
+                }
+              }
+              const decided = await this.decideAll(em, state, part, slicer);
+              outcomes.push(...decided.outcomes);
+              // Rare: the catalog changed since the preview and the plan now needs images not fetched
+              // yet. No network I/O inside a transaction (on SQLite it would hold up every writer):
+              // leave it, fetch them, and plan again; the last round writes without them.
+              const missing = this.urlsToFetch(decided.items, refresh).filter((url) => !fetched.has(url));
+              if (missing.length && !lastRound) throw new ImagesMissing(missing);
+              if (pending) released.push(...(await pending));
+              pending = this.write(em, state, decided.items, fetched, refresh, slicer);
+              // Awaited before the next segment's statements or the commit; a failure meanwhile is
+              // not unhandled (the await below throws it).
+              pending.catch(() => undefined);
+            }
+            if (pending) released.push(...(await pending));
+            if (state.changed) await bumpCatalogVersion(em, tenant.id);
             // The commit writes the whole batch out (SQLite: to its WAL file): give it a slice of its own.
             await slicer.yield();
-            return { plan, released };
+            return { outcomes, released };
           });
           await this.media.releaseFiles(released);
-          const response = await this.envelope(tenant, plan.outcomes, slicer);
+          const response = await this.envelope(tenant, outcomes, slicer);
           const source = options.source ?? 'sync';
           if (response.createCount) this.metrics.goodsRows.inc({ source, outcome: 'CREATE' }, response.createCount);
           if (response.updateCount) this.metrics.goodsRows.inc({ source, outcome: 'UPDATE' }, response.updateCount);
@@ -251,18 +287,29 @@ export class GoodsBatchWriter {
     return { row: element.row, write: dto, echo };
   }
 
-  /** Loads what the batch touches and decides every element in order, in memory. */
-  private async plan(em: EntityManager, tenant: Tenant, parsed: Parsed[], slicer: TimeSlicer): Promise<Plan> {
+  private newState(tenant: Tenant): PlanState {
+    // Every key is hashed once per batch, however many times the plan looks it up.
+    return { tenant, now: new Date(), hashOf: memoizedKeyHash(), byId: new Map(), bySku: new Map(), byUrl: new Map(), changed: false };
+  }
+
+  /** The whole batch decided without writing (the preview that tells which images to fetch). */
+  private plan(em: EntityManager, tenant: Tenant, parsed: Parsed[], slicer: TimeSlicer): Promise<Plan> {
+    return this.decideAll(em, this.newState(tenant), parsed, slicer);
+  }
+
+  /**
+   * Loads the stored items these elements name that the batch has not met yet, then decides each
+   * element in order, in memory (what earlier elements and segments did is in `state`). Returns the
+   * outcomes and the items the elements touched.
+   */
+  private async decideAll(em: EntityManager, state: PlanState, parsed: Parsed[], slicer: TimeSlicer): Promise<Plan> {
     const writes = parsed.filter((p) => p.write).map((p) => p.write as GoodsWrite);
-    // Every key is hashed once per plan, however many times the plan looks it up.
-    const hashOf = memoizedKeyHash();
-    const existing = await this.loadTouched(em, tenant, writes, hashOf, slicer);
+    const existing = await this.loadTouched(em, state, writes, slicer);
     const stored = await this.media.forGoods(
       em,
       existing.map((g) => g.id),
       () => slicer.pause(),
     );
-    const state: PlanState = { tenant, now: new Date(), hashOf, byId: new Map(), bySku: new Map(), byUrl: new Map() };
     const { byId, bySku, byUrl } = state;
     for (const goods of existing) {
       const item: Item = {
@@ -369,22 +416,24 @@ export class GoodsBatchWriter {
   }
 
   /**
-   * Every stored item the batch names by id, sku or url: one query per 200 elements finds the rows
-   * holding their skus or urls (through the two unique indexes), one more per 400 ids the rows named by
-   * an id only.
+   * The stored items these elements name by id, sku or url that the batch has not met yet: one query per
+   * 200 elements finds the rows holding their skus or urls (through the two unique indexes), one more
+   * per 400 ids the rows named by an id only. What the batch already holds in memory wins over what
+   * the database says (its own statements may still be on their way there).
    */
-  private async loadTouched(em: EntityManager, tenant: Tenant, writes: GoodsWrite[], hashOf: (key: string) => string, slicer: TimeSlicer): Promise<Goods[]> {
+  private async loadTouched(em: EntityManager, state: PlanState, writes: GoodsWrite[], slicer: TimeSlicer): Promise<Goods[]> {
+    const { tenant, hashOf, byId, bySku, byUrl } = state;
     const found = new Map<number, Goods>();
     const keep = (raw: Array<Record<string, unknown>>) => {
-      for (const g of hydrateRows(em, Goods, raw)) found.set(g.id, g);
+      for (const g of hydrateRows(em, Goods, raw)) if (!byId.has(g.id)) found.set(g.id, g);
     };
     const inList = (n: number) => `(${Array.from({ length: n }, () => '?').join(', ')})`;
     for (let i = 0; i < writes.length; i += KEYS_CHUNK) {
       const skus: string[] = [];
       const urls: string[] = [];
       for (const w of writes.slice(i, i + KEYS_CHUNK)) {
-        if (w.sku !== undefined) skus.push(hashOf(w.sku));
-        if (w.url !== undefined) urls.push(hashOf(w.url));
+        if (w.sku !== undefined && !bySku.has(hashOf(w.sku))) skus.push(hashOf(w.sku));
+        if (w.url !== undefined && !byUrl.has(hashOf(w.url))) urls.push(hashOf(w.url));
       }
       // UNION ALL of two look-ups, each through its unique index (an OR may lead a planner to scan the
       // customer's whole catalog instead); a row found twice is kept once.
@@ -396,7 +445,7 @@ export class GoodsBatchWriter {
       if (lookups.length) keep(await em.query(lookups.join(' UNION ALL '), params));
       await slicer.pause();
     }
-    const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) ? [w.id] : [])))];
+    const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) && !byId.has(w.id) ? [w.id] : [])))];
     for (let i = 0; i < ids.length; i += CHUNK) {
       const chunk = ids.slice(i, i + CHUNK);
       keep(await em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN ${inList(chunk.length)}`, [tenant.id, ...chunk]));
@@ -405,51 +454,61 @@ export class GoodsBatchWriter {
     return [...found.values()];
   }
 
-  /** Writes the plan; returns the media rows it removed (their files go after commit). */
+  /**
+   * Writes what deciding these items changed; returns the media rows it removed (their files go after
+   * commit). What to write is taken when it is called, so the next segment may be decided while these
+   * statements run (its own write starts only after this one has finished).
+   */
   private async write(
     em: EntityManager,
-    tenant: Tenant,
+    state: PlanState,
     items: Item[],
     fetched: Map<string, MediaOutcome>,
     refresh: boolean,
     slicer: TimeSlicer,
   ): Promise<Media[]> {
-    const updates = items.filter((i) => !i.isNew && i.dirty);
-    const inserts = items.filter((i) => i.isNew).map((i) => i.goods);
-
+    const { tenant } = state;
+    const inserting = items.filter((i) => i.isNew && !i.inserted);
+    const updates = items.filter((i) => i.dirty && !(i.isNew && !i.inserted)).map((i) => i.goods);
+    const inserts = inserting.map((i) => i.goods);
     // Keys may move between items inside one batch (even swap); park the moving ones on unique
     // placeholders first so that no intermediate state breaks the unique indexes.
-    const moving = updates.filter((i) => i.keysChanged);
-    for (let i = 0; i < moving.length; i += UPDATE_CHUNK) {
-      const chunk = moving.slice(i, i + UPDATE_CHUNK).map((item) => {
-        const parked = Object.assign(new Goods(), item.goods);
-        parked.skuHash = `moving:${item.goods.id}`;
-        parked.urlHash = `moving:${item.goods.id}`;
-        return parked;
-      });
-      await this.updateRows(em, tenant, chunk, ['skuHash', 'urlHash']);
+    const parked = items
+      .filter((i) => i.keysChanged && !(i.isNew && !i.inserted))
+      .map((item) => Object.assign(new Goods(), item.goods, { skuHash: `moving:${item.goods.id}`, urlHash: `moving:${item.goods.id}` }));
+    const media = items.map((item) => ({ item, plan: this.mediaPlan(item, refresh) }));
+    for (const item of items) {
+      item.dirty = false;
+      item.keysChanged = false;
+      item.mediaMentioned = false;
+    }
+    if (updates.length || inserts.length) state.changed = true;
+
+    for (let i = 0; i < parked.length; i += UPDATE_CHUNK) {
+      await this.updateRows(em, tenant, parked.slice(i, i + UPDATE_CHUNK), ['skuHash', 'urlHash']);
       await slicer.pause();
     }
     for (let i = 0; i < updates.length; i += UPDATE_CHUNK) {
-      await this.updateRows(
-        em,
-        tenant,
-        updates.slice(i, i + UPDATE_CHUNK).map((u) => u.goods),
-        UPDATED_COLUMNS,
-      );
+      await this.updateRows(em, tenant, updates.slice(i, i + UPDATE_CHUNK), UPDATED_COLUMNS);
       await slicer.pause();
     }
-
-    for (let i = 0; i < inserts.length; i += CHUNK) {
-      const chunk = inserts.slice(i, i + CHUNK);
-      const returned = await insertRows(em, Goods, chunk, ['id', 'skuHash']);
+    for (let i = 0; i < inserting.length; i += CHUNK) {
+      const chunk = inserting.slice(i, i + CHUNK);
+      const rows = inserts.slice(i, i + CHUNK);
+      const returned = await insertRows(em, Goods, rows, ['id', 'skuHash']);
       const stored = (returned ??
-        (await em.query(`SELECT id, skuHash FROM goods WHERE customerId = ? AND skuHash IN (${chunk.map(() => '?').join(', ')})`, [
+        (await em.query(`SELECT id, skuHash FROM goods WHERE customerId = ? AND skuHash IN (${rows.map(() => '?').join(', ')})`, [
           tenant.id,
-          ...chunk.map((g) => g.skuHash),
+          ...rows.map((g) => g.skuHash),
         ]))) as Array<{ id: number | string; skuHash: string }>;
       const idBySku = new Map(stored.map((g) => [g.skuHash, Number(g.id)]));
-      for (const g of chunk) g.id = idBySku.get(g.skuHash) as number;
+      chunk.forEach((item, n) => {
+        const id = idBySku.get(rows[n].skuHash) as number;
+        // The row inserted, and the item's state now (a later element may already have changed it).
+        rows[n].id = id;
+        item.goods.id = id;
+        item.inserted = true;
+      });
       await slicer.pause();
     }
 
@@ -457,25 +516,26 @@ export class GoodsBatchWriter {
     const now = new Date();
     const replaced: number[] = [];
     const attached: Media[] = [];
-    for (const item of items) {
-      const plan = this.mediaPlan(item, refresh);
+    for (const { item, plan } of media) {
       item.finalMedia = item.storedMedia;
       if (plan.action === 'keep') continue;
       if (item.storedMedia) replaced.push(item.goods.id);
       item.finalMedia = null;
-      if (plan.action !== 'fetch') continue;
-      const outcome = fetched.get(plan.url);
-      if (outcome?.ok) {
-        item.finalMedia = this.media.newRow(tenant.id, item.goods.id, outcome.media, now);
-        attached.push(item.finalMedia);
-      } else {
-        item.mediaError = outcome ? outcome.error : NOT_FETCHED;
+      if (plan.action === 'fetch') {
+        const outcome = fetched.get(plan.url);
+        if (outcome?.ok) {
+          item.finalMedia = this.media.newRow(tenant.id, item.goods.id, outcome.media, now);
+          attached.push(item.finalMedia);
+        } else {
+          item.mediaError = outcome ? outcome.error : NOT_FETCHED;
+        }
       }
+      // What a later segment compares its elements with.
+      item.storedMedia = item.finalMedia;
     }
     const released = await this.media.deleteRowsOf(em, replaced);
     await this.media.insertRows(em, attached);
-
-    if (updates.length || inserts.length || replaced.length || attached.length) await bumpCatalogVersion(em, tenant.id);
+    if (replaced.length || attached.length) state.changed = true;
     return released;
   }
 
@@ -514,6 +574,10 @@ export class GoodsBatchWriter {
       message,
     };
   }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**
