@@ -275,12 +275,16 @@ function viewerProcess(): void {
       void (async () => {
         while (delivered() < arrival.length && now() < message.deadline) await sleep(50);
         const cpuMs = cpuOf(process.cpuUsage(cpuAtMark));
+        // The viewers stay connected until the parent has read the servers' CPU time and lets go of this
+        // process: their disconnects are not part of the measured window.
         send({ kind: 'arrivals', arrival, unexpected, cpuMs });
-        for (const s of sockets) s.close();
       })();
     }
   });
-  process.on('disconnect', () => process.exit(0));
+  process.on('disconnect', () => {
+    for (const s of sockets) s.close();
+    process.exit(0);
+  });
 }
 
 /** A viewer process of the load generator, and a way to wait for its next answer of a kind. */
