@@ -2,15 +2,15 @@
  * npm run bench:fanout — live push fan-out. Connects N Socket.IO viewers (websocket transport)
  * to one ONAIR campaign, then sends sales-status changes one after the other through the HTTP API and
  * measures, for every viewer and every change, the time from the HTTP request being sent to the
- * goods.salesStatus event arriving at that viewer. Prints delivered/expected, p50, p99, max and the
- * peak RSS of each server process.
+ * goods.salesStatus event arriving at that viewer. Prints delivered/expected, p50, p99, max, the CPU
+ * time of each server and of the load generator, and peak RSS.
  *
  *   single:  one server process on SQLite (the embedded default), no Redis.
  *   cluster: two server processes sharing one MariaDB database and Redis (REDIS_URL), viewers split
  *            half and half, every change sent through node A. (SQLite cannot be shared between
  *            processes, hence MariaDB here.)
  *
- * Options: --viewers=10000 --changes=20 --mode=single|cluster|both (default both) --gap=250 (ms between
+ * Options: --viewers=N (default 10000 on one process, 20000 on two) --changes=20 --mode=single|cluster|both (default both) --gap=250 (ms between
  *          changes) --batch=500 (viewers connecting at a time) --redis=redis://127.0.0.1:6379
  *          --profile=DIR (V8 tick profile of each server into DIR/<mode>-<node>.log; read it with
  *          `node --prof-process DIR/single-A.log`)  --node-args=--max-semi-space-size=64,... (extra
@@ -18,17 +18,23 @@
  *          --client=raw|socket.io (default raw: a minimal WebSocket + Socket.IO v5 client on a plain TCP
  *          socket, so that the load generator, which shares the 2 cores with the server, spends little
  *          CPU per message; socket.io: the full socket.io-client, for comparison)
- * The load generator (this process) runs on the same machine as the server(s). A delivery
- * counts for a change when it is a goods.salesStatus event whose seq is that change's; any other seq is
- * reported as unexpected.
+ *          --per-process=10000 (most viewers one load-generator process holds: each viewer is an open file,
+ *          and a process may not hold more than `ulimit -n`)
+ * The load generator runs on the same machine as the server(s): this process sends the changes and
+ * collects the figures, and the viewers live in child processes of it (this file, --role=viewers), as
+ * many as --per-process asks for. Times are read from the monotonic clock (process.hrtime), which is the
+ * same in every process. A delivery counts for a change when it is a goods.salesStatus event whose seq is
+ * that change's; any other seq is reported as unexpected. The CPU time of the measured window (from the
+ * first change until every event arrived, or 10 s after the last change) is reported for each server
+ * (/proc/<pid>/stat, user and system) and for the load generator (process.cpuUsage() of this process
+ * and of each viewer process).
  */
 
-import { execFileSync } from 'node:child_process';
+import { ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import { io } from 'socket.io-client';
 import { BenchServer, peakRssMb, startServer } from './support';
 
@@ -165,7 +171,8 @@ function socketIoViewer(baseUrl: string, auth: Record<string, string>, on: Viewe
 }
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
-const VIEWERS = Number(arg('viewers', '10000'));
+/** Viewers per run: 10,000 on one process, 20,000 (10,000 per node) on two, unless --viewers says otherwise. */
+const viewersFor = (mode: 'single' | 'cluster'): number => Number(arg('viewers', mode === 'single' ? '10000' : '20000'));
 const CHANGES = Number(arg('changes', '20'));
 const MODE = arg('mode', 'both');
 const GAP_MS = Number(arg('gap', '250'));
@@ -178,13 +185,160 @@ const profiled = (name: string): string[] => [
   ...(PROFILE_DIR ? ['--prof', '--no-logfile-per-isolate', `--logfile=${PROFILE_DIR}/${name}.log`] : []),
 ];
 const CLIENT = arg('client', 'raw');
+const PER_PROCESS = Number(arg('per-process', '10000'));
 const GOODS = 5;
 const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
 
-const TARGET = { viewers: 10_000, p99Ms: 200, rssMb: 600 };
+/** The goals: every event delivered, and these, per mode. */
+const TARGETS = { single: { viewers: 10_000, p99Ms: 100, rssMb: 600 }, cluster: { viewers: 20_000, p99Ms: 150, rssMb: 600 } };
+
+/** Milliseconds on the monotonic clock: comparable between this process and the viewer processes. */
+const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const cpuOf = (usage: NodeJS.CpuUsage): number => Math.round((usage.user + usage.system) / 1000);
+
+/** What the parent tells a viewer process, and what it answers. */
+type ToViewers =
+  | { kind: 'connect'; baseUrls: string[]; auth: Record<string, string>; first: number; count: number }
+  | { kind: 'base'; baseSeq: number }
+  | { kind: 'mark' }
+  | { kind: 'finish'; deadline: number };
+type FromViewers =
+  | { kind: 'progress'; connected: number }
+  | { kind: 'joined'; seqs: number[] }
+  | { kind: 'failed'; message: string }
+  | { kind: 'ready' }
+  | { kind: 'arrivals'; arrival: Float64Array; unexpected: number; cpuMs: number };
+
+/**
+ * A viewer process (--role=viewers): connects its share of the viewers, then records when each of them
+ * got each change (monotonic ms, NaN = not arrived) and hands the figures back when asked.
+ */
+function viewerProcess(): void {
+  const send = (message: FromViewers) => process.send?.(message);
+  let arrival = new Float64Array(0);
+  let baseSeq = -1;
+  let unexpected = 0;
+  let cpuAtMark = process.cpuUsage();
+  const sockets: ViewerConnection[] = [];
+  const connectViewer = CLIENT === 'socket.io' ? socketIoViewer : rawViewer;
+
+  async function connectAll(baseUrls: string[], auth: Record<string, string>, first: number, count: number): Promise<void> {
+    arrival = new Float64Array(count * CHANGES).fill(NaN);
+    const snapshotSeq: number[] = new Array<number>(count).fill(NaN);
+    for (let start = 0; start < count; start += BATCH) {
+      const batch: Promise<void>[] = [];
+      for (let v = start; v < Math.min(count, start + BATCH); v += 1) {
+        const baseUrl = baseUrls[(first + v) % baseUrls.length];
+        batch.push(
+          new Promise<void>((resolve, reject) => {
+            let joined = false;
+            sockets.push(
+              connectViewer(baseUrl, auth, {
+                status: (seq) => {
+                  const at = now();
+                  const change = seq - baseSeq - 1;
+                  if (baseSeq < 0 || change < 0 || change >= CHANGES) unexpected += 1;
+                  else arrival[v * CHANGES + change] = at;
+                },
+                snapshot: (seq) => {
+                  if (joined) return;
+                  joined = true;
+                  snapshotSeq[v] = seq;
+                  resolve();
+                },
+                fail: (reason) => {
+                  if (!joined) reject(new Error(`viewer ${first + v}: ${reason} before its snapshot`));
+                },
+              }),
+            );
+          }),
+        );
+      }
+      await Promise.all(batch);
+      send({ kind: 'progress', connected: Math.min(count, start + BATCH) });
+    }
+    send({ kind: 'joined', seqs: [Math.min(...snapshotSeq), Math.max(...snapshotSeq)] });
+  }
+
+  const delivered = () => arrival.reduce((n, x) => (Number.isNaN(x) ? n : n + 1), 0);
+  process.on('message', (message: ToViewers) => {
+    if (message.kind === 'connect') {
+      connectAll(message.baseUrls, message.auth, message.first, message.count).catch((err: Error) => send({ kind: 'failed', message: err.message }));
+    } else if (message.kind === 'base') {
+      baseSeq = message.baseSeq;
+      send({ kind: 'ready' });
+    } else if (message.kind === 'mark') {
+      cpuAtMark = process.cpuUsage();
+      send({ kind: 'ready' });
+    } else if (message.kind === 'finish') {
+      void (async () => {
+        while (delivered() < arrival.length && now() < message.deadline) await sleep(50);
+        const cpuMs = cpuOf(process.cpuUsage(cpuAtMark));
+        // The viewers stay connected until the parent has read the servers' CPU time and lets go of this
+        // process: their disconnects are not part of the measured window.
+        send({ kind: 'arrivals', arrival, unexpected, cpuMs });
+      })();
+    }
+  });
+  process.on('disconnect', () => {
+    for (const s of sockets) s.close();
+    process.exit(0);
+  });
+}
+
+/** A viewer process of the load generator, and a way to wait for its next answer of a kind. */
+class Viewers {
+  private readonly waiters: Array<{ kind: FromViewers['kind']; resolve: (m: FromViewers) => void }> = [];
+  private failure: Error | null = null;
+  connected = 0;
+
+  constructor(
+    readonly child: ChildProcess,
+    readonly count: number,
+  ) {
+    child.on('message', (message: FromViewers) => {
+      if (message.kind === 'progress') this.connected = message.connected;
+      if (message.kind === 'failed') this.fail(new Error(message.message));
+      const i = this.waiters.findIndex((w) => w.kind === message.kind);
+      if (i >= 0) this.waiters.splice(i, 1)[0].resolve(message);
+    });
+    child.on('exit', (code) => this.fail(new Error(`a viewer process exited (code ${code})`)));
+  }
+
+  static start(count: number): Viewers {
+    const child = fork(__filename, ['--role=viewers', ...process.argv.slice(2)], {
+      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    return new Viewers(child, count);
+  }
+
+  private rejecters: Array<(err: Error) => void> = [];
+
+  private fail(err: Error): void {
+    this.failure ??= err;
+    for (const reject of this.rejecters.splice(0)) reject(err);
+  }
+
+  ask<K extends FromViewers['kind']>(message: ToViewers, kind: K): Promise<Extract<FromViewers, { kind: K }>> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.rejecters.push(reject);
+      this.waiters.push({ kind, resolve: resolve as (m: FromViewers) => void });
+      this.child.send(message);
+    });
+  }
+
+  stop(): void {
+    this.child.removeAllListeners('exit');
+    if (this.child.connected) this.child.disconnect();
+  }
+}
 
 interface Result {
-  mode: string;
+  mode: 'single' | 'cluster';
   db: string;
   nodes: BenchServer[];
   viewers: number;
@@ -198,17 +352,18 @@ interface Result {
   httpP50: number;
   httpMax: number;
   httpFirst: number;
-  serverCpuMs: number[];
-  generatorCpuMs: number;
+  serverCpu: Array<{ userMs: number; sysMs: number }>;
+  deliveredPerNode: number[];
+  generatorCpuMs: number[];
   rss: number[];
+  /** Peak RSS of each viewer process. */
+  generatorRss: number[];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** utime + stime of a process so far, in ms (Linux /proc/<pid>/stat, clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
+/** utime and stime of a process so far, in ms (Linux /proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid: number): { userMs: number; sysMs: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return { userMs: Number(fields[11]) * 10, sysMs: Number(fields[12]) * 10 };
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -252,136 +407,145 @@ async function setUpCampaign(server: BenchServer): Promise<{ key: string; goodsI
   return { key, goodsIds };
 }
 
-async function measure(mode: string, db: string, nodes: BenchServer[]): Promise<Result> {
+async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServer[]): Promise<Result> {
+  const viewers = viewersFor(mode);
   const origin = nodes[0];
   const { key, goodsIds } = await setUpCampaign(origin);
 
-  // Arrival times: one slot per viewer and change (NaN = not arrived).
-  const arrival = new Float64Array(VIEWERS * CHANGES).fill(NaN);
-  const sentAt = new Float64Array(CHANGES).fill(NaN);
-  const nodeOf = new Uint8Array(VIEWERS);
-  const snapshotSeq = new Float64Array(VIEWERS).fill(NaN);
-  let baseSeq = -1;
-  let unexpected = 0;
-  const sockets: ViewerConnection[] = [];
-  const connect = CLIENT === 'socket.io' ? socketIoViewer : rawViewer;
-
-  const connectStarted = performance.now();
-  for (let start = 0; start < VIEWERS; start += BATCH) {
-    const batch: Promise<void>[] = [];
-    for (let v = start; v < Math.min(VIEWERS, start + BATCH); v += 1) {
-      const node = v % nodes.length;
-      nodeOf[v] = node;
-      batch.push(
-        new Promise<void>((resolve, reject) => {
-          let joined = false;
-          sockets.push(
-            connect(
-              nodes[node].baseUrl,
-              { accessKey: origin.accessKey, campaignKey: key },
-              {
-                status: (seq) => {
-                  const now = performance.now();
-                  const change = seq - baseSeq - 1;
-                  if (baseSeq < 0 || change < 0 || change >= CHANGES) {
-                    unexpected += 1;
-                    return;
-                  }
-                  arrival[v * CHANGES + change] = now - sentAt[change];
-                },
-                snapshot: (seq) => {
-                  if (joined) return;
-                  joined = true;
-                  snapshotSeq[v] = seq;
-                  resolve();
-                },
-                fail: (reason) => {
-                  if (!joined) reject(new Error(`viewer ${v}: ${reason} before its snapshot`));
-                },
-              },
-            ),
-          );
+  // The viewers, split evenly over as few processes as --per-process allows; viewer v watches node v % nodes.
+  const processes = Math.ceil(viewers / PER_PROCESS);
+  const shares = Array.from({ length: processes }, (_, i) => Math.floor(viewers / processes) + (i < viewers % processes ? 1 : 0));
+  const generators = shares.map((count) => Viewers.start(count));
+  try {
+    const connectStarted = now();
+    const progress = setInterval(() => {
+      const connected = generators.reduce((n, g) => n + g.connected, 0);
+      process.stdout.write(`  ${mode}: ${connected} viewers connected\n`);
+    }, 2000);
+    let joined: Array<{ seqs: number[] }>;
+    try {
+      let first = 0;
+      joined = await Promise.all(
+        generators.map((g) => {
+          const message: ToViewers = {
+            kind: 'connect',
+            baseUrls: nodes.map((n) => n.baseUrl),
+            auth: { accessKey: origin.accessKey, campaignKey: key },
+            first,
+            count: g.count,
+          };
+          first += g.count;
+          return g.ask(message, 'joined');
         }),
       );
+    } finally {
+      clearInterval(progress);
     }
-    await Promise.all(batch);
-    if ((start / BATCH) % 4 === 3 || start + BATCH >= VIEWERS) process.stdout.write(`  ${mode}: ${Math.min(VIEWERS, start + BATCH)} viewers connected\n`);
+    const connectMs = now() - connectStarted;
+    process.stdout.write(`  ${mode}: ${viewers} viewers connected in ${processes} load-generator process${processes > 1 ? 'es' : ''}\n`);
+    const seqs = joined.flatMap((j) => j.seqs);
+    const baseSeq = Math.max(...seqs);
+    if (Math.min(...seqs) !== baseSeq) throw new Error('viewers got snapshots with different seqs before any change');
+    await Promise.all(generators.map((g) => g.ask({ kind: 'base', baseSeq }, 'ready')));
+    await sleep(1000); // let the server settle after the connection storm
+
+    await Promise.all(generators.map((g) => g.ask({ kind: 'mark' }, 'ready')));
+    const cpuBefore = nodes.map((n) => cpuMs(n.pid));
+    const generatorBefore = process.cpuUsage();
+    const sentAt = new Float64Array(CHANGES).fill(NaN);
+    const httpMs: number[] = [];
+    for (let c = 0; c < CHANGES; c += 1) {
+      const goodsId = goodsIds[c % goodsIds.length];
+      const salesStatus = STATUSES[c % STATUSES.length];
+      sentAt[c] = now();
+      await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, { goodsId: String(goodsId), salesStatus }, true);
+      httpMs.push(now() - sentAt[c]);
+      await sleep(GAP_MS);
+    }
+    // Every viewer process answers once all its viewers have every change, or 10 s after the last change.
+    const answers = await Promise.all(generators.map((g) => g.ask({ kind: 'finish', deadline: now() + 10_000 }, 'arrivals')));
+    const serverCpu = nodes.map((n, i) => {
+      const after = cpuMs(n.pid);
+      return { userMs: after.userMs - cpuBefore[i].userMs, sysMs: after.sysMs - cpuBefore[i].sysMs };
+    });
+    const generatorCpuMs = [cpuOf(process.cpuUsage(generatorBefore)), ...answers.map((a) => a.cpuMs)];
+
+    // Delivery delays: one slot per viewer and change (NaN = not arrived).
+    const delay = new Float64Array(viewers * CHANGES).fill(NaN);
+    let offset = 0;
+    for (const answer of answers) {
+      for (let j = 0; j < answer.arrival.length; j += 1) delay[offset + j] = answer.arrival[j] - sentAt[j % CHANGES];
+      offset += answer.arrival.length;
+    }
+    const unexpected = answers.reduce((n, a) => n + a.unexpected, 0);
+    await sleep(500);
+
+    const nodeOf = (slot: number) => Math.floor(slot / CHANGES) % nodes.length;
+    const got = delay.filter((x) => !Number.isNaN(x));
+    const all = summarize(got);
+    const deliveredPerNode = nodes.map(() => 0);
+    const perNode = nodes.map((n, i) => {
+      const mine = delay.filter((x, j) => nodeOf(j) === i && !Number.isNaN(x));
+      deliveredPerNode[i] = mine.length;
+      const s = summarize(mine);
+      return `viewers on node ${String.fromCharCode(65 + i)}: ${mine.length} delivered, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`;
+    });
+    const perChange = Array.from({ length: CHANGES }, (_, c) => {
+      const mine = new Float64Array(viewers);
+      let k = 0;
+      for (let v = 0; v < viewers; v += 1) if (!Number.isNaN(delay[v * CHANGES + c])) mine[k++] = delay[v * CHANGES + c];
+      const s = summarize(mine.subarray(0, k));
+      return `${s.p50.toFixed(0)}/${s.max.toFixed(0)}`;
+    });
+    perNode.push(`per change p50/max (ms): ${perChange.join(' ')}`);
+    if (unexpected) perNode.push(`${unexpected} unexpected goods.salesStatus events`);
+    const httpFirst = httpMs[0];
+    httpMs.sort((a, b) => a - b);
+    return {
+      mode,
+      db,
+      nodes,
+      viewers,
+      connectMs,
+      delivered: got.length,
+      expected: viewers * CHANGES,
+      ...all,
+      perNode,
+      httpP50: httpMs[Math.floor(httpMs.length / 2)],
+      httpMax: httpMs[httpMs.length - 1],
+      httpFirst,
+      serverCpu,
+      deliveredPerNode,
+      generatorCpuMs,
+      rss: nodes.map((n) => peakRssMb(n.pid)),
+      generatorRss: generators.map((g) => peakRssMb(g.child.pid as number)),
+    };
+  } finally {
+    for (const g of generators) g.stop();
   }
-  const connectMs = performance.now() - connectStarted;
-  baseSeq = Math.max(...snapshotSeq);
-  if (Math.min(...snapshotSeq) !== baseSeq) throw new Error('viewers got snapshots with different seqs before any change');
-  await sleep(1000); // let the server settle after the connection storm
-
-  const cpuBefore = nodes.map((n) => cpuMs(n.pid));
-  const generatorBefore = process.cpuUsage();
-  const httpMs: number[] = [];
-  for (let c = 0; c < CHANGES; c += 1) {
-    const goodsId = goodsIds[c % goodsIds.length];
-    const salesStatus = STATUSES[c % STATUSES.length];
-    sentAt[c] = performance.now();
-    await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, { goodsId: String(goodsId), salesStatus }, true);
-    httpMs.push(performance.now() - sentAt[c]);
-    await sleep(GAP_MS);
-  }
-  // Wait for stragglers (up to 10 s after the last change).
-  const expected = VIEWERS * CHANGES;
-  const deadline = performance.now() + 10_000;
-  const deliveredCount = () => arrival.reduce((n, x) => (Number.isNaN(x) ? n : n + 1), 0);
-  while (deliveredCount() < expected && performance.now() < deadline) await sleep(100);
-  const serverCpuMs = nodes.map((n, i) => cpuMs(n.pid) - cpuBefore[i]);
-  const generatorUsage = process.cpuUsage(generatorBefore);
-  const generatorCpuMs = Math.round((generatorUsage.user + generatorUsage.system) / 1000);
-
-  for (const s of sockets) s.close();
-  await sleep(500);
-
-  const got = arrival.filter((x) => !Number.isNaN(x));
-  const all = summarize(got);
-  const perNode = nodes.map((n, i) => {
-    const mine = arrival.filter((x, j) => nodeOf[Math.floor(j / CHANGES)] === i && !Number.isNaN(x));
-    const s = summarize(mine);
-    return `viewers on node ${String.fromCharCode(65 + i)}: ${mine.length} delivered, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`;
-  });
-  const perChange = Array.from({ length: CHANGES }, (_, c) => {
-    const mine = new Float64Array(VIEWERS);
-    let k = 0;
-    for (let v = 0; v < VIEWERS; v += 1) if (!Number.isNaN(arrival[v * CHANGES + c])) mine[k++] = arrival[v * CHANGES + c];
-    const s = summarize(mine.subarray(0, k));
-    return `${s.p50.toFixed(0)}/${s.max.toFixed(0)}`;
-  });
-  perNode.push(`per change p50/max (ms): ${perChange.join(' ')}`);
-  if (unexpected) perNode.push(`${unexpected} unexpected goods.salesStatus events`);
-  const httpFirst = httpMs[0];
-  httpMs.sort((a, b) => a - b);
-  return {
-    mode,
-    db,
-    nodes,
-    viewers: VIEWERS,
-    connectMs,
-    delivered: got.length,
-    expected,
-    ...all,
-    perNode,
-    httpP50: httpMs[Math.floor(httpMs.length / 2)],
-    httpMax: httpMs[httpMs.length - 1],
-    httpFirst,
-    serverCpuMs,
-    generatorCpuMs,
-    rss: nodes.map((n) => peakRssMb(n.pid)),
-  };
 }
 
 function report(r: Result): string[] {
+  const TARGET = TARGETS[r.mode];
   const ok = (cond: boolean) => (cond ? 'ok' : 'MISSED');
   const rss = r.rss.map((mb, i) => `${String.fromCharCode(65 + i)} ${mb} MB`).join(', ');
+  const server = r.serverCpu
+    .map(({ userMs, sysMs }, i) => {
+      const perEvent = r.deliveredPerNode[i] ? ` = ${(((userMs + sysMs) * 1000) / r.deliveredPerNode[i]).toFixed(1)} µs per viewer and event` : '';
+      return `${String.fromCharCode(65 + i)} ${userMs + sysMs} ms (user ${userMs}, system ${sysMs})${perEvent}`;
+    })
+    .join('; ');
+  const generator = r.generatorCpuMs.reduce((a, b) => a + b, 0);
+  const parts = `this process ${r.generatorCpuMs[0]} ms, viewer processes ${r.generatorCpuMs.slice(1).join(' + ')} ms`;
   return [
     `${r.mode} (${r.nodes.length} process${r.nodes.length > 1 ? 'es' : ''}, ${r.db}${r.nodes.length > 1 ? ' + Redis' : ''}): ${r.viewers} viewers connected in ${(r.connectMs / 1000).toFixed(1)} s`,
     `  delivered/expected ${r.delivered}/${r.expected}   p50 ${r.p50.toFixed(1)} ms   p99 ${r.p99.toFixed(1)} ms   max ${r.max.toFixed(1)} ms`,
     ...r.perNode.map((l) => `  ${l}`),
-    `  HTTP sales-status call: first ${r.httpFirst.toFixed(1)} ms, p50 ${r.httpP50.toFixed(1)} ms, max ${r.httpMax.toFixed(1)} ms; CPU time during the changes: server ${r.serverCpuMs.map((ms) => `${ms} ms`).join(', ')}, load generator ${r.generatorCpuMs} ms`,
-    `  server peak RSS (peakRssMb): ${rss}`,
-    `  targets: all delivered ${ok(r.delivered === r.expected)}, p99 < ${TARGET.p99Ms} ms ${ok(r.p99 < TARGET.p99Ms)}, RSS < ${TARGET.rssMb} MB ${ok(r.rss.every((mb) => mb < TARGET.rssMb))}${r.viewers < TARGET.viewers ? ` (only ${r.viewers} viewers: below the ${TARGET.viewers} target)` : ''}`,
+    `  HTTP sales-status call: first ${r.httpFirst.toFixed(1)} ms, p50 ${r.httpP50.toFixed(1)} ms, max ${r.httpMax.toFixed(1)} ms`,
+    `  CPU time during the changes: server ${server}`,
+    `  CPU time during the changes: load generator ${generator} ms (${parts}) = ${((generator * 1000) / Math.max(1, r.delivered)).toFixed(1)} µs per delivered event`,
+    `  server peak RSS (peakRssMb): ${rss}; viewer processes ${r.generatorRss.map((mb) => `${mb} MB`).join(', ')}`,
+    `  targets: all delivered ${ok(r.delivered === r.expected && !r.perNode.some((l) => l.includes('unexpected')))}, p99 < ${TARGET.p99Ms} ms ${ok(r.p99 < TARGET.p99Ms)}, RSS < ${TARGET.rssMb} MB ${ok(r.rss.every((mb) => mb < TARGET.rssMb))}${r.viewers < TARGET.viewers ? ` (only ${r.viewers} viewers: below the ${TARGET.viewers} target)` : ''}`,
   ];
 }
 
@@ -390,26 +554,26 @@ const loadAvg = () =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
-function checkFdLimit(): void {
+function checkFdLimit(viewers: number, nodes: number): void {
   const limit = Number(execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim());
-  const need = VIEWERS + 1000;
+  const generator = Math.min(viewers, PER_PROCESS) + 500;
+  const server = Math.ceil(viewers / nodes) + 500;
   console.log(
-    `open-file limit (ulimit -n): ${Number.isFinite(limit) ? limit : 'unlimited'}; this load generator needs about ${need}, a single server about ${need}`,
+    `open-file limit (ulimit -n): ${Number.isFinite(limit) ? limit : 'unlimited'}; each load-generator process needs about ${generator}, each server about ${server}`,
   );
-  if (Number.isFinite(limit) && limit < need) {
-    throw new Error(
-      `ulimit -n is ${limit}, too low for ${VIEWERS} viewers: raise it (ulimit -n ${need + 1000}) or pass --viewers=${Math.max(100, limit - 1000)}`,
-    );
+  if (Number.isFinite(limit) && limit < Math.max(generator, server)) {
+    throw new Error(`ulimit -n is ${limit}, too low: raise it (ulimit -n ${Math.max(generator, server) + 1000}), or pass a lower --per-process or --viewers`);
   }
 }
 
 async function main(): Promise<void> {
   console.log(
-    `bench:fanout — ${VIEWERS} viewers, ${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
+    `bench:fanout — ${MODE === 'cluster' ? '' : `${viewersFor('single')} viewers on one process, `}${MODE === 'single' ? '' : `${viewersFor('cluster')} on two, `}${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
   );
   console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
   if (NODE_ARGS.length) console.log(`server node flags: ${NODE_ARGS.join(' ')}`);
-  checkFdLimit();
+  if (MODE === 'single' || MODE === 'both') checkFdLimit(viewersFor('single'), 1);
+  if (MODE === 'cluster' || MODE === 'both') checkFdLimit(viewersFor('cluster'), 2);
   const lines: string[] = [];
   let port = 3840;
   if (MODE === 'single' || MODE === 'both') {
@@ -434,15 +598,20 @@ async function main(): Promise<void> {
       await a.stop();
     }
   }
-  console.log(`\nbench:fanout results (targets: ${TARGET.viewers} viewers, every event delivered, p99 < ${TARGET.p99Ms} ms, server RSS < ${TARGET.rssMb} MB)`);
+  console.log(
+    `\nbench:fanout results (targets: every event delivered; one process: ${TARGETS.single.viewers} viewers, p99 < ${TARGETS.single.p99Ms} ms; two: ${TARGETS.cluster.viewers} viewers, p99 < ${TARGETS.cluster.p99Ms} ms; server RSS < ${TARGETS.single.rssMb} MB)`,
+  );
   for (const line of lines) console.log(line);
-  console.log(`load generator peak RSS ${peakRssMb(process.pid)} MB; load average after the run: ${loadAvg()}`);
+  console.log(`load generator peak RSS (this process) ${peakRssMb(process.pid)} MB; load average after the run: ${loadAvg()}`);
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+if (process.argv.includes('--role=viewers')) viewerProcess();
+else {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

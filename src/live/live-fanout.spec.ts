@@ -1,7 +1,7 @@
 import type { Namespace, Socket } from 'socket.io';
 import { Encoder } from 'socket.io-parser';
 import type { LiveEventMap } from './live-events';
-import { LiveFanout, MAX_BUFFERED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS } from './live-fanout';
+import { LiveFanout, MAX_BUFFERED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS, textFrame } from './live-fanout';
 
 interface FakeSocket {
   id: string;
@@ -9,23 +9,54 @@ interface FakeSocket {
   disconnect: jest.Mock;
   conn: Record<string, unknown>;
   emit: jest.Mock;
+  /** What the WebSocket was sent: each frame's payload (the Engine.IO message), after checking its header. */
   sent: Buffer[];
+  /** The frames as written (header included). */
+  frames: Buffer[];
+}
+
+/** The payload of one unmasked WebSocket text frame, after checking that the header describes exactly it. */
+function payloadOf(frame: Buffer): Buffer {
+  expect(frame[0]).toBe(0x81); // FIN, text
+  const mark = frame[1];
+  expect(mark & 0x80).toBe(0); // a server's frames are not masked
+  const [header, length] = mark === 126 ? [4, frame.readUInt16BE(2)] : mark === 127 ? [10, Number(frame.readBigUInt64BE(2))] : [2, mark];
+  expect(frame.length).toBe(header + length);
+  return frame.subarray(header);
 }
 
 /** A viewer socket as socket.io and engine.io shape it, with a WebSocket that records what it is sent. */
 function fakeSocket(
   id: string,
-  engine: { transport?: string; writable?: boolean; queued?: number; upgrading?: boolean; state?: string; wsState?: number; buffered?: number } = {},
+  engine: {
+    transport?: string;
+    writable?: boolean;
+    queued?: number;
+    upgrading?: boolean;
+    state?: string;
+    wsState?: number;
+    buffered?: number;
+    deflate?: boolean;
+    senderState?: number;
+    senderQueued?: number;
+  } = {},
 ): FakeSocket {
   const sent: Buffer[] = [];
-  const ws = {
-    readyState: engine.wsState ?? 1,
-    bufferedAmount: engine.buffered ?? 0,
-    send: (data: Buffer, opts: { binary: boolean }) => (expect(opts.binary).toBe(false), sent.push(data)),
+  const frames: Buffer[] = [];
+  const sender = {
+    _state: engine.senderState ?? 0,
+    _queue: Array.from({ length: engine.senderQueued ?? 0 }, () => []),
+    sendFrame: (list: Buffer[]) => {
+      expect(list).toHaveLength(1); // header and payload in one Buffer: one write to the TCP socket
+      frames.push(list[0]);
+      sent.push(payloadOf(list[0]));
+    },
   };
+  const ws = { readyState: engine.wsState ?? 1, bufferedAmount: engine.buffered ?? 0, _sender: sender };
   return {
     id,
     sent,
+    frames,
     emit: jest.fn(),
     connected: true,
     disconnect: jest.fn(),
@@ -33,7 +64,12 @@ function fakeSocket(
       readyState: engine.state ?? 'open',
       upgrading: engine.upgrading ?? false,
       writeBuffer: Array.from({ length: engine.queued ?? 0 }, () => ({ type: 'message' })),
-      transport: { name: engine.transport ?? 'websocket', writable: engine.writable ?? true, socket: ws },
+      transport: {
+        name: engine.transport ?? 'websocket',
+        writable: engine.writable ?? true,
+        perMessageDeflate: engine.deflate ? { threshold: 1024 } : null,
+        socket: ws,
+      },
     },
   };
 }
@@ -57,7 +93,7 @@ describe('LiveFanout', () => {
     const fanout = new LiveFanout(namespaceOf([a, b, other], { r1: ['a', 'b'], r2: ['c'] }));
     expect(fanout.toRoom('r1', 'goods.salesStatus', payload)).toBe(2);
     for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
-    expect(a.sent[0]).toBe(b.sent[0]); // encoded once
+    expect(a.frames[0]).toBe(b.frames[0]); // encoded once: the same Buffer for every viewer
     expect(other.sent).toEqual([]);
     expect(fanout.counts).toEqual({ direct: 2, engine: 0, slowDisconnects: 0 });
   });
@@ -102,6 +138,9 @@ describe('LiveFanout', () => {
     ['a write in flight (transport not writable)', { writable: false }],
     ['a closing connection', { state: 'closing' }],
     ['a WebSocket no longer open', { wsState: 2 }],
+    ['per-message compression negotiated', { deflate: true }],
+    ['ws compressing or reading a message (its sender busy)', { senderState: 1 }],
+    ['messages queued in ws', { senderQueued: 1 }],
   ])('hands the event to socket.io (queued behind what is pending) for %s', (_name, engine) => {
     const s = fakeSocket('a', engine);
     const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
@@ -111,19 +150,55 @@ describe('LiveFanout', () => {
     expect(fanout.counts).toEqual({ direct: 0, engine: 1, slowDisconnects: 0 });
   });
 
-  it('an engine.io socket without the expected internals takes socket.io’s path', () => {
+  it.each([
+    ['engine.io’s write buffer', (s: FakeSocket) => delete s.conn.writeBuffer],
+    ['ws’s sender', (s: FakeSocket) => delete (s.conn.transport as { socket: Record<string, unknown> }).socket._sender],
+    ['the sender’s queue', (s: FakeSocket) => delete (s.conn.transport as { socket: { _sender: Record<string, unknown> } }).socket._sender._queue],
+  ])('a socket without the expected internals (%s) takes socket.io’s path', (_name, strip) => {
     const s = fakeSocket('a');
-    delete s.conn.writeBuffer;
+    strip(s);
     const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
     fanout.toRoom('r', 'goods.salesStatus', payload);
     expect(s.emit).toHaveBeenCalledTimes(1);
+    expect(s.sent).toEqual([]);
   });
 
-  it('an empty or unknown room reaches nobody; a room member already gone is skipped', () => {
-    const s = fakeSocket('a');
-    const fanout = new LiveFanout(namespaceOf([s], { r: ['a', 'gone'] }));
+  it('an empty or unknown room reaches nobody; a room member already gone or disconnected is skipped', () => {
+    const [s, closed] = [fakeSocket('a'), fakeSocket('closed')];
+    closed.connected = false;
+    const fanout = new LiveFanout(namespaceOf([s, closed], { r: ['a', 'gone', 'closed'] }));
     expect(fanout.toRoom('nobody', 'goods.salesStatus', payload)).toBe(0);
     expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(1);
+    expect(closed.sent).toEqual([]);
+    expect(closed.emit).not.toHaveBeenCalled();
+    expect(fanout.counts).toEqual({ direct: 1, engine: 0, slowDisconnects: 0 });
+  });
+
+  it('counts every viewer’s write of a room event, direct and through socket.io', () => {
+    const sockets = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c', { transport: 'polling' })];
+    const fanout = new LiveFanout(namespaceOf(sockets, { r: ['a', 'b', 'c'] }));
+    expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(3);
+    expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(3);
+    expect(fanout.counts).toEqual({ direct: 4, engine: 2, slowDisconnects: 0 });
+  });
+
+  describe('textFrame', () => {
+    it.each([
+      ['a short text (7-bit length)', 125],
+      ['126 bytes (16-bit length)', 126],
+      ['65,535 bytes (16-bit length)', 65535],
+      ['65,536 bytes (64-bit length)', 65536],
+    ])('frames %s as one unmasked text frame', (_name, length) => {
+      const text = 'x'.repeat(length);
+      expect(payloadOf(textFrame(text)).toString()).toBe(text);
+    });
+
+    it('counts the length in bytes, not characters', () => {
+      const text = 'ü'.repeat(70); // 140 bytes: past the 7-bit length although 70 characters
+      const frame = textFrame(text);
+      expect(frame[1]).toBe(126);
+      expect(payloadOf(frame).toString()).toBe(text);
+    });
   });
 
   it('toSocket writes one event to one socket the same way', () => {

@@ -3,22 +3,33 @@ import { PacketType } from 'socket.io-parser';
 import type { LiveEventMap, LiveEventType } from './live-events';
 
 /**
- * The parts of engine.io's socket and WebSocket transport that a direct write relies on. They are not in
- * engine.io's typings (private), so each is checked at run time: when one is missing (another engine.io
- * version, a polling or WebTransport viewer, a busy socket) the event goes through socket.io's own path.
+ * The parts of engine.io's socket, its WebSocket transport and ws's sender that a direct write relies on.
+ * They are not in the typings (private), so each is checked at run time: when one is missing (another
+ * engine.io or ws version, a polling or WebTransport viewer, a busy socket) the event goes through
+ * socket.io's own path. engine.io itself writes pre-encoded frames with `_sender.sendFrame` (its
+ * broadcasts), so that method is part of what the pinned socket.io relies on too.
  */
 interface EngineSocketInternals {
   readyState?: string;
   upgrading?: boolean;
   writeBuffer?: unknown[];
-  transport?: { name?: string; writable?: boolean; socket?: WebSocketLike };
+  transport?: { name?: string; writable?: boolean; perMessageDeflate?: unknown; socket?: WebSocketLike };
 }
 
 interface WebSocketLike {
   readyState: number;
   /** Bytes handed to this WebSocket that the kernel has not taken yet (ws). */
   bufferedAmount?: number;
-  send(data: Buffer, options: { binary: boolean }): void;
+  _sender?: SenderLike;
+}
+
+/** ws's Sender: `sendFrame(list)` writes frames built beforehand to the TCP socket, in that order. */
+interface SenderLike {
+  /** 0 (DEFAULT) when nothing is being compressed or read from a Blob, so a frame written now keeps the order. */
+  _state?: number;
+  /** Messages waiting for the one in progress (compression, Blob): a frame written now would overtake them. */
+  _queue?: unknown[];
+  sendFrame?: (list: Buffer[]) => void;
 }
 
 const WS_OPEN = 1;
@@ -42,6 +53,17 @@ interface HeldEvent {
   payload: { seq: number };
 }
 
+/** An event as it goes to every viewer: encoded once. */
+interface EncodedEvent {
+  type: LiveEventType;
+  payload: unknown;
+  /**
+   * The whole WebSocket text frame (header, then the Engine.IO message "4" carrying the Socket.IO event
+   * packet) as the one-element list `sendFrame` takes; null when the packet is not one text frame.
+   */
+  frame: Buffer[] | null;
+}
+
 /** How many event writes went straight to a WebSocket and how many through socket.io's path; viewers dropped as slow. */
 export interface FanoutCounts {
   direct: number;
@@ -49,12 +71,19 @@ export interface FanoutCounts {
   slowDisconnects: number;
 }
 
+/** What write() did: nothing (the socket is gone or was dropped as slow), a direct frame, socket.io's path. */
+const NOT_WRITTEN = 0;
+const DIRECT = 1;
+const ENGINE = 2;
+type Written = typeof NOT_WRITTEN | typeof DIRECT | typeof ENGINE;
+
 /**
- * Writes one event to the viewers of a room on this node: encoded once (socket.io's own encoder, so the
- * bytes are what `socket.emit` would send), then, for every WebSocket viewer whose engine.io socket has
- * nothing queued, handed straight to its WebSocket (`ws.send`); any other viewer (long polling, an upgrade
- * in progress, packets still queued) gets it through `socket.emit`, which queues behind what is pending,
- * so every viewer still receives its events in order.
+ * Writes one event to the viewers of a room on this node. The event is encoded once (socket.io's own
+ * encoder, so the bytes are what `socket.emit` would send) into one complete WebSocket frame; every
+ * WebSocket viewer whose engine.io socket and ws sender have nothing queued gets that same Buffer in one
+ * TCP write (`sendFrame`, no per-viewer header, options or copy). Any other viewer (long polling, an
+ * upgrade in progress, packets still queued) gets it through `socket.emit`, which queues behind what is
+ * pending, so every viewer still receives its events in order.
  *
  * Why not `namespace.to(room).emit()`: engine.io's per-packet bookkeeping (packet objects, flush and
  * drain events, a write callback per socket) costs more CPU per viewer than the send itself; see
@@ -84,32 +113,39 @@ export class LiveFanout {
     this.awaitingSnapshot.delete(socket);
     if (!held || seq === null) return;
     for (const event of held) {
-      if (event.payload.seq > seq && !this.write(socket, this.encode(event.type, event.payload), event.type, event.payload)) return;
+      if (event.payload.seq > seq && !this.writeOne(socket, this.encode(event.type, event.payload))) return;
     }
   }
 
-  /** Sends the event to every socket of `room` on this node; returns how many sockets it reached. */
+  /** Sends the event to every socket of `room` on this node; returns how many sockets it was written to. */
   toRoom<K extends LiveEventType>(room: string, type: K, payload: LiveEventMap[K]): number {
     const ids = this.namespace.adapter.rooms.get(room);
     if (!ids?.size) return 0;
-    const data = this.encode(type, payload);
-    let reached = 0;
+    const event = this.encode(type, payload);
+    const sockets = this.namespace.sockets;
+    const waiting = this.awaitingSnapshot.size > 0 ? this.awaitingSnapshot : null;
+    // Counted here and added once per event, not per viewer.
+    let direct = 0;
+    let engine = 0;
     for (const id of ids) {
-      const socket = this.namespace.sockets.get(id);
+      const socket = sockets.get(id);
       if (!socket) continue;
-      const held = this.awaitingSnapshot.size ? this.awaitingSnapshot.get(socket) : undefined;
+      const held = waiting?.get(socket);
       if (held) {
-        if (held.length < MAX_HELD_EVENTS) held.push({ type, payload: payload });
+        if (held.length < MAX_HELD_EVENTS) held.push({ type, payload });
         else {
           this.awaitingSnapshot.delete(socket);
           socket.disconnect(true);
         }
         continue;
       }
-      this.write(socket, data, type, payload);
-      reached += 1;
+      const written = this.write(socket, event);
+      if (written === DIRECT) direct += 1;
+      else if (written === ENGINE) engine += 1;
     }
-    return reached;
+    this.counts.direct += direct;
+    this.counts.engine += engine;
+    return direct + engine;
   }
 
   /**
@@ -117,52 +153,80 @@ export class LiveFanout {
    * False when the socket was disconnected instead, as a slow consumer.
    */
   toSocket<K extends LiveEventType>(socket: Socket, type: K, payload: LiveEventMap[K]): boolean {
-    return this.write(socket, this.encode(type, payload), type, payload);
+    return this.writeOne(socket, this.encode(type, payload));
   }
 
-  /** The Engine.IO message ("4") carrying the Socket.IO event packet, or null if it cannot be one text frame. */
-  private encode(type: LiveEventType, payload: unknown): Buffer | null {
+  private writeOne(socket: Socket, event: EncodedEvent): boolean {
+    const written = this.write(socket, event);
+    if (written === DIRECT) this.counts.direct += 1;
+    else if (written === ENGINE) this.counts.engine += 1;
+    return written !== NOT_WRITTEN;
+  }
+
+  private encode(type: LiveEventType, payload: unknown): EncodedEvent {
     const encoded = this.namespace.server.encoder.encode({ type: PacketType.EVENT, nsp: this.namespace.name, data: [type, payload] });
-    return encoded.length === 1 && typeof encoded[0] === 'string' ? Buffer.from(`4${encoded[0]}`) : null;
+    return { type, payload, frame: encoded.length === 1 && typeof encoded[0] === 'string' ? [textFrame(`4${encoded[0]}`)] : null };
   }
 
-  private write(socket: Socket, data: Buffer | null, type: LiveEventType, payload: unknown): boolean {
-    if (!socket.connected) return false;
-    if (isBacklogged(socket)) {
+  private write(socket: Socket, event: EncodedEvent): Written {
+    if (!socket.connected) return NOT_WRITTEN;
+    const conn = socket.conn as unknown as EngineSocketInternals;
+    if (isBacklogged(conn)) {
       this.counts.slowDisconnects += 1;
       socket.disconnect(true);
-      return false;
+      return NOT_WRITTEN;
     }
-    const ws = data && directWebSocket(socket);
-    if (ws) {
-      ws.send(data, { binary: false });
-      this.counts.direct += 1;
-      return true;
+    const sender = event.frame && directSender(conn);
+    if (sender) {
+      sender.sendFrame(event.frame as Buffer[]);
+      return DIRECT;
     }
-    (socket.emit as (event: string, ...args: unknown[]) => boolean)(type, payload);
-    this.counts.engine += 1;
-    return true;
+    (socket.emit as (event: string, ...args: unknown[]) => boolean)(event.type, event.payload);
+    return ENGINE;
   }
 }
 
+/**
+ * An unmasked, unfragmented WebSocket text frame (RFC 6455 section 5.2, as a server sends it) holding
+ * `text`: its header and payload in one Buffer, so that writing it is one write to the TCP socket.
+ */
+export function textFrame(text: string): Buffer {
+  const length = Buffer.byteLength(text);
+  const header = length < 126 ? 2 : length < 65536 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(header + length);
+  frame[0] = 0x81; // FIN + opcode 1 (text)
+  if (header === 2) frame[1] = length;
+  else if (header === 4) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(length), 2);
+  }
+  frame.write(text, header, 'utf8');
+  return frame;
+}
+
 /** The viewer has more waiting to be sent to it than MAX_BUFFERED_BYTES or MAX_QUEUED_PACKETS. */
-export function isBacklogged(socket: Socket): boolean {
-  const conn = socket.conn as unknown as EngineSocketInternals;
+function isBacklogged(conn: EngineSocketInternals): boolean {
   if (Array.isArray(conn.writeBuffer) && conn.writeBuffer.length > MAX_QUEUED_PACKETS) return true;
   const buffered = conn.transport?.socket?.bufferedAmount;
   return typeof buffered === 'number' && buffered > MAX_BUFFERED_BYTES;
 }
 
 /**
- * The viewer's WebSocket when a write to it now is exactly what engine.io would do itself: the
- * connection is open on the WebSocket transport, not upgrading, and engine.io has nothing queued or in
- * flight for it (its transport is writable). Otherwise null.
+ * The viewer's ws sender when writing a frame to it now is exactly what engine.io and ws would do
+ * themselves: the connection is open on the WebSocket transport, not upgrading, without per-message
+ * compression, engine.io has nothing queued or in flight for it (its transport is writable), and ws is
+ * neither compressing nor holding messages. Otherwise null.
  */
-function directWebSocket(socket: Socket): WebSocketLike | null {
-  const conn = socket.conn as unknown as EngineSocketInternals;
+function directSender(conn: EngineSocketInternals): (SenderLike & { sendFrame: (list: Buffer[]) => void }) | null {
   const transport = conn.transport;
-  if (conn.readyState !== 'open' || conn.upgrading || !transport || transport.name !== 'websocket' || !transport.writable) return null;
+  if (conn.readyState !== 'open' || conn.upgrading || !transport || transport.name !== 'websocket' || !transport.writable || transport.perMessageDeflate)
+    return null;
   if (!Array.isArray(conn.writeBuffer) || conn.writeBuffer.length) return null;
   const ws = transport.socket;
-  return ws && ws.readyState === WS_OPEN && typeof ws.send === 'function' ? ws : null;
+  const sender = ws?.readyState === WS_OPEN ? ws._sender : undefined;
+  if (!sender || typeof sender.sendFrame !== 'function' || sender._state !== 0 || !Array.isArray(sender._queue) || sender._queue.length) return null;
+  return sender as SenderLike & { sendFrame: (list: Buffer[]) => void };
 }
