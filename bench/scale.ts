@@ -168,7 +168,7 @@ function fanout(mode: 'single' | 'cluster', viewers: number): Promise<void> {
     child.on('error', reject);
     child.on('exit', (code) => {
       const figures = /delivered\/expected (\d+)\/(\d+)\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms\s+max ([\d.]+) ms/.exec(text);
-      const rss = /server peak RSS[^:]*: (.*)/.exec(text);
+      const rss = /server peak RSS[^:]*: ([^;\n]*)/.exec(text);
       if (code !== 0 || !figures) {
         out(`fanout  ${mode.padEnd(7)} ${String(viewers).padStart(6)} viewers  failed (exit ${code}): ${text.trim().split('\n').slice(-3).join(' | ')}`);
         resolve();
