@@ -270,7 +270,7 @@ export class GoodsBatchWriter {
       const type = nested === 'id' || nested.endsWith('Price') || nested === 'discountPercentage' ? 'a number' : 'a string';
       return { row: element.row, echo, error: `${nested} must be ${type}` };
     }
-    const dto = plainToInstance(SyncGoodsElementDto, { ...echo });
+    const dto = plainToInstance(SyncGoodsElementDto, echo);
     const errors = validateSync(dto, { whitelist: true, forbidUnknownValues: false, stopAtFirstError: true });
     if (errors.length) {
       return {
@@ -386,7 +386,8 @@ export class GoodsBatchWriter {
     }
 
     const next = Object.assign(new Goods(), target.goods);
-    const changed = applyGoodsWrite(next, { ...write, id: undefined }, hashOf);
+    // applyGoodsWrite reads the writable fields only (never the id that named the item).
+    const changed = applyGoodsWrite(next, write, hashOf);
     const skuHolder = bySku.get(next.skuHash);
     if (skuHolder && skuHolder !== target) throw new Conflict(keyTakenMessage('sku', next.sku, this.idText(skuHolder)));
     const urlHolder = byUrl.get(next.urlHash);
@@ -565,14 +566,14 @@ export class GoodsBatchWriter {
     const snapshot = o.snapshot as GoodsResponse;
     const item = o.item as Item;
     const message = o.setsMedia && item.mediaError ? `saved without image: ${item.mediaError}` : null;
-    return {
-      ...snapshot,
+    // The snapshot is this row's own: it becomes the row (same keys in the same order, row fields last).
+    return Object.assign(snapshot as UploadGoodsRowResult, {
       id: item.goods.id ?? snapshot.id,
       medias: item.finalMedia ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
       row: o.row,
       status: o.status,
       message,
-    };
+    });
   }
 }
 
