@@ -11,7 +11,7 @@
 
 /* global io */
 
-export const LIVE_EVENTS = ['goods.salesStatus', 'goods.list', 'chat.notice', 'chat.message', 'campaign.status'];
+export const LIVE_EVENTS = ['goods.salesStatus', 'goods.list', 'goods.update', 'chat.notice', 'chat.message', 'campaign.update', 'campaign.status'];
 
 /** Chat lines kept in memory (the snapshot brings the last 50). */
 export const CHAT_KEPT = 200;
@@ -37,12 +37,23 @@ export function applyEvent(state, type, p) {
     case 'goods.list':
       state.goods = p.goods.map((g) => ({ ...g }));
       break;
+    case 'goods.update': {
+      // The changed items' summaries: each replaces the item of the same goodsId (the list itself comes
+      // with goods.list; an item not in it is ignored).
+      const byId = new Map(p.goods.map((g) => [g.goodsId, g]));
+      state.goods = state.goods.map((g) => (byId.has(g.goodsId) ? { ...byId.get(g.goodsId) } : g));
+      break;
+    }
     case 'chat.notice':
       state.notice = p.message ? { message: p.message, adminName: p.adminName, createdAt: p.createdAt } : null;
       break;
     case 'chat.message':
       state.chat.push({ id: p.id, message: p.message, adminName: p.adminName, createdAt: p.createdAt });
       if (state.chat.length > CHAT_KEPT) state.chat.splice(0, state.chat.length - CHAT_KEPT);
+      break;
+    case 'campaign.update':
+      // The whole record, as a snapshot carries it.
+      state.campaign = { ...p.campaign };
       break;
     case 'campaign.status':
       Object.assign(state.campaign, { campaignStatus: p.campaignStatus, startedAt: p.startedAt, endedAt: p.endedAt });

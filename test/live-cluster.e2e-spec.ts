@@ -178,6 +178,29 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
     expect(bySeq(gotB)).toEqual(bySeq(gotA));
   });
 
+  it('a goods.update from a sync through A reaches a viewer on B, one event with every changed summary', async () => {
+    const { key, goods } = await campaign(2);
+    const onB = await viewerOn(B, key);
+    const s0 = (await onB.next('campaign.snapshot')).seq;
+    const res = await A.http
+      .post(`/v1/goods/${C.accessKey}/sync`)
+      .set('Authorization', C.auth())
+      .send([
+        { id: goods[1], name: 'Synced on A 1', discountedPrice: 1200 },
+        { id: goods[0], name: 'Synced on A 0' },
+      ]);
+    expectOk(res);
+    const event = await onB.next('goods.update');
+    expect(event.seq).toBe(s0 + 1);
+    expect(event.goods.map((g: Payload) => [g.goodsId, g.name])).toEqual([
+      [String(goods[0]), 'Synced on A 0'],
+      [String(goods[1]), 'Synced on A 1'],
+    ]);
+    expect(event.goods[1].discountedPrice).toBe(1200);
+    await onB.settle(300);
+    expect(onB.unread).toEqual([]);
+  });
+
   it('a viewer that reconnects to B resyncs the events made through A while it was away', async () => {
     const { key, goods } = await campaign(1);
     const v = await viewerOn(B, key);

@@ -234,11 +234,13 @@ describeEngines(
         await back.settle(300);
         expect(back.unread).toEqual([]);
 
-        // Nothing missed: nothing sent. A later gap (simulated: ask again for the last two) replays just those.
+        // Nothing missed: nothing sent. Ahead of the campaign: a snapshot. A later gap (simulated: ask
+        // again for the last two) replays just those.
         back.resync(lastSeen + 3);
-        back.resync(lastSeen + 1000);
         await back.settle(300);
         expect(back.unread).toEqual([]);
+        back.resync(lastSeen + 1000);
+        expect((await back.next('campaign.snapshot')).seq).toBe(lastSeen + 3);
         back.resync(lastSeen + 1);
         expect((await back.take(2)).map((e) => e.payload.seq)).toEqual([lastSeen + 2, lastSeen + 3]);
       });

@@ -217,6 +217,7 @@ function onEvent(type, payload) {
       if (before && previousStatus !== payload.salesStatus) announce(`${before.name}: ${salesStatusOf(payload.salesStatus).label}`);
       break;
     case 'goods.list':
+    case 'goods.update':
       renderGoods();
       break;
     case 'chat.notice':
@@ -225,6 +226,9 @@ function onEvent(type, payload) {
       break;
     case 'chat.message':
       appendChat(state.chat[state.chat.length - 1]);
+      break;
+    case 'campaign.update':
+      renderHeader();
       break;
     case 'campaign.status':
       renderHeader();

@@ -9,6 +9,8 @@ import { Media } from '../media/entities/media.entity';
 import { LiveEventMap } from '../live/live-events';
 
 export const SNAPSHOT_CHAT_LINES = 50;
+/** Goods ids per IN (...) list when reading many campaign places at once. */
+const GOODS_CHUNK = 1000;
 
 /** Read side of campaigns shared by the console, the public endpoints and the viewer channel. */
 @Injectable()
@@ -19,11 +21,24 @@ export class CampaignViews {
       where: goodsIds ? { campaignId, goodsId: In(goodsIds) } : { campaignId },
       order: { sortOrder: 'ASC', goodsId: 'ASC' },
     });
+    return this.rowsOf(em, links);
+  }
+
+  /**
+   * These campaign places (of one campaign or several), in the order given, each with its goods item and
+   * media: two IN queries per GOODS_CHUNK distinct goods, whatever the number of campaigns.
+   */
+  async rowsOf(em: EntityManager, links: CampaignGoods[]): Promise<CampaignGoodsRow[]> {
     if (!links.length) return [];
-    const ids = links.map((l) => l.goodsId);
-    const [goods, media] = await Promise.all([em.find(Goods, { where: { id: In(ids) } }), em.find(Media, { where: { goodsId: In(ids) } })]);
-    const goodsById = new Map(goods.map((g) => [g.id, g]));
-    const mediaByGoods = new Map(media.map((m) => [m.goodsId, m]));
+    const ids = [...new Set(links.map((l) => l.goodsId))];
+    const goodsById = new Map<number, Goods>();
+    const mediaByGoods = new Map<number, Media>();
+    for (let i = 0; i < ids.length; i += GOODS_CHUNK) {
+      const chunk = ids.slice(i, i + GOODS_CHUNK);
+      const [goods, media] = await Promise.all([em.find(Goods, { where: { id: In(chunk) } }), em.find(Media, { where: { goodsId: In(chunk) } })]);
+      for (const g of goods) goodsById.set(g.id, g);
+      for (const m of media) mediaByGoods.set(m.goodsId, m);
+    }
     return links
       .filter((l) => goodsById.has(l.goodsId))
       .map((link) => ({ link, goods: goodsById.get(link.goodsId) as Goods, media: mediaByGoods.get(link.goodsId) ?? null }));

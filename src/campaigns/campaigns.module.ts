@@ -5,6 +5,7 @@ import { LiveModule } from '../live/live.module';
 import { LIVE_SOURCE } from '../live/live-source';
 import { CampaignEventLog } from './campaign-event-log';
 import { CampaignGoodsDeletion } from './campaign-goods-deletion';
+import { CampaignGoodsUpdates } from './campaign-goods-updates';
 import { CampaignLiveSource } from './campaign-live-source';
 import { CampaignViews } from './campaign-views';
 import { CampaignWriter } from './campaign-writer';
@@ -18,7 +19,7 @@ import { ConsoleController } from './console.controller';
 @Module({
   imports: [LiveModule, CustomersModule, GoodsModule],
   controllers: [ConsoleController],
-  providers: [CampaignWriter, CampaignsService, CampaignViews, CampaignEventLog, CampaignLiveSource, CampaignGoodsDeletion],
+  providers: [CampaignWriter, CampaignsService, CampaignViews, CampaignEventLog, CampaignLiveSource, CampaignGoodsDeletion, CampaignGoodsUpdates],
   exports: [CampaignWriter, CampaignsService, CampaignViews, CampaignLiveSource],
 })
 export class CampaignsModule {}

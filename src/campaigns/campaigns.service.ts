@@ -31,6 +31,16 @@ export interface ChatResult {
   _s: number;
 }
 
+/** What a PATCH may change (every one of them is part of the campaign record viewers get). */
+const EDITABLE_FIELDS = ['title', 'description', 'scheduledAt', 'scheduledEndAt', 'posterUrl', 'liveUrl', 'operatorName', 'collectionVisible'] as const;
+type EditableField = (typeof EDITABLE_FIELDS)[number];
+
+/** Stored and given values compare by what they mean: dates by their instant. */
+function sameValue(stored: unknown, given: unknown): boolean {
+  if (stored instanceof Date && given instanceof Date) return stored.getTime() === given.getTime();
+  return stored === given;
+}
+
 /** A schedule ending before it starts is refused (either end may be unknown). */
 function checkSchedule(campaign: Pick<Campaign, 'scheduledAt' | 'scheduledEndAt'>): void {
   const { scheduledAt, scheduledEndAt } = campaign;
@@ -101,17 +111,28 @@ export class CampaignsService {
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 
+  /**
+   * Changes the given fields. When any value changed, viewers get `campaign.update` with the whole record
+   * (as their snapshot shows it); a PATCH that changes nothing writes nothing and tells nobody.
+   */
   update(tenant: Tenant, campaignKey: string, body: UpdateCampaignDto): Promise<CampaignResponse> {
     return this.store.change(tenant, campaignKey, async (em, campaign) => {
-      const fields = ['title', 'description', 'scheduledAt', 'scheduledEndAt', 'posterUrl', 'liveUrl', 'operatorName', 'collectionVisible'] as const;
-      for (const field of fields) {
-        if (body[field] !== undefined) (campaign as unknown as Record<string, unknown>)[field] = body[field];
+      const target = campaign as unknown as Record<EditableField, unknown>;
+      let changed = false;
+      for (const field of EDITABLE_FIELDS) {
+        const value = body[field];
+        if (value === undefined || sameValue(target[field], value)) continue;
+        target[field] = value;
+        changed = true;
       }
       checkSchedule(campaign);
+      const userCount = await this.counter.count(campaign.id);
+      if (!changed) return { result: toCampaignResponse(campaign, userCount, { description: true }), events: [] };
       campaign.updatedAt = new Date();
       const { customer: _omit, ...columns } = campaign;
       await em.update(Campaign, { id: campaign.id }, columns);
-      return { result: toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true }), events: [] };
+      const record = toCampaignResponse(campaign, userCount, { description: true });
+      return { result: record, events: [{ type: 'campaign.update', payload: { campaign: { ...record } } }] };
     });
   }
 

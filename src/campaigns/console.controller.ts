@@ -65,7 +65,7 @@ export class ConsoleController {
   @ApiOperation({
     summary: 'Change fields and detail settings (operatorName, collectionVisible)',
     description:
-      'Partial: an absent field keeps its value, null clears a nullable one. scheduledEndAt may not be before scheduledAt. Viewers are not told (they see it in their next snapshot).',
+      'Partial: an absent field keeps its value, null clears a nullable one. scheduledEndAt may not be before scheduledAt. When a value changed, viewers get campaign.update with the whole record; a PATCH that changes nothing writes nothing (updatedAt stays) and tells nobody.',
   })
   @ApiOkResponse({ type: CampaignResponse })
   @ApiErrors(400, 404, 413, 415)

@@ -70,7 +70,7 @@ export class GoodsController {
   @ApiOperation({
     summary: 'Update one item found by id (partial: absent fields keep their value; sku and url may change)',
     description:
-      'Partial update of the item with that id: absent fields keep their value, null clears a nullable one; sku and url may change (409 when another item holds the new one). Answers the updated item.',
+      'Partial update of the item with that id: absent fields keep their value, null clears a nullable one; sku and url may change (409 when another item holds the new one). Answers the updated item. A change of what viewers see (name, brand, url, sku, prices, image) reaches the viewers of the READY and ONAIR campaigns holding it (goods.update).',
   })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409, 413, 415)
@@ -82,7 +82,7 @@ export class GoodsController {
   @ApiOperation({
     summary: 'Update one item found by sku (partial; url may change)',
     description:
-      'Partial update of the item with that sku: absent fields keep their value, null clears a nullable one; url may change. Answers the updated item.',
+      'Partial update of the item with that sku: absent fields keep their value, null clears a nullable one; url may change. Answers the updated item. A change of what viewers see (name, brand, url, sku, prices, image) reaches the viewers of the READY and ONAIR campaigns holding it (goods.update).',
   })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409, 413, 415)
@@ -94,7 +94,7 @@ export class GoodsController {
   @ApiOperation({
     summary: 'Update one item found by url (partial; sku may change)',
     description:
-      'Partial update of the item with that url: absent fields keep their value, null clears a nullable one; sku may change. Answers the updated item.',
+      'Partial update of the item with that url: absent fields keep their value, null clears a nullable one; sku may change. Answers the updated item. A change of what viewers see (name, brand, url, sku, prices, image) reaches the viewers of the READY and ONAIR campaigns holding it (goods.update).',
   })
   @ApiOkResponse({ type: GoodsResponse })
   @ApiErrors(400, 404, 409, 413, 415)

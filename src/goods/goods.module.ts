@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MediaModule } from '../media/media.module';
 import { GoodsController } from './goods.controller';
+import { GoodsChangeHooks } from './goods-changes';
 import { GoodsDeletionHooks } from './goods-deletion';
 import { GoodsListCache } from './goods-list-cache';
 import { GoodsService } from './goods.service';
@@ -8,7 +9,7 @@ import { GoodsService } from './goods.service';
 @Module({
   imports: [MediaModule],
   controllers: [GoodsController],
-  providers: [GoodsService, GoodsListCache, GoodsDeletionHooks],
-  exports: [GoodsService, GoodsDeletionHooks, MediaModule],
+  providers: [GoodsService, GoodsListCache, GoodsDeletionHooks, GoodsChangeHooks],
+  exports: [GoodsService, GoodsDeletionHooks, GoodsChangeHooks, MediaModule],
 })
 export class GoodsModule {}

@@ -11,6 +11,7 @@ import { GoodsWrite, RegisterGoodsDto, UpdateGoodsByIdDto, UpdateGoodsBySkuDto, 
 import { ListGoodsQuery } from './dto/goods-query.dto';
 import { GoodsListResponse, GoodsResponse, toGoodsResponse } from './dto/goods-response.dto';
 import { Goods } from './entities/goods.entity';
+import { changesWhatViewersSee, GoodsChangeHooks } from './goods-changes';
 import { GoodsDeletionHooks } from './goods-deletion';
 import { findGoodsOrFail, GoodsLocator } from './goods-lookup';
 import { normalizeForSearch } from './goods-keys';
@@ -24,6 +25,8 @@ interface SavedGoods {
   media: Media | null;
   /** Media rows the write removed: their files go once the transaction has committed. */
   released: Media[];
+  /** The write changed what viewers of a campaign holding the item see (its summary fields or image). */
+  seen?: boolean;
 }
 
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
@@ -34,6 +37,7 @@ export class GoodsService {
     private readonly listCache: GoodsListCache,
     private readonly media: MediaService,
     private readonly deletionHooks: GoodsDeletionHooks,
+    private readonly changeHooks: GoodsChangeHooks,
     private readonly metrics: Metrics,
   ) {}
 
@@ -179,8 +183,10 @@ export class GoodsService {
         if (media) await this.media.insertRows(em, [media]);
       }
       if (changed.length || plan.action !== 'keep') await bumpCatalogVersion(em, tenant.id);
-      return { goods, media, released };
+      return { goods, media, released, seen: changesWhatViewersSee(changed) || plan.action !== 'keep' };
     });
+    // Campaigns holding the item tell their viewers (after commit).
+    if (saved.seen) await this.changeHooks.changed(tenant, [saved.goods.id]);
     return toGoodsResponse(saved.goods, tenant, { media: saved.media });
   }
 

@@ -78,8 +78,12 @@ export interface LiveEventMap {
     updatedAt: number;
   };
   'goods.list': { seq: number; goods: LiveGoodsSummary[] };
+  /** Catalog edits (name, prices, image, …) of goods in the campaign: the changed items' summaries, in sortOrder. */
+  'goods.update': { seq: number; goods: LiveGoodsSummary[] };
   'chat.notice': { seq: number; message: string; adminName: string | null; createdAt: number };
   'chat.message': { seq: number; id: string; message: string; adminName: string | null; createdAt: number };
+  /** An edit of the campaign's fields (title, description, poster, schedule, settings): the whole record, as in the snapshot. */
+  'campaign.update': { seq: number; campaign: LiveCampaign };
   'campaign.status': { seq: number; campaignStatus: LiveCampaign['campaignStatus'] | 'NOT_EXIST'; startedAt: number | null; endedAt: number | null };
 }
 

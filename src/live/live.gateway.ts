@@ -48,6 +48,15 @@ function isRetryable(err: Error): boolean {
   return (err as { data?: { retryable?: boolean } }).data?.retryable === true;
 }
 
+/**
+ * The `sinceSeq` of a resync body when it is a non-negative integer (a JSON number), else null. Nothing
+ * is coerced: `"5"`, `null`, `true` or `[]` are malformed, not 5, 0, 1 or 0.
+ */
+export function sinceSeqOf(body: unknown): number | null {
+  const value = body !== null && typeof body === 'object' ? (body as { sinceSeq?: unknown }).sinceSeq : undefined;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+}
+
 function text(value: unknown, max = 64): string | undefined {
   return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 }
@@ -174,13 +183,15 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     const state = socket.data.resync;
     state.busy = true;
     try {
-      const sinceSeq = Number((body as { sinceSeq?: unknown } | null)?.sinceSeq);
+      const sinceSeq = sinceSeqOf(body);
       const lastSeq = (await this.source.lastSeqs([campaignId])).get(campaignId);
       if (lastSeq === undefined) {
         socket.disconnect(true);
         return;
       }
-      const valid = Number.isSafeInteger(sinceSeq) && sinceSeq >= 0 && sinceSeq <= lastSeq;
+      // A malformed sinceSeq, or one ahead of the campaign (a client that lost track), gets a snapshot:
+      // that is the one answer that brings such a client back in step.
+      const valid = sinceSeq !== null && sinceSeq <= lastSeq;
       const missed = valid ? await this.source.eventsSince(campaignId, sinceSeq, lastSeq, RESYNC_MAX_REPLAY_BYTES) : null;
       if (!missed) {
         await this.sendSnapshot(socket);

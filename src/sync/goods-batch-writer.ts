@@ -9,6 +9,7 @@ import { Transactions } from '../database/transactions';
 import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
 import { Goods } from '../goods/entities/goods.entity';
+import { changesWhatViewersSee, GoodsChangeHooks } from '../goods/goods-changes';
 import { memoizedKeyHash } from '../goods/goods-keys';
 import { bumpCatalogVersion, lockCatalog } from '../goods/goods-list-cache';
 import { toMediaResponse } from '../media/dto/media-response.dto';
@@ -121,6 +122,8 @@ interface PlanState {
   byUrl: Map<string, Item>;
   /** Some statement changed the catalog (its version is bumped before the commit). */
   changed: boolean;
+  /** Stored items (not created by this batch) whose summary fields or image changed: told after commit. */
+  seen: Set<number>;
 }
 
 interface Plan {
@@ -142,6 +145,7 @@ export class GoodsBatchWriter {
     private readonly transactions: Transactions,
     private readonly media: MediaService,
     private readonly metrics: Metrics,
+    private readonly changeHooks: GoodsChangeHooks,
   ) {}
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
@@ -170,7 +174,7 @@ export class GoodsBatchWriter {
       for (;;) {
         try {
           const lastRound = round >= MEDIA_ROUNDS;
-          const { outcomes, released } = await this.transactions.run(async (em) => {
+          const { outcomes, released, seen } = await this.transactions.run(async (em) => {
             await lockCatalog(em, tenant.id);
             // Without images, elements are validated in segments inside the transaction while the
             // previous segment's statements run (on MySQL/MariaDB the database works meanwhile).
@@ -206,9 +210,11 @@ export class GoodsBatchWriter {
             if (state.changed) await bumpCatalogVersion(em, tenant.id);
             // The commit writes the whole batch out (SQLite: to its WAL file): give it a slice of its own.
             await slicer.yield();
-            return { outcomes, released };
+            return { outcomes, released, seen: state.seen };
           });
           await this.media.releaseFiles(released);
+          // One call for the whole batch: campaigns holding changed items tell their viewers (one event each).
+          await this.changeHooks.changed(tenant, seen);
           const response = await this.envelope(tenant, outcomes, slicer);
           const source = options.source ?? 'sync';
           if (response.createCount) this.metrics.goodsRows.inc({ source, outcome: 'CREATE' }, response.createCount);
@@ -289,7 +295,7 @@ export class GoodsBatchWriter {
 
   private newState(tenant: Tenant): PlanState {
     // Every key is hashed once per batch, however many times the plan looks it up.
-    return { tenant, now: new Date(), hashOf: memoizedKeyHash(), byId: new Map(), bySku: new Map(), byUrl: new Map(), changed: false };
+    return { tenant, now: new Date(), hashOf: memoizedKeyHash(), byId: new Map(), bySku: new Map(), byUrl: new Map(), changed: false, seen: new Set() };
   }
 
   /** The whole batch decided without writing (the preview that tells which images to fetch). */
@@ -407,6 +413,7 @@ export class GoodsBatchWriter {
       next.updatedAt = now;
       target.goods = next;
       target.dirty = true;
+      if (!target.isNew && changesWhatViewersSee(changed)) state.seen.add(next.id);
     }
     return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, tenant) };
   }
@@ -520,6 +527,7 @@ export class GoodsBatchWriter {
     for (const { item, plan } of media) {
       item.finalMedia = item.storedMedia;
       if (plan.action === 'keep') continue;
+      if (!item.isNew) state.seen.add(item.goods.id);
       if (item.storedMedia) replaced.push(item.goods.id);
       item.finalMedia = null;
       if (plan.action === 'fetch') {

@@ -24,7 +24,8 @@ export class SyncController {
       'else a new item is created (name, sku and url required). Elements apply in order, each on its own: ' +
       'a failing element is reported with status FAIL and never rolls back the others. At most 10,000 elements. ' +
       'Images (mediaUrl) are fetched with bounded concurrency, each distinct URL once; an image that cannot be ' +
-      'stored leaves the row CREATE/UPDATE with the reason in `message`.',
+      'stored leaves the row CREATE/UPDATE with the reason in `message`. Viewers of each READY or ONAIR campaign ' +
+      'holding items the call changed get one goods.update with their summaries (the spreadsheet import too).',
   })
   @ApiBody({
     type: [SyncGoodsElementDto],

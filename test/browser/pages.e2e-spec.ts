@@ -520,6 +520,26 @@ if (chromiumMissing && !required) {
       }
     });
 
+    it('a campaign edit and a catalog edit of one of its goods reach the viewer page live', async () => {
+      const patched = await api(`/v1/console/${accessKey}/campaigns/${campaignKey}`, { method: 'PATCH', body: { title: 'Friday Night Deals: Extended' } });
+      expect(patched.status).toBe(200);
+      await viewer.waitForFunction(() => document.querySelector('h1')?.textContent === 'Friday Night Deals: Extended', undefined, { timeout: 2000 });
+      const updated = await api(`/v1/goods/${accessKey}`, { method: 'PUT', body: { id: goodsIds.mug, name: 'Ceramic Mug Set of 4', discountedPrice: 15000 } });
+      expect(updated.status).toBe(200);
+      await viewer.waitForFunction(
+        (id) => document.querySelector(`#goods li[data-goods-id="${id}"] .name`)?.textContent === 'Ceramic Mug Set of 4',
+        goodsIds.mug,
+        {
+          timeout: 2000,
+        },
+      );
+      const won = new Intl.NumberFormat(VIEWER_LOCALE, { style: 'currency', currency: 'KRW' }).format(15000);
+      expect(await card('mug').locator('.price').textContent()).toBe(won);
+      expect(await viewerNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set of 4']);
+      // The console follows the channel too.
+      await operator.waitForFunction(() => document.getElementById('campaign-title')?.textContent === 'Friday Night Deals: Extended');
+    });
+
     it('a missed event opens a gap: the viewer page resyncs and applies the missed events once, in order', async () => {
       // Drop the next chat.message on the page's socket, as a lost packet would.
       await viewer.evaluate(() => {

@@ -104,6 +104,8 @@ export const CAMPAIGN_GOODS_MEDIA_KEYS = [
 export const EVENT_KEYS: Record<string, string[]> = {
   'goods.salesStatus': ['adminName', 'campaignKey', 'goodsId', 'salesStatus', 'seq', 'updatedAt'],
   'goods.list': ['goods', 'seq'],
+  'goods.update': ['goods', 'seq'],
+  'campaign.update': ['campaign', 'seq'],
   'chat.notice': ['adminName', 'createdAt', 'message', 'seq'],
   'chat.message': ['adminName', 'createdAt', 'id', 'message', 'seq'],
   'campaign.status': ['campaignStatus', 'endedAt', 'seq', 'startedAt'],
@@ -129,7 +131,8 @@ export function expectEventShape(type: string, payload: Payload): void {
   expect(EVENT_KEYS[type]).toBeDefined();
   expect(keys(payload)).toEqual(EVENT_KEYS[type]);
   expect(Number.isInteger(payload.seq)).toBe(true);
-  if (type === 'goods.list') for (const g of payload.goods) expect(keys(g)).toEqual(SUMMARY_KEYS);
+  if (type === 'goods.list' || type === 'goods.update') for (const g of payload.goods) expect(keys(g)).toEqual(SUMMARY_KEYS);
+  if (type === 'campaign.update') expect(keys(payload.campaign)).toEqual([...CAMPAIGN_KEYS, 'description'].sort());
 }
 
 /** Registers the hooks (listen, two tenants, viewers closed after each test) and returns the calls. */
