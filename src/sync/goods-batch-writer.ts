@@ -1,12 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
 import { EntityManager } from 'typeorm';
 import { hydrateRows, insertRows, updateRowsById } from '../database/bulk-sql';
-import { flattenValidationErrors } from '../common/errors/validation';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
-import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
+import { GoodsWrite } from '../goods/dto/goods-body.dto';
 import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto';
 import { Goods } from '../goods/entities/goods.entity';
 import { changesWhatViewersSee, GoodsChangeHooks } from '../goods/goods-changes';
@@ -16,16 +13,14 @@ import { toMediaResponse } from '../media/dto/media-response.dto';
 import { Media } from '../media/entities/media.entity';
 import { MediaPlan, planMedia } from '../media/media-plan';
 import { MediaOutcome, MediaService } from '../media/media.service';
-import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods, WRITABLE_FIELDS } from '../goods/goods-write';
+import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from '../goods/goods-write';
+import { BatchElement, ParsedElement } from './element-parser';
+import { ElementValidator } from './element-validator';
 import { RowStatus, SyncResponse, UploadGoodsRowResult } from './dto/sync-response.dto';
 import { TimeSlicer } from '../common/util/time-slicer';
 import { GoodsSource, Metrics } from '../metrics/metrics.service';
 
-/** One element to apply: its row number in the caller's numbering and the raw submitted value. */
-export interface BatchElement {
-  row: number;
-  data: unknown;
-}
+export type { BatchElement } from './element-parser';
 
 export interface BatchOptions {
   /** Fetch every mediaUrl again even when it equals the stored one. */
@@ -68,8 +63,6 @@ const UPDATED_COLUMNS = [
   'searchText',
   'updatedAt',
 ] as const;
-/** What a FAIL row echoes of the submitted element. */
-const ECHOED = ['id', ...WRITABLE_FIELDS] as const;
 
 interface Item {
   goods: Goods;
@@ -110,7 +103,7 @@ class ImagesMissing extends Error {
   }
 }
 
-type Parsed = { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string };
+type Parsed = ParsedElement;
 
 /** What deciding the elements of a batch in order works on. */
 interface PlanState {
@@ -146,6 +139,7 @@ export class GoodsBatchWriter {
     private readonly media: MediaService,
     private readonly metrics: Metrics,
     private readonly changeHooks: GoodsChangeHooks,
+    private readonly validator: ElementValidator,
   ) {}
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
@@ -160,11 +154,7 @@ export class GoodsBatchWriter {
     let parsed: Parsed[] | undefined;
     let fetched = new Map<string, MediaOutcome>();
     if (setsImages) {
-      parsed = [];
-      for (const element of elements) {
-        if (slicer.due()) await slicer.yield();
-        parsed.push(this.parse(element));
-      }
+      parsed = await this.validator.parse(elements, slicer);
       const preview = await this.plan(this.transactions.manager, tenant, parsed, slicer);
       fetched = await this.media.prepareAll(this.urlsToFetch(preview.items, refresh));
     }
@@ -179,20 +169,22 @@ export class GoodsBatchWriter {
             // Without images, elements are validated in segments inside the transaction while the
             // previous segment's statements run (on MySQL/MariaDB the database works meanwhile).
             const segment = parsed ? Math.max(parsed.length, 1) : SEGMENT;
+            // Every segment is handed to the validator at once (the worker validates them in order,
+            // ahead of the planning here); a segment's result is awaited when its turn comes.
+            const validated: Array<Promise<Parsed[]>> = [];
+            if (!parsed) {
+              for (let start = 0; start < elements.length; start += segment) {
+                const part = this.validator.parse(elements.slice(start, start + segment), slicer);
+                part.catch(() => undefined);
+                validated.push(part);
+              }
+            }
             const state = this.newState(tenant);
             const outcomes: Outcome[] = [];
             const released: Media[] = [];
             let pending: Promise<Media[]> | undefined;
             for (let start = 0; start < elements.length; start += segment) {
-              let part: Parsed[];
-              if (parsed) part = parsed.slice(start, start + segment);
-              else {
-                part = [];
-                for (const element of elements.slice(start, start + segment)) {
-                  if (slicer.due()) await slicer.yield();
-                  part.push(this.parse(element));
-                }
-              }
+              const part = parsed ? parsed.slice(start, start + segment) : await validated[start / segment];
               const decided = await this.decideAll(em, state, part, slicer);
               outcomes.push(...decided.outcomes);
               // Rare: the catalog changed since the preview and the plan now needs images not fetched
@@ -255,42 +247,6 @@ export class GoodsBatchWriter {
   private mediaPlan(item: Item, refresh: boolean): MediaPlan {
     if (!item.mediaMentioned) return { action: 'keep' };
     return planMedia(item.goods.mediaUrl, item.storedMedia?.originalUrl ?? null, refresh);
-  }
-
-  private parse(element: BatchElement): { row: number; write?: GoodsWrite; echo: Record<string, unknown>; error?: string } {
-    const data = element.data;
-    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-      return { row: element.row, echo: {}, error: 'element must be a JSON object' };
-    }
-    // Only the goods fields are read (unknown ones are ignored), and each must be a plain value: a nested
-    // array or object is refused here, so validation never walks (possibly huge) nested input.
-    const echo: Record<string, unknown> = {};
-    let nested: string | undefined;
-    for (const key of ECHOED) {
-      const value = (data as Record<string, unknown>)[key];
-      if (value === undefined) continue;
-      if (value !== null && typeof value === 'object') nested ??= key;
-      else echo[key] = value;
-    }
-    if (nested) {
-      const type = nested === 'id' || nested.endsWith('Price') || nested === 'discountPercentage' ? 'a number' : 'a string';
-      return { row: element.row, echo, error: `${nested} must be ${type}` };
-    }
-    const dto = plainToInstance(SyncGoodsElementDto, echo);
-    const errors = validateSync(dto, { whitelist: true, forbidUnknownValues: false, stopAtFirstError: true });
-    if (errors.length) {
-      return {
-        row: element.row,
-        echo,
-        error: flattenValidationErrors(errors)
-          .map((e) => e.message)
-          .join('; '),
-      };
-    }
-    if (dto.id === undefined && dto.sku === undefined && dto.url === undefined) {
-      return { row: element.row, echo, error: 'one of id, sku or url is required to match or create an item' };
-    }
-    return { row: element.row, write: dto, echo };
   }
 
   private newState(tenant: Tenant): PlanState {

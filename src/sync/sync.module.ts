@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module';
+import { ElementValidator } from './element-validator';
 import { GoodsBatchWriter } from './goods-batch-writer';
 import { SyncController } from './sync.controller';
 import { SyncService } from './sync.service';
@@ -7,7 +8,7 @@ import { SyncService } from './sync.service';
 @Module({
   imports: [GoodsModule],
   controllers: [SyncController],
-  providers: [SyncService, GoodsBatchWriter],
+  providers: [SyncService, GoodsBatchWriter, ElementValidator],
   exports: [GoodsBatchWriter],
 })
 export class SyncModule {}

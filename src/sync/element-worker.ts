@@ -1,0 +1,11 @@
+/**
+ * The validation worker (a worker thread started by ElementValidator): validates batches of sync and
+ * spreadsheet elements on another core while the main thread plans and writes.
+ */
+import 'reflect-metadata';
+import { parentPort } from 'node:worker_threads';
+import { BatchElement, parseElement } from './element-parser';
+
+parentPort?.on('message', (message: { id: number; elements: BatchElement[] }) => {
+  parentPort?.postMessage({ id: message.id, parsed: message.elements.map(parseElement) });
+});
