@@ -37,6 +37,8 @@ const CHUNK = 400;
 const UPDATE_CHUNK = 200;
 /** Elements validated, decided and written together (without images: see apply). */
 const SEGMENT = 1000;
+/** Segments handed to the validator beyond the one being planned. */
+const VALIDATE_AHEAD = 2;
 /** Elements whose skus and urls one look-up query carries (two keys each). */
 const KEYS_CHUNK = 200;
 /** Transactions a batch may start after losing a unique-key race to a concurrent writer. */
@@ -169,22 +171,23 @@ export class GoodsBatchWriter {
             // Without images, elements are validated in segments inside the transaction while the
             // previous segment's statements run (on MySQL/MariaDB the database works meanwhile).
             const segment = parsed ? Math.max(parsed.length, 1) : SEGMENT;
-            // Every segment is handed to the validator at once (the worker validates them in order,
-            // ahead of the planning here); a segment's result is awaited when its turn comes.
-            const validated: Array<Promise<Parsed[]>> = [];
-            if (!parsed) {
-              for (let start = 0; start < elements.length; start += segment) {
-                const part = this.validator.parse(elements.slice(start, start + segment), slicer);
-                part.catch(() => undefined);
-                validated.push(part);
-              }
-            }
+            // Segments go to the validator up to VALIDATE_AHEAD ahead of the one being planned (the
+            // worker validates them meanwhile, in order; the lead bounds what waits in memory).
+            const validated = new Map<number, Promise<Parsed[]>>();
+            const validate = (start: number) => {
+              if (parsed || start >= elements.length || validated.has(start)) return;
+              const part = this.validator.parse(elements.slice(start, start + segment), slicer);
+              part.catch(() => undefined);
+              validated.set(start, part);
+            };
             const state = this.newState(tenant);
             const outcomes: Outcome[] = [];
             const released: Media[] = [];
             let pending: Promise<Media[]> | undefined;
             for (let start = 0; start < elements.length; start += segment) {
-              const part = parsed ? parsed.slice(start, start + segment) : await validated[start / segment];
+              for (let ahead = 0; ahead <= VALIDATE_AHEAD; ahead++) validate(start + ahead * segment);
+              const part = parsed ? parsed.slice(start, start + segment) : await (validated.get(start) as Promise<Parsed[]>);
+              validated.delete(start);
               const decided = await this.decideAll(em, state, part, slicer);
               outcomes.push(...decided.outcomes);
               // Rare: the catalog changed since the preview and the plan now needs images not fetched
