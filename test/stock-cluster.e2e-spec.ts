@@ -112,4 +112,51 @@ function expectOk(res: Response): void {
       expect(v.unread).toEqual([]);
     }
   });
+  it('orders racing manual status changes and other campaign writes on both nodes: every call answered, no deadlock, the stock exact', async () => {
+    const created = await A.http.post(`/v1/console/${C.accessKey}/campaigns`).set('Authorization', C.auth()).send({ title: 'Mixed' });
+    expectOk(created);
+    const key = created.body.campaignKey as string;
+    const ids: number[] = [];
+    for (const n of [1, 2]) {
+      const item = await A.http
+        .post(`/v1/goods/${C.accessKey}`)
+        .set('Authorization', C.auth())
+        .send({ name: `Mixed ${n}`, sku: `MIX-${n}`, url: `https://shop.example.com/mix/${n}` });
+      expectOk(item);
+      ids.push(item.body.id as number);
+    }
+    expectOk(await A.http.post(`/v1/console/${C.accessKey}/campaigns/${key}/goods`).set('Authorization', C.auth()).send({ goodsIds: ids }));
+    for (const goodsId of ids) expectOk(await A.http.put(stockPath(key)).set('Authorization', C.auth()).send({ goodsId, stock: 100, almostSoldOutAt: 90 }));
+
+    const calls: Array<Promise<Response>> = [];
+    for (let i = 0; i < 40; i += 1) {
+      const node = i % 2 ? B : A;
+      calls.push(
+        node.http
+          .post(stockPath(key, '/decrement'))
+          .set('Authorization', C.auth())
+          .send({ goodsId: ids[i % 2], quantity: 1 }),
+      );
+      if (i % 4 === 0) {
+        calls.push(
+          (i % 8 ? A : B).http
+            .put(`/v1/goods/${C.accessKey}/campaign/${key}/salesStatus/id`)
+            .set('Authorization', C.auth())
+            .send({ goodsId: ids[(i / 4) % 2], salesStatus: i % 8 ? 'SOLD_OUT' : 'ON_SALE' }),
+        );
+        calls.push(
+          node.http
+            .put(`/v1/console/${C.accessKey}/campaigns/${key}/goods/${ids[0]}/showing`)
+            .set('Authorization', C.auth())
+            .send({ showingNow: i % 8 === 0 }),
+        );
+      }
+    }
+    const answers = await Promise.all(calls);
+    expect(answers.filter((r) => r.status !== 200).map((r) => [r.status, r.body._e])).toEqual([]);
+    const rows: Array<{ stock: number | string }> = await A.app
+      .get(DataSource)
+      .query('SELECT stock FROM campaign_goods WHERE goodsId IN (?, ?) ORDER BY goodsId', ids);
+    expect(rows.map((r) => Number(r.stock))).toEqual([80, 80]);
+  });
 });

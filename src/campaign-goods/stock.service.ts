@@ -6,6 +6,9 @@ import { CampaignViews } from '../campaigns/campaign-views';
 import { adminNameOf, CampaignWriter } from '../campaigns/campaign-writer';
 import { CampaignGoodsResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
+import { Campaign } from '../campaigns/entities/campaign.entity';
+import { shareRow } from '../database/engine';
+import { Transactions } from '../database/transactions';
 import { findGoodsOrFail, GoodsLocator } from '../goods/goods-lookup';
 import type { PendingEvent } from '../live/live-events';
 import { notInCampaign } from './campaign-goods.service';
@@ -13,13 +16,18 @@ import { locatorOf } from './sales-status.service';
 import { MAX_STOCK, SetStockParams, StockDeltaParams, StockParams } from './dto/campaign-goods-requests.dto';
 import { statusOfStock } from './stock-status';
 
+/** Thrown to roll the fast path of a decrement or increment back: it must run under the campaign lock. */
+const NEEDS_EVENTS = new Error('the stock change needs the campaign lock');
+
 type Change = { stock: number | null; almostSoldOutAt?: number | null } | { delta: number };
 
 /**
- * The shop's stock operations (…/stock/{id|url|sku}): set, decrement, increment. Each runs in the
- * campaign's write transaction (CampaignWriter: the campaign row locked on MySQL, one writer at a time on
- * SQLite), and a decrement or increment is one conditional UPDATE whose affected-row count says whether it
- * applied, so two nodes decrementing the same item can never take more than there is.
+ * The shop's stock operations (…/stock/{id|url|sku}): set, decrement, increment. A decrement or increment
+ * is one conditional UPDATE whose affected-row count says whether it applied, so two nodes decrementing
+ * the same item can never take more than there is (the UPDATE locks the item's row on MySQL; SQLite runs
+ * one write transaction at a time). A change that has viewer events to record runs in the campaign's
+ * write transaction (CampaignWriter: the campaign row locked on MySQL), like every campaign change with
+ * events; one without (most orders) does not need that lock (see delta).
  *
  * When the stored stock or threshold changed, the status is derived from them (statusOfStock) and, if it
  * differs from the current one, stored and pushed as goods.salesStatus, exactly as a manual change; a
@@ -28,6 +36,7 @@ type Change = { stock: number | null; almostSoldOutAt?: number | null } | { delt
 @Injectable()
 export class StockService {
   constructor(
+    private readonly transactions: Transactions,
     private readonly writer: CampaignWriter,
     private readonly views: CampaignViews,
   ) {}
@@ -37,11 +46,48 @@ export class StockService {
   }
 
   decrement(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockDeltaParams): Promise<CampaignGoodsResponse> {
-    return this.apply(tenant, campaignKey, by, params, { delta: -(params.quantity ?? 1) });
+    return this.delta(tenant, campaignKey, by, params, -(params.quantity ?? 1));
   }
 
   increment(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockDeltaParams): Promise<CampaignGoodsResponse> {
-    return this.apply(tenant, campaignKey, by, params, { delta: params.quantity ?? 1 });
+    return this.delta(tenant, campaignKey, by, params, params.quantity ?? 1);
+  }
+
+  /**
+   * Most orders change no status and tell no viewer. Those run without the campaign lock (the fast path:
+   * the conditional UPDATE locks only the item's row, so orders of different items of one campaign do not
+   * wait for each other); when the new stock derives another status, or viewers see the count
+   * (showStock), that transaction is rolled back and the operation runs again under the campaign lock, as
+   * every change with events does (apply). The fast path holds the campaign row in share mode: fast paths
+   * run side by side, and never at the same time as a writer of the campaign (a writer locks the campaign
+   * row before any of its items, so neither can hold an item the other waits for).
+   */
+  private async delta(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, delta: number): Promise<CampaignGoodsResponse> {
+    const locator = locatorOf(by, params);
+    try {
+      return await this.transactions.run(async (em) => {
+        const found = await this.writer.find(em, tenant, campaignKey);
+        // The campaign row in share mode: orders run side by side, the campaign's writers (which lock it
+        // first, then its items) one at a time with them, so no two lock the same rows in opposite orders.
+        await shareRow(em, 'campaigns', found.id);
+        const campaign = (await em.findOne(Campaign, { where: { id: found.id } })) ?? found;
+        if (campaign.showStock && params.notify !== false) throw NEEDS_EVENTS;
+        const goods = await findGoodsOrFail(em, tenant.id, locator);
+        const key = { campaignId: campaign.id, goodsId: goods.id };
+        const before = await em.findOne(CampaignGoods, { where: key });
+        if (!before) throw notInCampaign(goods.id, campaignKey);
+        await this.add(em, before, delta, new Date());
+        // Read after the UPDATE, which holds the row's lock: the current status, not an older snapshot's.
+        const after = (await em.findOne(CampaignGoods, { where: key })) as CampaignGoods;
+        const derived = statusOfStock(after.stock, after.almostSoldOutAt);
+        if (derived && derived !== after.salesStatus) throw NEEDS_EVENTS;
+        const [row] = await this.views.goodsRows(em, campaign.id, [goods.id]);
+        return toCampaignGoodsResponse(row, tenant.currency, tenant.baseUrl);
+      });
+    } catch (err) {
+      if (err !== NEEDS_EVENTS) throw err;
+      return this.apply(tenant, campaignKey, by, params, { delta });
+    }
   }
 
   private apply(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, change: Change): Promise<CampaignGoodsResponse> {
