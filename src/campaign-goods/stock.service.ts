@@ -6,8 +6,6 @@ import { CampaignViews } from '../campaigns/campaign-views';
 import { adminNameOf, CampaignWriter } from '../campaigns/campaign-writer';
 import { CampaignGoodsResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
-import { Campaign } from '../campaigns/entities/campaign.entity';
-import { shareRow } from '../database/engine';
 import { Transactions } from '../database/transactions';
 import { findGoodsOrFail, GoodsLocator } from '../goods/goods-lookup';
 import type { PendingEvent } from '../live/live-events';
@@ -66,11 +64,9 @@ export class StockService {
     const locator = locatorOf(by, params);
     try {
       return await this.transactions.run(async (em) => {
-        const found = await this.writer.find(em, tenant, campaignKey);
         // The campaign row in share mode: orders run side by side, the campaign's writers (which lock it
         // first, then its items) one at a time with them, so no two lock the same rows in opposite orders.
-        await shareRow(em, 'campaigns', found.id);
-        const campaign = (await em.findOne(Campaign, { where: { id: found.id } })) ?? found;
+        const campaign = await this.writer.find(em, tenant, campaignKey, 'share');
         if (campaign.showStock && params.notify !== false) throw NEEDS_EVENTS;
         const goods = await findGoodsOrFail(em, tenant.id, locator);
         const key = { campaignId: campaign.id, goodsId: goods.id };

@@ -15,15 +15,6 @@ export async function lockRow(em: EntityManager, table: 'customers' | 'campaigns
 }
 
 /**
- * Locks one row in share mode for the rest of the transaction on MySQL (`SELECT … LOCK IN SHARE MODE`):
- * holders of the share lock run side by side, but not while a writer holds the row (lockRow), nor a
- * writer while they hold it. SQLite runs one write transaction at a time anyway.
- */
-export async function shareRow(em: EntityManager, table: 'campaigns', id: number): Promise<void> {
-  if (isMysql(em)) await em.query(`SELECT id FROM ${table} WHERE id = ? LOCK IN SHARE MODE`, [id]);
-}
-
-/**
  * Whether a key read from the database is exactly the one asked for. Access keys and campaign keys
  * are looked up through their unique index, and on MySQL/MariaDB that index compares with the
  * column's collation (utf8mb4_unicode_ci: case-insensitive, and PAD SPACE ignores trailing spaces),
