@@ -11,7 +11,16 @@
 
 /* global io */
 
-export const LIVE_EVENTS = ['goods.salesStatus', 'goods.list', 'goods.update', 'chat.notice', 'chat.message', 'campaign.update', 'campaign.status'];
+export const LIVE_EVENTS = [
+  'goods.salesStatus',
+  'goods.stock',
+  'goods.list',
+  'goods.update',
+  'chat.notice',
+  'chat.message',
+  'campaign.update',
+  'campaign.status',
+];
 
 /** Chat lines kept in memory (the snapshot brings the last 50). */
 export const CHAT_KEPT = 200;
@@ -32,6 +41,12 @@ export function applyEvent(state, type, p) {
     case 'goods.salesStatus': {
       const item = state.goods.find((g) => g.goodsId === String(p.goodsId));
       if (item) Object.assign(item, { salesStatus: p.salesStatus, adminName: p.adminName, updatedAt: p.updatedAt });
+      break;
+    }
+    case 'goods.stock': {
+      // Only in campaigns that show stock (showStock): the units left of one item.
+      const item = state.goods.find((g) => g.goodsId === String(p.goodsId));
+      if (item) Object.assign(item, { stock: p.stock, updatedAt: p.updatedAt });
       break;
     }
     case 'goods.list':

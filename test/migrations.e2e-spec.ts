@@ -142,8 +142,8 @@ for (const engine of ENGINES) {
 
     it('the secret-rotation migration keeps existing customers and their goods (SQLite rebuilds the table)', async () => {
       const d = current();
-      expect(MIGRATION_NAMES[MIGRATION_NAMES.length - 1]).toBe('AddPreviousSecretKey1764000000000');
-      await d.undoLastMigration({ transaction: 'each' });
+      expect(MIGRATION_NAMES).toContain('AddPreviousSecretKey1764000000000');
+      while ((await appliedMigrations(d)).includes('AddPreviousSecretKey1764000000000')) await d.undoLastMigration({ transaction: 'each' });
       const now = '2026-01-01 00:00:00.000';
       await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
         'ak-before-rotation-000',
@@ -173,6 +173,57 @@ for (const engine of ENGINES) {
       expect(goods.map((g) => g.sku)).toEqual(['S1']);
       await d.query('DELETE FROM customers WHERE id = ?', [id]);
       expect(await d.query('SELECT id FROM goods WHERE customerId = ?', [id])).toEqual([]); // the foreign key still cascades
+      expect(await pendingSchemaChanges(d)).toEqual([]);
+    });
+
+    it('the stock migration keeps existing campaigns and their goods: stock and threshold null, showStock false (SQLite rebuilds the tables)', async () => {
+      const d = current();
+      expect(MIGRATION_NAMES[MIGRATION_NAMES.length - 1]).toBe('AddStock1764100000000');
+      await d.undoLastMigration({ transaction: 'each' });
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-before-stock-000000',
+        'c2VjcmV0',
+        'Before stock',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-before-stock-000000']);
+      await d.query('INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+        id,
+        'n',
+        'U2',
+        'u:U2',
+        'S2',
+        's:S2',
+        'n',
+        now,
+        now,
+      ]);
+      const [{ id: goodsId }] = await d.query('SELECT id FROM goods WHERE customerId = ?', [id]);
+      await d.query('INSERT INTO campaigns (customerId, campaignKey, title, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)', [
+        id,
+        'BeforeStockKey01',
+        'T',
+        now,
+        now,
+      ]);
+      const [{ id: campaignId }] = await d.query('SELECT id FROM campaigns WHERE campaignKey = ?', ['BeforeStockKey01']);
+      await d.query("INSERT INTO campaign_goods (campaignId, goodsId, sortOrder, salesStatus, createdAt, updatedAt) VALUES (?, ?, 1, 'SOLD_OUT', ?, ?)", [
+        campaignId,
+        goodsId,
+        now,
+        now,
+      ]);
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+      const [link] = await d.query('SELECT salesStatus, stock, almostSoldOutAt FROM campaign_goods WHERE campaignId = ?', [campaignId]);
+      expect(link).toEqual({ salesStatus: 'SOLD_OUT', stock: null, almostSoldOutAt: null });
+      const [campaign] = await d.query('SELECT showStock FROM campaigns WHERE id = ?', [campaignId]);
+      expect(Number(campaign.showStock)).toBe(0);
+      await d.query('DELETE FROM customers WHERE id = ?', [id]);
+      expect(await d.query('SELECT goodsId FROM campaign_goods WHERE campaignId = ?', [campaignId])).toEqual([]); // the foreign keys still cascade
       expect(await pendingSchemaChanges(d)).toEqual([]);
     });
 

@@ -322,6 +322,23 @@ describeEngines(
         expectStatus(await call('put', `${base}/id`, { auth: C, multipart: { fields: { goodsId: String(ids[1]), salesStatus: 'SOLD_OUT' } } }), 200);
       });
 
+      it('stock: set, decrement, increment in every locator and parameter style; 400, 404 and 409 answers', async () => {
+        const base = `${goods()}/campaign/${key}/stock`;
+        expectStatus(await call('put', `${base}/id`, { auth: C, json: { goodsId: ids[0], stock: 10, almostSoldOutAt: 2, name: 'Orders' } }), 200);
+        expectStatus(await call('put', `${base}/sku`, { auth: C, query: { sku: 'OA-2', stock: '5', almostSoldOutAt: '' } }), 200);
+        expectStatus(await call('put', `${base}/url`, { auth: C, form: { url: 'https://shop.example.com/goods/OA-1', stock: '9', notify: 'true' } }), 200);
+        expectStatus(await call('post', `${base}/id/decrement`, { auth: C, json: { goodsId: ids[0], quantity: 2 } }), 200);
+        expectStatus(await call('post', `${base}/sku/decrement`, { auth: C, query: { sku: 'OA-2' } }), 200);
+        expectStatus(await call('post', `${base}/url/decrement`, { auth: C, multipart: { fields: { url: 'https://shop.example.com/goods/OA-1' } } }), 200);
+        expectStatus(await call('post', `${base}/id/increment`, { auth: C, form: { goodsId: String(ids[0]), quantity: '3' } }), 200);
+        expectStatus(await call('post', `${base}/sku/increment`, { auth: C, json: { sku: 'OA-2', quantity: 1 } }), 200);
+        expectStatus(await call('post', `${base}/url/increment`, { auth: C, query: { url: 'https://shop.example.com/goods/OA-1' } }), 200);
+        expectStatus(await call('post', `${base}/id/decrement`, { auth: C, json: { goodsId: ids[0], quantity: 1000 } }), 409);
+        expectStatus(await call('post', `${base}/id/decrement`, { auth: C, json: { goodsId: ids[0], quantity: 0 } }), 400);
+        expectStatus(await call('put', `${base}/id`, { auth: C, json: { goodsId: ids[0] } }), 400);
+        expectStatus(await call('put', `${base}/sku`, { auth: C, json: { sku: 'NOPE', stock: 1 } }), 404);
+      });
+
       it('chat: a line, a pinned notice, unpinning (notice null); status ONAIR', async () => {
         expectStatus(await call('post', consoleApi(`/${key}/chat`), { auth: C, json: { message: 'Welcome!', name: 'Mina' } }), 200);
         expectStatus(await call('post', consoleApi(`/${key}/chat`), { auth: C, json: { message: 'Free shipping', pinned: true } }), 200);

@@ -236,7 +236,10 @@ async function openCampaign(campaignKey, focus) {
 }
 
 async function loadCampaign(campaignKey, fillForm) {
-  const campaign = await api('GET', campaignPath(campaignKey));
+  const [campaign, places] = await Promise.all([api('GET', campaignPath(campaignKey)), api('GET', `${campaignPath(campaignKey)}/goods`)]);
+  // The summaries carry stock only when viewers see it; the operator always does (CampaignGoods).
+  const stockOf = new Map(places.results.map((p) => [p.goodsId, { stock: p.stock, almostSoldOutAt: p.almostSoldOutAt }]));
+  for (const item of campaign.goods ?? []) Object.assign(item, stockOf.get(item.goodsId) ?? { stock: null, almostSoldOutAt: null });
   const switching = !view.current || view.current.campaignKey !== campaignKey;
   if (!switching || fillForm) view.current = campaign;
   else return; // an answer for a campaign that is no longer open
@@ -262,6 +265,7 @@ function fillEditForm(c) {
   $('edit-operator').value = c.operatorName ?? '';
   $('edit-description').value = c.description ?? '';
   $('edit-visible').checked = Boolean(c.collectionVisible);
+  $('edit-show-stock').checked = Boolean(c.showStock);
 }
 
 function renderCampaign() {
@@ -348,11 +352,14 @@ function renderCampaignGoods() {
         el('div', { class: 'small muted' }, [item.brand, item.sku].filter(Boolean).join(' · ')),
         el('div', { class: 'small' }, priceText(item, item.currency)),
         el('div', { class: 'row' }, salesBadge(item.salesStatus), item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null),
+        el('div', { class: 'small muted', dataset: { stock: id } }, stockText(item)),
       ),
       el(
         'div',
         { class: 'controls' },
         el('div', { class: 'group', role: 'group', 'aria-label': `Sales status of ${item.name}` }, statusButtons),
+        el('span', { class: 'sep' }),
+        stockForm(item),
         el('span', { class: 'sep' }),
         el(
           'button',
@@ -403,6 +410,53 @@ function renderCampaignGoods() {
   });
   $('cg-list').replaceChildren(...rows);
   $('cg-empty').hidden = items.length > 0;
+}
+
+function stockText(item) {
+  if (item.stock === null || item.stock === undefined) return 'Stock not tracked';
+  const threshold = item.almostSoldOutAt === null || item.almostSoldOutAt === undefined ? '' : ` (almost sold out at ${item.almostSoldOutAt})`;
+  return `Stock: ${item.stock} left${threshold}`;
+}
+
+/** Stock and threshold of one item (blank stock: not tracked; blank threshold: no almost-sold-out stage). */
+function stockForm(item) {
+  const id = item.goodsId;
+  const input = (name, value) =>
+    el('input', { type: 'number', min: '0', step: '1', class: 'stock-input', id: `${name}-${id}`, value: value ?? '', dataset: { focus: `${name}:${id}` } });
+  const stock = input('stock', item.stock);
+  const threshold = input('threshold', item.almostSoldOutAt);
+  const submit = (event) => {
+    event.preventDefault();
+    void setStock(item, stock.value, threshold.value, event.submitter);
+  };
+  return el(
+    'form',
+    { class: 'group', 'aria-label': `Stock of ${item.name}`, onsubmit: submit },
+    el('label', { for: `stock-${id}`, class: 'small' }, 'Stock'),
+    stock,
+    el('label', { for: `threshold-${id}`, class: 'small' }, 'Almost at'),
+    threshold,
+    el('button', { type: 'submit', 'aria-label': `Set the stock of ${item.name}` }, 'Set stock'),
+  );
+}
+
+async function setStock(item, stockValue, thresholdValue, button) {
+  const key = view.current.campaignKey;
+  const body = {
+    goodsId: Number(item.goodsId),
+    stock: stockValue.trim() === '' ? null : Number(stockValue),
+    almostSoldOutAt: thresholdValue.trim() === '' ? null : Number(thresholdValue),
+    notify: $('status-notify').checked,
+  };
+  await act(
+    `Setting the stock of ${item.name}`,
+    async () => {
+      const answer = await api('PUT', `/v1/goods/${ak()}/campaign/${encodeURIComponent(key)}/stock/id`, body);
+      flash(`${item.name}: ${stockText(answer)}, ${SALES_STATUS[answer.salesStatus].label}`);
+      await reloadCurrent(false);
+    },
+    { button },
+  );
 }
 
 function goodsUrl(key) {
@@ -699,6 +753,7 @@ $('edit-form').addEventListener('submit', (event) => {
     operatorName: $('edit-operator').value.trim() || null,
     description: $('edit-description').value.trim() ? $('edit-description').value : null,
     collectionVisible: $('edit-visible').checked,
+    showStock: $('edit-show-stock').checked,
   };
   void act(
     'Saving the settings',

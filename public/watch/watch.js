@@ -104,6 +104,7 @@ function card(item) {
     item.currency,
     item.salesStatus,
     item.showingNow,
+    item.stock,
   ]);
   if (node && node.dataset.signature === signature) return node;
   const discounted = item.discountedPrice !== null && item.discountedPrice !== undefined;
@@ -133,7 +134,14 @@ function card(item) {
           ? el('s', { class: 'original' }, el('span', { class: 'visually-hidden' }, 'Regular price '), formatPrice(item.originalPrice, item.currency, locale))
           : null,
       ),
-      el('div', { class: 'tags' }, item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null, salesBadge(item.salesStatus)),
+      el(
+        'div',
+        { class: 'tags' },
+        item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null,
+        salesBadge(item.salesStatus),
+        // Only in campaigns that show stock (the summaries carry it then); null: not tracked.
+        typeof item.stock === 'number' && item.stock > 0 ? el('span', { class: 'stock-left' }, `${item.stock} left`) : null,
+      ),
     ),
   );
   if (node) {
@@ -216,6 +224,7 @@ function onEvent(type, payload) {
       renderGoods();
       if (before && previousStatus !== payload.salesStatus) announce(`${before.name}: ${salesStatusOf(payload.salesStatus).label}`);
       break;
+    case 'goods.stock':
     case 'goods.list':
     case 'goods.update':
       renderGoods();

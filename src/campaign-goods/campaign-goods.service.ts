@@ -49,6 +49,8 @@ export class CampaignGoodsService {
             sortOrder: (order += 1),
             showingNow: false,
             salesStatus: 'ON_SALE' as const,
+            stock: null,
+            almostSoldOutAt: null,
             adminName: null,
             adminId: '',
             createdAt: now,
@@ -114,7 +116,7 @@ export class CampaignGoodsService {
   ): Promise<{ result: CampaignGoodsListResponse; events: PendingEvent[] }> {
     const result = await this.listOf(em, tenant, campaign);
     if (!changed) return { result, events: [] };
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl);
+    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock);
     return { result, events: [{ type: 'goods.list', payload: { goods } }] };
   }
 

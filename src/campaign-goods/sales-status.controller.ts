@@ -15,7 +15,7 @@ import { SalesStatusService } from './sales-status.service';
  * The parameters from the query string, overlaid with a form (urlencoded or multipart) or JSON body (the
  * body wins). A parameter given twice is refused in plain words rather than read as a list.
  */
-const SalesStatusInput = createParamDecorator((_: unknown, ctx: ExecutionContext): Record<string, unknown> => {
+export const SalesStatusInput = createParamDecorator((_: unknown, ctx: ExecutionContext): Record<string, unknown> => {
   const req = ctx.switchToHttp().getRequest<Request>();
   const body = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
   const params = { ...(req.query as Record<string, unknown>), ...body };
@@ -57,7 +57,7 @@ class SalesStatusBySkuBody extends SalesStatusFields {
   @ApiPropertyOptional({ minLength: 1, maxLength: 128, example: 'SW-7', description: `The item's sku; required, ${EITHER.toLowerCase()}` }) sku?: string;
 }
 
-const LOCATORS = {
+export const LOCATORS = {
   id: {
     body: SalesStatusByIdBody,
     query: ApiQuery({

@@ -55,8 +55,8 @@ export class SalesStatusService {
   }
 }
 
-/** The locating parameter of the route: goodsId for …/id, url for …/url, sku for …/sku. */
-function locatorOf(by: GoodsLocator['by'], params: SalesStatusParams): GoodsLocator {
+/** The locating parameter of the route: goodsId for …/id, url for …/url, sku for …/sku (also for the stock routes). */
+export function locatorOf(by: GoodsLocator['by'], params: Pick<SalesStatusParams, 'goodsId' | 'url' | 'sku'>): GoodsLocator {
   const field = by === 'id' ? 'goodsId' : by;
   const value = by === 'id' ? params.goodsId : by === 'url' ? params.url?.trim() : params.sku?.trim();
   if (value === undefined || value === '') throw ApiException.invalid(`${field} is required`, [{ field, message: `${field} is required` }]);

@@ -33,8 +33,11 @@ export class CampaignGoodsDeletion implements OnModuleInit {
     if (!campaignIds.length) return;
     for (const campaignId of campaignIds) await lockRow(em, 'campaigns', campaignId);
     const recorded: LiveEvent[] = [];
+    const showingStock = await this.views.showsStock(em, campaignIds);
     for (const campaignId of campaignIds) {
-      const goods = (await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl)).filter((g) => g.goodsId !== String(goodsId));
+      const goods = (await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl, showingStock.has(campaignId))).filter(
+        (g) => g.goodsId !== String(goodsId),
+      );
       recorded.push(...(await this.log.record(em, campaignId, [{ type: 'goods.list', payload: { goods } }])));
     }
     return () => this.writer.publish(recorded);

@@ -54,7 +54,7 @@ export class CampaignGoodsUpdates implements OnModuleInit {
   /** Records and pushes `goods.update` for every open campaign of the customer holding any of these goods. */
   async goodsChanged(tenant: Tenant, goodsIds: number[]): Promise<void> {
     if (!goodsIds.length) return;
-    const open = await this.openCampaigns(tenant);
+    const { ids: open, showingStock } = await this.openCampaigns(tenant);
     if (!open.length) return;
     const wanted = new Set(goodsIds);
     const holding = [...new Set((await this.places(this.db.manager, open, goodsIds, wanted)).map((l) => l.campaignId))].sort((a, b) => a - b);
@@ -74,7 +74,7 @@ export class CampaignGoodsUpdates implements OnModuleInit {
         const list = byCampaign.get(campaignId);
         if (!list) continue; // the item left the campaign (or the campaign went) meanwhile
         list.sort((a, b) => a.link.sortOrder - b.link.sortOrder || a.link.goodsId - b.link.goodsId);
-        const goods = list.map((row) => toCampaignGoodsSummary(row, tenant.currency, tenant.baseUrl));
+        const goods = list.map((row) => toCampaignGoodsSummary(row, tenant.currency, tenant.baseUrl, showingStock.has(campaignId)));
         events.push(...(await this.log.record(em, campaignId, [{ type: 'goods.update', payload: { goods } }])));
       }
       return events;
@@ -83,13 +83,14 @@ export class CampaignGoodsUpdates implements OnModuleInit {
   }
 
   /** The customer's campaigns that have not ended (their viewers are the ones watching for changes). */
-  private async openCampaigns(tenant: Tenant): Promise<number[]> {
+  private async openCampaigns(tenant: Tenant): Promise<{ ids: number[]; showingStock: Set<number> }> {
     const rows = await this.db.manager.find(Campaign, {
-      select: { id: true },
+      select: { id: true, showStock: true },
       where: { customerId: tenant.id, campaignStatus: In(['READY', 'ONAIR']) },
       order: { id: 'ASC' },
     });
-    return rows.map((c) => c.id);
+    // Which of them show stock (showStock) comes with the same query.
+    return { ids: rows.map((c) => c.id), showingStock: new Set(rows.filter((c) => c.showStock).map((c) => c.id)) };
   }
 
   /** The places of these goods in these campaigns (see IDS_IN_QUERY for how they are found). */

@@ -44,8 +44,17 @@ export class CampaignViews {
       .map((link) => ({ link, goods: goodsById.get(link.goodsId) as Goods, media: mediaByGoods.get(link.goodsId) ?? null }));
   }
 
-  async summaries(em: EntityManager, campaignId: number, currency: string, baseUrl: string): Promise<CampaignGoodsSummary[]> {
-    return (await this.goodsRows(em, campaignId)).map((row) => toCampaignGoodsSummary(row, currency, baseUrl));
+  /** The viewers' form of the campaign's goods; `showStock` is read from the campaign when not given. */
+  async summaries(em: EntityManager, campaignId: number, currency: string, baseUrl: string, showStock?: boolean): Promise<CampaignGoodsSummary[]> {
+    const shown = showStock ?? (await this.showsStock(em, [campaignId])).has(campaignId);
+    return (await this.goodsRows(em, campaignId)).map((row) => toCampaignGoodsSummary(row, currency, baseUrl, shown));
+  }
+
+  /** Those of these campaigns whose viewers see the stock (showStock on). */
+  async showsStock(em: EntityManager, campaignIds: number[]): Promise<Set<number>> {
+    if (!campaignIds.length) return new Set();
+    const rows = await em.find(Campaign, { select: { id: true, showStock: true }, where: { id: In(campaignIds) } });
+    return new Set(rows.filter((c) => c.showStock).map((c) => c.id));
   }
 
   /** What a viewer gets on join and on a resync from too far back. `seq` is read first, so every later event has a higher one. */
@@ -59,7 +68,7 @@ export class CampaignViews {
     const campaign = await em.findOne(Campaign, { where: { id: campaignId } });
     if (!campaign) return null;
     const [goods, chat] = await Promise.all([
-      this.summaries(em, campaignId, currency, baseUrl),
+      this.summaries(em, campaignId, currency, baseUrl, campaign.showStock),
       em.find(CampaignChat, { where: { campaignId }, order: { id: 'DESC' }, take: SNAPSHOT_CHAT_LINES }),
     ]);
     return {

@@ -35,13 +35,19 @@ export function campaignNotFound(campaignKey: string): ApiException {
 
 /**
  * The customer's campaign with exactly this key (locked for the transaction when `forUpdate`, on
- * MySQL), or null. Used by the console, the sales-status operations, the public endpoints and the
+ * MySQL; `'share'` locks it in share mode: holders of that run side by side, but never while a writer
+ * holds it), or null. Used by the console, the sales-status operations, the public endpoints and the
  * /live channel. The key is compared exactly after the indexed query (see sameKey: MySQL's
  * collation would match another case or trailing spaces).
  */
-export async function findCampaignByKey(em: EntityManager, customerId: number, campaignKey: string, forUpdate = false): Promise<Campaign | null> {
+export async function findCampaignByKey(
+  em: EntityManager,
+  customerId: number,
+  campaignKey: string,
+  forUpdate: boolean | 'share' = false,
+): Promise<Campaign | null> {
   const qb = em.createQueryBuilder(Campaign, 'c').where('c.customerId = :customerId', { customerId }).andWhere('c.campaignKey = :campaignKey', { campaignKey });
-  if (forUpdate && isMysql(em)) qb.setLock('pessimistic_write');
+  if (forUpdate && isMysql(em)) qb.setLock(forUpdate === 'share' ? 'pessimistic_read' : 'pessimistic_write');
   const campaign = await qb.getOne();
   return campaign && sameKey(campaign.campaignKey, campaignKey) ? campaign : null;
 }
@@ -59,7 +65,7 @@ export class CampaignWriter {
     private readonly notifier: LiveNotifier,
   ) {}
 
-  async find(em: EntityManager, tenant: Tenant, campaignKey: string, forUpdate = false): Promise<Campaign> {
+  async find(em: EntityManager, tenant: Tenant, campaignKey: string, forUpdate: boolean | 'share' = false): Promise<Campaign> {
     const campaign = await findCampaignByKey(em, tenant.id, campaignKey, forUpdate);
     if (!campaign) throw campaignNotFound(campaignKey);
     return campaign;

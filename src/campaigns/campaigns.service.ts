@@ -32,7 +32,17 @@ export interface ChatResult {
 }
 
 /** What a PATCH may change (every one of them is part of the campaign record viewers get). */
-const EDITABLE_FIELDS = ['title', 'description', 'scheduledAt', 'scheduledEndAt', 'posterUrl', 'liveUrl', 'operatorName', 'collectionVisible'] as const;
+const EDITABLE_FIELDS = [
+  'title',
+  'description',
+  'scheduledAt',
+  'scheduledEndAt',
+  'posterUrl',
+  'liveUrl',
+  'operatorName',
+  'collectionVisible',
+  'showStock',
+] as const;
 type EditableField = (typeof EDITABLE_FIELDS)[number];
 
 /** Stored and given values compare by what they mean: dates by their instant. */
@@ -77,6 +87,7 @@ export class CampaignsService {
       campaignStatus: 'READY' as const,
       operatorName: body.operatorName ?? null,
       collectionVisible: body.collectionVisible ?? false,
+      showStock: body.showStock ?? false,
       noticeMessage: null,
       noticeAdminName: null,
       noticeAt: null,
@@ -107,7 +118,7 @@ export class CampaignsService {
   async get(tenant: Tenant, campaignKey: string): Promise<CampaignResponse> {
     const em = this.db.manager;
     const campaign = await this.store.find(em, tenant, campaignKey);
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl);
+    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock);
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 

@@ -24,6 +24,8 @@ export interface LiveGoodsSummary {
   thumbnailUrl: string | null;
   adminName: string | null;
   updatedAt: number;
+  /** Units left (null: not tracked); only when the campaign's showStock is on. */
+  stock?: number | null;
 }
 
 export interface LiveNotice {
@@ -54,6 +56,7 @@ export interface LiveCampaign {
   liveUrl: string | null;
   operatorName: string | null;
   collectionVisible: boolean;
+  showStock: boolean;
   notice: LiveNotice | null;
   userCount: number;
   createdAt: number;
@@ -77,6 +80,8 @@ export interface LiveEventMap {
     adminName: string | null;
     updatedAt: number;
   };
+  /** A stock change of an item, only in campaigns with showStock on (its status change, if any, comes as goods.salesStatus). */
+  'goods.stock': { seq: number; campaignKey: string; goodsId: string; stock: number | null; updatedAt: number };
   'goods.list': { seq: number; goods: LiveGoodsSummary[] };
   /** Catalog edits (name, prices, image, …) of goods in the campaign: the changed items' summaries, in sortOrder. */
   'goods.update': { seq: number; goods: LiveGoodsSummary[] };

@@ -44,7 +44,7 @@ export class PublicCampaignsService {
     const counts = await this.counter.counts(rows.map((c) => c.id));
     const results = await Promise.all(
       rows.map(async (c) => {
-        const goods = query.detail ? await this.views.summaries(this.db.manager, c.id, customer.currency, baseUrl) : undefined;
+        const goods = query.detail ? await this.views.summaries(this.db.manager, c.id, customer.currency, baseUrl, c.showStock) : undefined;
         return toCampaignResponse(c, counts.get(c.id) ?? 0, { description: !!query.detail, goods });
       }),
     );
@@ -82,7 +82,7 @@ export class PublicCampaignsService {
   }
 
   private async detail(campaign: Campaign, currency: string, baseUrl: string): Promise<CampaignResponse> {
-    const goods = await this.views.summaries(this.db.manager, campaign.id, currency, baseUrl);
+    const goods = await this.views.summaries(this.db.manager, campaign.id, currency, baseUrl, campaign.showStock);
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 }

@@ -599,6 +599,23 @@ if (chromiumMissing && !required) {
       expect(await operator.getByRole('alert').isVisible()).toBe(false);
     });
 
+    it('operator shows viewers the stock and sets the stock of an item: the status follows it on both pages', async () => {
+      await operator.locator('#edit-show-stock').check();
+      await operator.getByRole('button', { name: 'Save settings' }).click();
+      await operator.locator(`#stock-${goodsIds.mug}`).fill('3');
+      await operator.locator(`#threshold-${goodsIds.mug}`).fill('5');
+      await row('mug').getByRole('button', { name: 'Set the stock of Ceramic Mug Set' }).click();
+      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.mug}"][data-status="ALMOST_SOLD_OUT"]`, { timeout: 2000 });
+      await viewer.waitForFunction((id) => document.querySelector(`#goods li[data-goods-id="${id}"] .stock-left`)?.textContent === '3 left', goodsIds.mug, {
+        timeout: 2000,
+      });
+      await operator.waitForFunction(
+        (id) => document.querySelector(`#cg-list li[data-goods-id="${id}"] [data-stock]`)?.textContent === 'Stock: 3 left (almost sold out at 5)',
+        goodsIds.mug,
+      );
+      expect(await operator.locator(`#stock-${goodsIds.mug}`).inputValue()).toBe('3');
+    });
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');

@@ -45,6 +45,7 @@ export const CAMPAIGN_KEYS = [
   'posterUrl',
   'scheduledAt',
   'scheduledEndAt',
+  'showStock',
   'startedAt',
   'title',
   'updatedAt',
@@ -53,6 +54,7 @@ export const CAMPAIGN_KEYS = [
 export const CAMPAIGN_GOODS_KEYS = [
   'adminId',
   'adminName',
+  'almostSoldOutAt',
   'campaignId',
   'createdAt',
   'goods',
@@ -60,6 +62,7 @@ export const CAMPAIGN_GOODS_KEYS = [
   'salesStatus',
   'showingNow',
   'sortOrder',
+  'stock',
   'updatedAt',
 ];
 export const CAMPAIGN_GOODS_ITEM_KEYS = [
@@ -103,6 +106,7 @@ export const CAMPAIGN_GOODS_MEDIA_KEYS = [
 ];
 export const EVENT_KEYS: Record<string, string[]> = {
   'goods.salesStatus': ['adminName', 'campaignKey', 'goodsId', 'salesStatus', 'seq', 'updatedAt'],
+  'goods.stock': ['campaignKey', 'goodsId', 'seq', 'stock', 'updatedAt'],
   'goods.list': ['goods', 'seq'],
   'goods.update': ['goods', 'seq'],
   'campaign.update': ['campaign', 'seq'],
@@ -131,7 +135,8 @@ export function expectEventShape(type: string, payload: Payload): void {
   expect(EVENT_KEYS[type]).toBeDefined();
   expect(keys(payload)).toEqual(EVENT_KEYS[type]);
   expect(Number.isInteger(payload.seq)).toBe(true);
-  if (type === 'goods.list' || type === 'goods.update') for (const g of payload.goods) expect(keys(g)).toEqual(SUMMARY_KEYS);
+  // Summaries carry stock only in campaigns that show it (showStock).
+  if (type === 'goods.list' || type === 'goods.update') for (const g of payload.goods) expect(keys(g).filter((k) => k !== 'stock')).toEqual(SUMMARY_KEYS);
   if (type === 'campaign.update') expect(keys(payload.campaign)).toEqual([...CAMPAIGN_KEYS, 'description'].sort());
 }
 
@@ -209,6 +214,16 @@ export function liveHarness(ctx: () => TestApp) {
     return req.send(params);
   };
 
+  /** The stock operations: `op` set (PUT …/stock/{by}), decrement or increment (POST …/stock/{by}/{op}). */
+  const stock = (c: TestCustomer, key: string, by: 'id' | 'url' | 'sku', op: 'set' | 'decrement' | 'increment', params: Body, style: Style = 'json') => {
+    const path = `/v1/goods/${c.accessKey}/campaign/${key}/stock/${by}`;
+    const req = (op === 'set' ? http().put(path) : http().post(`${path}/${op}`)).set('Authorization', c.auth());
+    if (style === 'query') return req.query(params);
+    if (style === 'form')
+      return req.type('form').send(Object.fromEntries(Object.entries(params).map(([k, v]) => [k, v === null ? '' : String(v as string | number | boolean)])));
+    return req.send(params);
+  };
+
   async function createCampaign(c: TestCustomer, body: Body = {}): Promise<Payload> {
     const res = await con(c).create({ title: 'Friday live', ...body });
     expectOk(res);
@@ -262,6 +277,7 @@ export function liveHarness(ctx: () => TestApp) {
     cpath,
     con,
     salesStatus,
+    stock,
     createCampaign,
     register,
     liveCampaign,

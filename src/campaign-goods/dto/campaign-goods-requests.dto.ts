@@ -9,11 +9,14 @@ import {
   IsInt,
   IsOptional,
   IsString,
+  Max,
   MaxLength,
   Min,
   MinLength,
+  ValidateIf,
   ValidationArguments,
 } from 'class-validator';
+import { Transform } from 'class-transformer';
 import { BooleanField, booleanText, IdField, sent, WellFormedText } from '../../common/validation/decorators';
 import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-goods.entity';
 
@@ -130,4 +133,85 @@ export class SalesStatusParams {
   @MinLength(1, { message: 'sku must not be empty' })
   @MaxLength(128)
   sku?: string;
+}
+
+/** The largest stock an item may hold (the column is a 32-bit integer). */
+export const MAX_STOCK = 1_000_000_000;
+
+/** In the query string or a form there is no null: an empty value, or `null`, means null. */
+const nullText = Transform(({ value }: { value: unknown }) => (value === '' || value === 'null' ? null : value));
+const numericText = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value));
+
+/** A count of units: an integer from `min` to MAX_STOCK (numeric text accepted); messages name the value sent. */
+function UnitsField(property: string, min: number): PropertyDecorator[] {
+  const message = (args: ValidationArguments) => `${property} must be an integer from ${min} to ${MAX_STOCK}; got ${sent(args.value)}`;
+  return [IsInt({ message }), Min(min, { message }), Max(MAX_STOCK, { message })];
+}
+
+/** Parameters of the stock operations (query string, form or JSON body, as for the sales-status ones). */
+export class StockParams {
+  @IdField('goodsId', {}, { description: 'Locator of …/stock/id' })
+  goodsId?: number;
+
+  @ApiPropertyOptional({ description: 'Locator of …/stock/url' })
+  @IsOptional()
+  @IsString({ message: (args: ValidationArguments) => `url must be a string; got ${sent(args.value)}` })
+  @MinLength(1, { message: 'url must not be empty' })
+  @MaxLength(2048)
+  url?: string;
+
+  @ApiPropertyOptional({ description: 'Locator of …/stock/sku' })
+  @IsOptional()
+  @IsString({ message: (args: ValidationArguments) => `sku must be a string; got ${sent(args.value)}` })
+  @MinLength(1, { message: 'sku must not be empty' })
+  @MaxLength(128)
+  sku?: string;
+
+  @BooleanField('notify', {}, { default: true, description: 'Push a derived status change to viewers now: true/false, 1/0, yes/no or on/off; empty = true' })
+  notify?: boolean;
+
+  @ApiPropertyOptional({ example: 'Mina', description: 'Operator name for adminName on a derived status change' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  @WellFormedText('name')
+  name?: string;
+}
+
+/** PUT …/stock/{id|url|sku}: the stock (required; null stops tracking) and, optionally, the threshold. */
+export class SetStockParams extends StockParams {
+  @ApiProperty({ nullable: true, type: 'integer', minimum: 0, maximum: MAX_STOCK, example: 20, description: 'Units left; null (or empty text) stops tracking' })
+  @nullText
+  @numericText
+  @IsDefined({ message: 'stock is required (null stops tracking)' })
+  @ValidateIf((o: SetStockParams) => o.stock !== null)
+  @applyAll(UnitsField('stock', 0))
+  stock: number | null;
+
+  @ApiPropertyOptional({
+    nullable: true,
+    type: 'integer',
+    minimum: 0,
+    maximum: MAX_STOCK,
+    example: 5,
+    description: 'ALMOST_SOLD_OUT at this many units left or fewer; null (or empty text): no such stage; absent: unchanged',
+  })
+  @nullText
+  @numericText
+  @ValidateIf((o: SetStockParams) => o.almostSoldOutAt !== undefined && o.almostSoldOutAt !== null)
+  @applyAll(UnitsField('almostSoldOutAt', 0))
+  almostSoldOutAt?: number | null;
+}
+
+/** POST …/stock/{id|url|sku}/decrement and …/increment: by how many units (default 1). */
+export class StockDeltaParams extends StockParams {
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_STOCK, default: 1, example: 1, description: 'Units (default 1)' })
+  @numericText
+  @ValidateIf((o: StockDeltaParams) => o.quantity !== undefined)
+  @applyAll(UnitsField('quantity', 1))
+  quantity?: number;
+}
+
+function applyAll(decorators: PropertyDecorator[]): PropertyDecorator {
+  return (target, key) => decorators.forEach((d) => d(target, key));
 }

@@ -43,6 +43,9 @@ class CampaignFields {
   // Not nullable: null is refused (400) rather than stored into a NOT NULL column.
   @BooleanField('collectionVisible', {}, { default: false, description: 'Listed publicly (collection-view visibility)' })
   collectionVisible?: boolean;
+
+  @BooleanField('showStock', {}, { default: false, description: "Viewers see each item's remaining stock (goods summaries and goods.stock events)" })
+  showStock?: boolean;
 }
 
 export class CreateCampaignDto extends CampaignFields {

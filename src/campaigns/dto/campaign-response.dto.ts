@@ -60,6 +60,17 @@ export class CampaignGoodsResponse {
   @ApiProperty({ type: 'integer', format: 'int32', example: 1, description: '1-based place in the campaign' }) sortOrder: number;
   @ApiProperty({ example: false }) showingNow: boolean;
   @ApiProperty({ enum: SALES_STATUSES, example: 'SOLD_OUT' }) salesStatus: SalesStatus;
+  @ApiProperty({ nullable: true, type: 'integer', format: 'int32', minimum: 0, example: 12, description: 'Units left; null: stock not tracked' })
+  stock: number | null;
+  @ApiProperty({
+    nullable: true,
+    type: 'integer',
+    format: 'int32',
+    minimum: 0,
+    example: 5,
+    description: 'ALMOST_SOLD_OUT at this many units left or fewer (above 0); null: no such stage',
+  })
+  almostSoldOutAt: number | null;
   @ApiProperty({ type: CampaignGoodsItemResponse }) goods: CampaignGoodsItemResponse;
   @ApiProperty({ nullable: true, type: String, example: 'Mina' }) adminName: string | null;
   @ApiProperty({ example: 'op-7' }) adminId: string;
@@ -101,6 +112,8 @@ export function toCampaignGoodsResponse(row: CampaignGoodsRow, currency: string,
     sortOrder: link.sortOrder,
     showingNow: link.showingNow,
     salesStatus: link.salesStatus,
+    stock: link.stock,
+    almostSoldOutAt: link.almostSoldOutAt,
     goods: {
       id: String(goods.id),
       customerId: String(goods.customerId),
@@ -150,9 +163,19 @@ export class CampaignGoodsSummary {
   @ApiProperty({ nullable: true, type: String, description: 'The 240 px thumbnail' }) thumbnailUrl: string | null;
   @ApiProperty({ nullable: true, type: String }) adminName: string | null;
   @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: 'integer',
+    format: 'int32',
+    minimum: 0,
+    example: 12,
+    description: "Units left (null: not tracked); present only when the campaign's showStock is on",
+  })
+  stock?: number | null;
 }
 
-export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, baseUrl: string): CampaignGoodsSummary {
+/** The viewers' form of an item; `stock` is included only when the campaign shows it (showStock). */
+export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, baseUrl: string, showStock = false): CampaignGoodsSummary {
   const { link, goods, media } = row;
   const thumb = media?.thumbnails[1] ?? media?.thumbnails[0];
   return {
@@ -172,6 +195,7 @@ export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, 
     thumbnailUrl: thumb ? mediaFileUrl(baseUrl, thumb.key) : null,
     adminName: link.adminName,
     updatedAt: link.updatedAt.getTime(),
+    ...(showStock ? { stock: link.stock } : {}),
   };
 }
 
@@ -208,6 +232,8 @@ export class CampaignResponse {
   @ApiProperty({ nullable: true, type: String, description: 'Detail setting: default name on operator messages' })
   operatorName: string | null;
   @ApiProperty({ description: 'Detail setting: listed publicly (collection-view visibility)' }) collectionVisible: boolean;
+  @ApiProperty({ description: "Detail setting: viewers see each item's remaining stock (goods summaries and goods.stock events)" })
+  showStock: boolean;
   @ApiProperty({ ...nullableRef(NoticeResponse), description: 'The pinned operator notice, or null' }) notice: NoticeResponse | null;
   @ApiProperty({ type: 'integer', format: 'int32', example: 1532, description: 'Viewers connected right now, across all nodes' }) userCount: number;
   @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
@@ -243,6 +269,7 @@ export function toCampaignResponse(
     liveUrl: campaign.liveUrl,
     operatorName: campaign.operatorName,
     collectionVisible: campaign.collectionVisible,
+    showStock: campaign.showStock,
     notice: noticeOf(campaign),
     userCount,
     createdAt: campaign.createdAt.getTime(),

@@ -34,6 +34,14 @@ export class CampaignGoods {
   @Column({ type: 'varchar', length: 16, default: 'ON_SALE' })
   salesStatus: SalesStatus;
 
+  /** Units left (null: stock not tracked); stock changes re-derive salesStatus (StockService). */
+  @Column({ type: 'integer', nullable: true })
+  stock: number | null;
+
+  /** ALMOST_SOLD_OUT from this many units left down to 1 (null: no such stage). */
+  @Column({ type: 'integer', nullable: true })
+  almostSoldOutAt: number | null;
+
   @Column({ type: 'varchar', length: 255, nullable: true })
   adminName: string | null;
 

@@ -58,6 +58,10 @@ export class Campaign {
   @Column({ type: 'boolean', width: 1, default: false })
   collectionVisible: boolean;
 
+  /** Detail setting: viewers see each item's remaining stock. */
+  @Column({ type: 'boolean', width: 1, default: false })
+  showStock: boolean;
+
   /** The pinned operator notice (null: none). */
   @Column({ type: 'text', nullable: true })
   noticeMessage: string | null;

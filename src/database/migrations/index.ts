@@ -2,6 +2,13 @@ import { InitialSchema1763700000000 } from './1763700000000-InitialSchema';
 import { AddMedia1763800000000 } from './1763800000000-AddMedia';
 import { AddCampaigns1763900000000 } from './1763900000000-AddCampaigns';
 import { AddPreviousSecretKey1764000000000 } from './1764000000000-AddPreviousSecretKey';
+import { AddStock1764100000000 } from './1764100000000-AddStock';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
-export const MIGRATIONS = [InitialSchema1763700000000, AddMedia1763800000000, AddCampaigns1763900000000, AddPreviousSecretKey1764000000000];
+export const MIGRATIONS = [
+  InitialSchema1763700000000,
+  AddMedia1763800000000,
+  AddCampaigns1763900000000,
+  AddPreviousSecretKey1764000000000,
+  AddStock1764100000000,
+];
