@@ -3,8 +3,9 @@
  * first as new goods, then the same sheet with every row changed, over HTTP against the real server,
  * on SQLite and on MariaDB; prints rows per second for each run and the server's peak RSS. For
  * reference it then sends the same 10,000 changes once more as a JSON POST /sync (same writer, no
- * spreadsheet to read): the difference is the cost of reading the file. Before measuring, one 1-row
- * upload warms the server up (exceljs is loaded on the first spreadsheet, ~0.2 s once per process).
+ * spreadsheet to read): the difference is the cost of reading the file. Before measuring, one
+ * upload of 1,000 other rows warms the server up (exceljs is loaded on the first spreadsheet, ~0.2 s once per
+ * process, and the validation worker starts on the first large batch).
  * Last, the fairness probe: a sheet of 10,000 more new goods, then their changes, each uploaded while
  * another customer reads its list page over and over (bench/support.ts measureFairness): that customer's
  * list p50/p99/max and the server's longest event-loop stall during each upload.
@@ -42,10 +43,10 @@ async function uploadOnce(baseUrl: string, accessKey: string, auth: string, file
 
 async function warmUp(baseUrl: string, accessKey: string, auth: string): Promise<void> {
   const book = new ExcelJS.Workbook();
-  book.addWorksheet('Goods').addRows([
-    ['sku', 'url', 'name'],
-    ['WARM-UP', 'https://shop.example.com/warm-up', 'Warm-up'],
-  ]);
+  // 1,000 rows: enough to start the validation worker too (batches of 500 and more use it).
+  book
+    .addWorksheet('Goods')
+    .addRows([['sku', 'url', 'name'], ...Array.from({ length: 1000 }, (_, i) => [`WARM-UP-${i}`, `https://shop.example.com/warm-up/${i}`, `Warm-up ${i}`])]);
   const form = new FormData();
   form.append('file', new Blob([Buffer.from(await book.xlsx.writeBuffer())]), 'warm-up.xlsx');
   const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/excel`, { method: 'POST', headers: { authorization: auth }, body: form });

@@ -8,6 +8,9 @@ import { BatchElement, parseElement, ParsedElement } from './element-parser';
 const WORKER_MIN = 500;
 /** How long a batch may wait for the worker before it is validated here instead. */
 const WORKER_TIMEOUT_MS = 30_000;
+/** The worker's heap: young and old generation limits, in MB. */
+const WORKER_YOUNG_MB = 4;
+const WORKER_OLD_MB = 256;
 /** After this many worker failures in a row, validation stays on the main thread. */
 const MAX_FAILURES = 3;
 
@@ -75,6 +78,9 @@ export class ElementValidator implements OnApplicationShutdown {
     const ext = extname(__filename);
     const worker = new Worker(join(__dirname, `element-worker${ext}`), {
       execArgv: ext === '.ts' ? ['--require', 'ts-node/register/transpile-only'] : [],
+      // A small young generation keeps the worker's memory small (it holds a few segments at a time);
+      // the old generation's ceiling bounds it (past it the worker ends and is replaced).
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB, maxOldGenerationSizeMb: WORKER_OLD_MB },
     });
     worker.unref();
     worker.on('message', (message: { id: number; parsed: ParsedElement[] }) => {
