@@ -1,5 +1,5 @@
 import { request as httpRequest, IncomingHttpHeaders } from 'node:http';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { listenOn } from './support/live-client';
 import { ImageServer, startImageServer } from './support/image-server';
 import { describeEngines } from './support/test-app';
@@ -35,6 +35,8 @@ function decode(raw: Raw): Buffer {
       return gunzipSync(raw.body);
     case 'br':
       return brotliDecompressSync(raw.body);
+    case 'deflate':
+      return inflateSync(raw.body);
     default:
       return raw.body;
   }
@@ -88,6 +90,34 @@ describeEngines(
         expect(res.body.length).toBeLessThan(plain.body.length / 2);
         expect(JSON.parse(decode(res).toString('utf8'))).toEqual(JSON.parse(plain.body.toString('utf8')));
       }
+    });
+
+    it('a small whole answer (compressed in one go on the event loop) negotiates and labels like the larger ones', async () => {
+      const path = `/v1/goods/${accessKey}?count=5`;
+      const plain = await rawGet(base, path, { authorization: auth });
+      expect(plain.body.length).toBeGreaterThan(1024);
+      expect(plain.body.length).toBeLessThan(64 * 1024);
+      // Equal preference: br first, as the compression middleware chooses; a lower q for br: gzip; deflate
+      // (rare) is left to the middleware.
+      for (const [accept, expected] of [
+        ['gzip, deflate, br', 'br'],
+        ['gzip;q=1, br;q=0.1', 'gzip'],
+        ['deflate', 'deflate'],
+      ] as const) {
+        const res = await rawGet(base, path, { authorization: auth, 'accept-encoding': accept });
+        expect(res.status).toBe(200);
+        expect(res.headers['content-encoding']).toBe(expected);
+        expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+        expect(res.headers.vary).toMatch(/Accept-Encoding/i);
+        // Compressed whole: the length is known (the middleware's streamed deflate has none).
+        if (expected !== 'deflate') expect(Number(res.headers['content-length'])).toBe(res.body.length);
+        expect(JSON.parse(decode(res).toString('utf8'))).toEqual(JSON.parse(plain.body.toString('utf8')));
+      }
+      // A text page sent as a string keeps its type and charset.
+      const page = await rawGet(base, '/docs/', { 'accept-encoding': 'gzip' });
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html; charset=utf-8/i);
+      expect(decode(page).toString('utf8')).toMatch(/swagger/i);
     });
 
     it('compresses the API docs (JSON and page)', async () => {
