@@ -601,13 +601,19 @@ if (chromiumMissing && !required) {
 
     it('operator shows viewers the stock and sets the stock of an item: the status follows it on both pages', async () => {
       await operator.locator('#edit-show-stock').check();
-      await operator.getByRole('button', { name: 'Save settings' }).click();
+      // The settings saved, and the page done with what follows (it reloads the goods list on the
+      // campaign.update the save causes), before the stock fields are filled: a reload would clear them.
+      await Promise.all([
+        operator.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/campaigns/${campaignKey}`) && r.ok()),
+        operator.getByRole('button', { name: 'Save settings' }).click(),
+      ]);
+      await operator.waitForLoadState('networkidle');
       await operator.locator(`#stock-${goodsIds.mug}`).fill('3');
       await operator.locator(`#threshold-${goodsIds.mug}`).fill('5');
       await row('mug').getByRole('button', { name: 'Set the stock of Ceramic Mug Set' }).click();
-      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.mug}"][data-status="ALMOST_SOLD_OUT"]`, { timeout: 2000 });
+      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.mug}"][data-status="ALMOST_SOLD_OUT"]`, { timeout: 5000 });
       await viewer.waitForFunction((id) => document.querySelector(`#goods li[data-goods-id="${id}"] .stock-left`)?.textContent === '3 left', goodsIds.mug, {
-        timeout: 2000,
+        timeout: 5000,
       });
       await operator.waitForFunction(
         (id) => document.querySelector(`#cg-list li[data-goods-id="${id}"] [data-stock]`)?.textContent === 'Stock: 3 left (almost sold out at 5)',
