@@ -57,6 +57,7 @@ export function configureApp(app: NestExpressApplication): void {
 const TAGS: [string, string][] = [
   ['Goods', 'The goods catalog: list and search, look-ups, register, updates, deletes, sync and the spreadsheet import'],
   ['Sales status', "Set a campaign item's sales status (ON_SALE, ALMOST_SOLD_OUT, SOLD_OUT), optionally with a notice or a chat line"],
+  ['Stock', "A campaign item's stock: set it, take from it (orders), put back (returns, restocks); the sales status follows it"],
   ['Campaigns console', 'Campaigns (broadcasts) for operator tools: create, list, change, status moves, delete, chat and notice'],
   ['Campaign goods', 'The goods of a campaign: add, list, reorder, the item showing now, remove'],
   ['Public campaigns', 'Public broadcast information for players; no token'],
