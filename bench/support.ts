@@ -108,7 +108,8 @@ export async function startServer(engine: Engine, port: number, name: string, op
           DB_TYPE: 'sqlite',
           // Load generators send thousands of requests per second from one address.
           RATE_LIMIT_ENABLED: 'false',
-          ...(engine === 'mysql' ? mysqlEnv(`lgbench_${name}`) : {}),
+          // BENCH_DB_PREFIX (default lgbench) keeps two checkouts benchmarking against one server apart.
+          ...(engine === 'mysql' ? mysqlEnv(`${(process.env.BENCH_DB_PREFIX || 'lgbench').replace(/[^A-Za-z0-9_]/g, '_')}_${name}`) : {}),
         }),
     ...options.env,
     PORT: String(port),
