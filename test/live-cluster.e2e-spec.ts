@@ -1,10 +1,9 @@
-import { rmSync } from 'node:fs';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../src/config/app-config';
-import { createNodeCustomer, Node, NodeCustomer, startNode } from './support/cluster-app';
+import { createNodeCustomer, describeTwoNodes, expectOk, Node, NodeCustomer, startNode } from './support/cluster-app';
 import { closeAllViewers, eventually, Payload, Received, Viewer } from './support/live-client';
-import { dropDatabase, engineUnavailable, recreateDatabase, testConfig } from './support/test-app';
+import { dropDatabase, recreateDatabase } from './support/test-app';
 
 /**
  * Two app instances sharing one MariaDB database and one Redis: with REDIS_URL set, every node delivers
@@ -13,52 +12,13 @@ import { dropDatabase, engineUnavailable, recreateDatabase, testConfig } from '.
  * suite (and says so), or fails it with REQUIRE_SERVICES=1.
  */
 
-const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
-const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`]
-  .filter(Boolean)
-  .join('; ');
-const required = process.env.REQUIRE_SERVICES === '1';
-
-function expectOk(res: Response): void {
-  if (res.status !== 200) throw new Error(`expected 200, got ${res.status} ${JSON.stringify(res.body)}`);
-}
-
 const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
 
-(down && !required ? describe.skip : describe)(`live channel across two nodes sharing Redis [mysql]${down ? ` (skipped: ${down})` : ''}`, () => {
+describeTwoNodes('live channel across two nodes sharing Redis', __filename, 'Cluster', (cluster) => {
   let A: Node;
   let B: Node;
   let C: NodeCustomer;
-  let dataDir = '';
-  let database = '';
-  let env: Record<string, string> = {};
-  const PREFIX = `lgtest-${process.pid}-${Date.now().toString(36)}`;
-
-  beforeAll(async () => {
-    if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-    const setup = await testConfig('mysql', __filename, { REDIS_URL, REDIS_PREFIX: PREFIX });
-    env = setup.env;
-    dataDir = setup.dataDir;
-    database = setup.database;
-    // One after the other: the first one migrates the shared database.
-    A = await startNode(setup.config);
-    B = await startNode(setup.config);
-    // Other runs may share this Redis; their own REDIS_PREFIX keeps them apart, and campaign ids far
-    // from theirs would too.
-    const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
-    await A.app.get(DataSource).query(`ALTER TABLE campaigns AUTO_INCREMENT = ${base}`);
-    C = await createNodeCustomer(A, 'Cluster');
-  });
-
-  afterEach(() => closeAllViewers());
-
-  afterAll(async () => {
-    closeAllViewers();
-    await B?.close();
-    await A?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    if (database) await dropDatabase(database);
-  });
+  beforeAll(() => ({ A, B, C } = cluster));
 
   const cpath = (rest = '') => `/v1/console/${C.accessKey}/campaigns${rest}`;
   const ops = (node: Node) => ({
@@ -239,9 +199,9 @@ const stream = (events: Received[]) => events.map((e) => [e.type, e.payload]);
   it('a node of another deployment (another REDIS_PREFIX and database) on the same Redis hears none of these events and counts none of these viewers', async () => {
     // Its own database, where a campaign gets the very same id (so the same room name): only the prefix
     // keeps the two deployments apart on the shared Redis.
-    const otherDb = `${database}_other`.slice(0, 64);
+    const otherDb = `${cluster.database}_other`.slice(0, 64);
     await recreateDatabase(otherDb);
-    const other = await startNode(AppConfig.fromEnv({ ...env, DB_NAME: otherDb, REDIS_PREFIX: `${PREFIX}-other` }));
+    const other = await startNode(AppConfig.fromEnv({ ...cluster.env, DB_NAME: otherDb, REDIS_PREFIX: `${cluster.redisPrefix}-other` }));
     try {
       const { key, goods } = await campaign(1);
       const id = Number((await A.app.get(DataSource).query('SELECT id FROM campaigns WHERE campaignKey = ?', [key]))[0].id);

@@ -1,9 +1,7 @@
-import { rmSync } from 'node:fs';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
-import { createNodeCustomer, Node, NodeCustomer, startNode } from './support/cluster-app';
-import { closeAllViewers, Viewer } from './support/live-client';
-import { dropDatabase, engineUnavailable, testConfig } from './support/test-app';
+import { describeTwoNodes, expectOk, Node, NodeCustomer } from './support/cluster-app';
+import { Viewer } from './support/live-client';
 
 /**
  * Stock decrements racing on two app nodes that share one MariaDB database (and one Redis, so a viewer on
@@ -12,46 +10,11 @@ import { dropDatabase, engineUnavailable, testConfig } from './support/test-app'
  * between processes); a missing MariaDB or Redis skips the suite, or fails it with REQUIRE_SERVICES=1.
  */
 
-const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
-const down = [engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`, process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`]
-  .filter(Boolean)
-  .join('; ');
-const required = process.env.REQUIRE_SERVICES === '1';
-
-function expectOk(res: Response): void {
-  if (res.status !== 200) throw new Error(`expected 200, got ${res.status} ${JSON.stringify(res.body)}`);
-}
-
-(down && !required ? describe.skip : describe)(`stock across two nodes sharing one database [mysql]${down ? ` (skipped: ${down})` : ''}`, () => {
+describeTwoNodes('stock across two nodes sharing one database', __filename, 'Stock cluster', (cluster) => {
   let A: Node;
   let B: Node;
   let C: NodeCustomer;
-  let dataDir = '';
-  let database = '';
-  const PREFIX = `lgtest-${process.pid}-${Date.now().toString(36)}`;
-
-  beforeAll(async () => {
-    if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-    const setup = await testConfig('mysql', __filename, { REDIS_URL, REDIS_PREFIX: PREFIX });
-    dataDir = setup.dataDir;
-    database = setup.database;
-    A = await startNode(setup.config); // migrates the shared database
-    B = await startNode(setup.config);
-    // Campaign ids far from those of other runs sharing this Redis.
-    const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
-    await A.app.get(DataSource).query(`ALTER TABLE campaigns AUTO_INCREMENT = ${base}`);
-    C = await createNodeCustomer(A, 'Stock cluster');
-  });
-
-  afterEach(() => closeAllViewers());
-
-  afterAll(async () => {
-    closeAllViewers();
-    await B?.close();
-    await A?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    if (database) await dropDatabase(database);
-  });
+  beforeAll(() => ({ A, B, C } = cluster));
 
   const stockPath = (key: string, op = '') => `/v1/goods/${C.accessKey}/campaign/${key}/stock/id${op}`;
 
