@@ -1,7 +1,7 @@
 import { request as httpRequest, IncomingHttpHeaders } from 'node:http';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { listenOn } from './support/live-client';
-import { ImageServer, startImageServer } from './support/image-server';
+import { useImageServer } from './support/image-server';
 import { describeEngines } from './support/test-app';
 
 /**
@@ -42,13 +42,7 @@ function decode(raw: Raw): Buffer {
   }
 }
 
-let images: ImageServer;
-beforeAll(async () => {
-  images = await startImageServer();
-});
-afterAll(async () => {
-  await images?.close();
-});
+const images = useImageServer();
 
 describeEngines(
   'compression',
@@ -70,7 +64,7 @@ describeEngines(
         url: `https://shop.example.com/compressible/${i}`,
         originalPrice: 1000 + i,
       }));
-      items[0] = { ...items[0], mediaUrl: images.url1('/photo.jpg') } as (typeof items)[number];
+      items[0] = { ...items[0], mediaUrl: images().url1('/photo.jpg') } as (typeof items)[number];
       const res = await ctx().http.post(`/v1/goods/${accessKey}/sync`).set('Authorization', auth).send(items);
       expect(res.body.createCount).toBe(30);
       mediaPath = new URL(res.body.results[0].medias[0].url as string).pathname;
@@ -137,7 +131,7 @@ describeEngines(
       expect(res.status).toBe(200);
       expect(res.headers['content-encoding']).toBeUndefined();
       expect(Number(res.headers['content-length'])).toBe(res.body.length);
-      expect(res.body.equals(images.fixtures.photo)).toBe(true);
+      expect(res.body.equals(images().fixtures.photo)).toBe(true);
     });
 
     it('never compresses the .xlsx template: it arrives whole', async () => {

@@ -1,7 +1,7 @@
 import { BetterSqlite3QueryRunner } from 'typeorm/driver/better-sqlite3/BetterSqlite3QueryRunner';
 import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner';
 import { CampaignGoodsUpdates, IDS_IN_QUERY } from '../src/campaigns/campaign-goods-updates';
-import { ImageServer, startImageServer } from './support/image-server';
+import { useImageServer } from './support/image-server';
 import { csv } from './support/sheet-fixtures';
 import type { Payload, Viewer } from './support/live-client';
 import { expectEventShape, expectOk, liveHarness } from './support/live-harness';
@@ -14,11 +14,7 @@ import { describeEngines } from './support/test-app';
  * is ahead or malformed.
  */
 
-let images: ImageServer;
-beforeAll(async () => {
-  images = await startImageServer();
-});
-afterAll(() => images?.close());
+const images = useImageServer();
 
 describeEngines(
   'live campaigns: campaign and catalog edits reach viewers',
@@ -126,7 +122,7 @@ describeEngines(
       it('an image set, replaced or removed by an update or a sync reaches viewers as a goods.update with the new imageUrl', async () => {
         const { key, goods } = await liveCampaign(live.A, 2);
         const { v, seq } = await watching(key);
-        expectOk(await put('', { id: goods[0].id, mediaUrl: images.url1('/photo.jpg') }));
+        expectOk(await put('', { id: goods[0].id, mediaUrl: images().url1('/photo.jpg') }));
         const set = await v.next('goods.update');
         expect(set.seq).toBe(seq + 1);
         expect(set.goods).toEqual([
@@ -134,7 +130,7 @@ describeEngines(
         ]);
         expectOk(
           await sync([
-            { id: goods[1].id, mediaUrl: images.url1('/logo.png') },
+            { id: goods[1].id, mediaUrl: images().url1('/logo.png') },
             { id: goods[0].id, mediaUrl: null },
           ]),
         );

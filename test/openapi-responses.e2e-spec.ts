@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import type { Response } from 'supertest';
-import { ImageServer, startImageServer } from './support/image-server';
+import { useImageServer } from './support/image-server';
 import { hygieneProblems, OpenApiChecker, SentRequest } from './support/openapi-check';
 import { describeEngines, holdWriteLock, TestApp, TestCustomer } from './support/test-app';
 
@@ -73,13 +73,7 @@ const goodsItem = (n: number | string, extra: Body = {}): Body => ({
   ...extra,
 });
 
-let images: ImageServer;
-beforeAll(async () => {
-  images = await startImageServer();
-});
-afterAll(async () => {
-  await images?.close();
-});
+const images = useImageServer();
 
 describeEngines(
   'OpenAPI: real responses agree with /docs-json',
@@ -158,7 +152,7 @@ describeEngines(
           json: goodsItem(1, {
             brand: 'Sampletech',
             description: 'GPS',
-            mediaUrl: images.url1('/photo.jpg'),
+            mediaUrl: images().url1('/photo.jpg'),
             originalPrice: 399000,
             discountedPrice: 359100.5,
             discountPercentage: 10,
@@ -186,13 +180,13 @@ describeEngines(
       });
 
       it('the hosted image: bytes with an image type; the key sent with its slash encoded, as a generated client sends it', async () => {
-        const item = (await call('post', goods(), { auth: C, json: goodsItem(2, { mediaUrl: images.url1('/logo.png') }) })).body as Body;
+        const item = (await call('post', goods(), { auth: C, json: goodsItem(2, { mediaUrl: images().url1('/logo.png') }) })).body as Body;
         const url = String((item.medias as Body[])[0].url);
         const key = url.slice(url.indexOf('/media/') + '/media/'.length);
         const res = await call('get', `/media/${encodeURIComponent(key)}`);
         expectStatus(res, 200);
         expect(res.headers['content-type']).toBe('image/png');
-        expect(Buffer.compare(res.body as Buffer, images.fixtures.logo)).toBe(0);
+        expect(Buffer.compare(res.body as Buffer, images().fixtures.logo)).toBe(0);
         const missing = await call('get', `/media/${encodeURIComponent(`ab/${'0'.repeat(64)}.jpg`)}`);
         expectStatus(missing, 404);
         expect(missing.body._s).toBe(-404);

@@ -1,4 +1,4 @@
-import { ImageServer, startImageServer } from './support/image-server';
+import { useImageServer } from './support/image-server';
 import { Payload } from './support/live-client';
 import {
   CAMPAIGN_GOODS_KEYS,
@@ -16,13 +16,7 @@ import { describeEngines, TestCustomer } from './support/test-app';
 
 /** The sales-status operations in all three parameter styles, and what viewers are told (docs/api-reference.md, docs/live-protocol.md). */
 
-let images: ImageServer;
-beforeAll(async () => {
-  images = await startImageServer();
-});
-afterAll(async () => {
-  await images?.close();
-});
+const images = useImageServer();
 
 describeEngines(
   'live campaigns: sales status',
@@ -38,7 +32,7 @@ describeEngines(
 
     describe('sales status', () => {
       it('answers the CampaignGoods object exactly as documented (media included)', async () => {
-        const mediaUrl = images.url1('/photo.jpg');
+        const mediaUrl = images().url1('/photo.jpg');
         const goods = await register(A, { mediaUrl, description: null });
         expect(goods.medias).toHaveLength(1);
         const c = await createCampaign(A, { operatorName: 'Desk' });

@@ -369,3 +369,21 @@ export function watchConnections(exempt: string[] = []): { attempts: ConnectionA
     },
   };
 }
+
+/**
+ * An image server for the whole spec file: started before its tests, closed after them. Call it at the
+ * top level of the file; the returned function gives the running server.
+ */
+export function useImageServer(): () => ImageServer {
+  let server: ImageServer | undefined;
+  beforeAll(async () => {
+    server = await startImageServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return () => {
+    if (!server) throw new Error('the image server is not started yet');
+    return server;
+  };
+}
