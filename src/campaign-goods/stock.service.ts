@@ -68,17 +68,13 @@ export class StockService {
         // first, then its items) one at a time with them, so no two lock the same rows in opposite orders.
         const campaign = await this.writer.find(em, tenant, campaignKey, 'share');
         if (campaign.showStock && params.notify !== false) throw NEEDS_EVENTS;
-        const goods = await findGoodsOrFail(em, tenant.id, locator);
-        const key = { campaignId: campaign.id, goodsId: goods.id };
-        const before = await em.findOne(CampaignGoods, { where: key });
-        if (!before) throw notInCampaign(goods.id, campaignKey);
+        const before = await this.placeOf(em, tenant, campaign.id, campaignKey, locator);
         await this.add(em, before, delta, new Date());
         // Read after the UPDATE, which holds the row's lock: the current status, not an older snapshot's.
-        const after = (await em.findOne(CampaignGoods, { where: key })) as CampaignGoods;
+        const after = await this.reread(em, before);
         const derived = statusOfStock(after.stock, after.almostSoldOutAt);
         if (derived && derived !== after.salesStatus) throw NEEDS_EVENTS;
-        const [row] = await this.views.goodsRows(em, campaign.id, [goods.id]);
-        return toCampaignGoodsResponse(row, tenant.currency, tenant.baseUrl);
+        return this.answer(em, tenant, after);
       });
     } catch (err) {
       if (err !== NEEDS_EVENTS) throw err;
@@ -89,34 +85,52 @@ export class StockService {
   private apply(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, change: Change): Promise<CampaignGoodsResponse> {
     const locator = locatorOf(by, params);
     return this.writer.change(tenant, campaignKey, async (em, campaign) => {
-      const goods = await findGoodsOrFail(em, tenant.id, locator);
-      const key = { campaignId: campaign.id, goodsId: goods.id };
-      const before = await em.findOne(CampaignGoods, { where: key });
-      if (!before) throw notInCampaign(goods.id, campaignKey);
+      const before = await this.placeOf(em, tenant, campaign.id, campaignKey, locator);
+      const goodsId = before.goodsId;
+      const key = { campaignId: campaign.id, goodsId };
 
       const now = new Date();
       const changed = 'delta' in change ? await this.add(em, before, change.delta, now) : await this.put(em, before, change, now);
-      const after = changed ? ((await em.findOne(CampaignGoods, { where: key })) as CampaignGoods) : before;
+      const after = changed ? await this.reread(em, before) : before;
 
       const events: PendingEvent[] = [];
       const derived = changed ? statusOfStock(after.stock, after.almostSoldOutAt) : null;
       const notify = params.notify !== false;
       if (changed && notify && campaign.showStock && after.stock !== before.stock) {
-        events.push({ type: 'goods.stock', payload: { campaignKey, goodsId: String(goods.id), stock: after.stock, updatedAt: now.getTime() } });
+        events.push({ type: 'goods.stock', payload: { campaignKey, goodsId: String(goodsId), stock: after.stock, updatedAt: now.getTime() } });
       }
       if (derived && derived !== before.salesStatus) {
         const adminName = adminNameOf(params.name, campaign, tenant);
-        await em.update(CampaignGoods, key, { salesStatus: derived, adminName, adminId: tenant.operator.sub ?? '', updatedAt: now });
+        const status = { salesStatus: derived, adminName, adminId: tenant.operator.sub ?? '', updatedAt: now };
+        await em.update(CampaignGoods, key, status);
+        Object.assign(after, status);
         if (notify) {
           events.push({
             type: 'goods.salesStatus',
-            payload: { campaignKey, goodsId: String(goods.id), salesStatus: derived, adminName, updatedAt: now.getTime() },
+            payload: { campaignKey, goodsId: String(goodsId), salesStatus: derived, adminName, updatedAt: now.getTime() },
           });
         }
       }
-      const [row] = await this.views.goodsRows(em, campaign.id, [goods.id]);
-      return { result: toCampaignGoodsResponse(row, tenant.currency, tenant.baseUrl), events };
+      return { result: await this.answer(em, tenant, after), events };
     });
+  }
+
+  /** The campaign's place of the item the locator names: 404 for an unknown item or one not in the campaign. */
+  private async placeOf(em: EntityManager, tenant: Tenant, campaignId: number, campaignKey: string, locator: GoodsLocator): Promise<CampaignGoods> {
+    const goods = await findGoodsOrFail(em, tenant.id, locator);
+    const place = await em.findOne(CampaignGoods, { where: { campaignId, goodsId: goods.id } });
+    if (!place) throw notInCampaign(goods.id, campaignKey);
+    return place;
+  }
+
+  private async reread(em: EntityManager, place: CampaignGoods): Promise<CampaignGoods> {
+    return (await em.findOne(CampaignGoods, { where: { campaignId: place.campaignId, goodsId: place.goodsId } })) as CampaignGoods;
+  }
+
+  /** The CampaignGoods answer of this place as it now stands (its goods item and media read once). */
+  private async answer(em: EntityManager, tenant: Tenant, place: CampaignGoods): Promise<CampaignGoodsResponse> {
+    const [row] = await this.views.rowsOf(em, [place]);
+    return toCampaignGoodsResponse(row, tenant.currency, tenant.baseUrl);
   }
 
   /** Sets the stock (and the threshold when given); false when both already had these values. */
