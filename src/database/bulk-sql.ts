@@ -8,6 +8,17 @@ import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
  */
 
 /**
+ * `(?, ?, …), (?, ?, …)` for these rows and columns; their values (as TypeORM would write them, through
+ * the columns' transformers) are appended to `params`.
+ */
+function valuesList<T extends ObjectLiteral>(em: EntityManager, rows: T[], columns: ColumnMetadata[], params: unknown[]): string {
+  const driver = em.connection.driver;
+  for (const row of rows) for (const column of columns) params.push(driver.preparePersistentValue(column.getEntityValue(row), column) ?? null);
+  const tuple = `(${columns.map(() => '?').join(', ')})`;
+  return rows.map(() => tuple).join(', ');
+}
+
+/**
  * `INSERT INTO t (every non-generated column) VALUES (...), (...)`: one statement for all `rows`. With
  * `returning` (column names), the engines that can (SQLite, MariaDB) hand those columns of the new rows
  * back from the same statement (`RETURNING`); MySQL cannot, and then the answer is null.
@@ -23,13 +34,10 @@ export async function insertRows<T extends ObjectLiteral>(
   const metadata = em.connection.getMetadata(target);
   const columns = metadata.columns.filter((c) => !c.isGenerated && !c.isVirtual);
   const params: unknown[] = [];
-  const tuple = `(${columns.map(() => '?').join(', ')})`;
-  for (const row of rows) for (const column of columns) params.push(driver.preparePersistentValue(column.getEntityValue(row), column) ?? null);
+  const values = valuesList(em, rows, columns, params);
   const type = em.connection.options.type;
   const back = returning && (type === 'better-sqlite3' || type === 'mariadb') ? ` RETURNING ${returning.map((c) => driver.escape(c)).join(', ')}` : '';
-  const sql =
-    `INSERT INTO ${driver.escape(metadata.tableName)} (${columns.map((c) => driver.escape(c.databaseName)).join(', ')}) ` +
-    `VALUES ${rows.map(() => tuple).join(', ')}${back}`;
+  const sql = `INSERT INTO ${driver.escape(metadata.tableName)} (${columns.map((c) => driver.escape(c.databaseName)).join(', ')}) ` + `VALUES ${values}${back}`;
   const result: unknown = await em.query(sql, params);
   return back ? (result as Array<Record<string, unknown>>) : null;
 }
@@ -76,13 +84,8 @@ export async function updateRowsById<T extends ObjectLiteral>(
   const columns = properties.map(columnOf);
   const scopeColumn = name(columnOf(scope.property));
   const params: unknown[] = [];
-  const valuesOf = (sent: ColumnMetadata[]) => {
-    for (const row of rows) for (const column of sent) params.push(driver.preparePersistentValue(column.getEntityValue(row), column) ?? null);
-    const tuple = `(${sent.map(() => '?').join(', ')})`;
-    return rows.map(() => tuple).join(', ');
-  };
   if (em.connection.options.type === 'better-sqlite3') {
-    const values = valuesOf([primary, ...columns]);
+    const values = valuesList(em, rows, [primary, ...columns], params);
     params.push(scope.value);
     const sets = columns.map((c, i) => `${name(c)} = v.column${i + 2}`);
     await em.query(
@@ -92,7 +95,7 @@ export async function updateRowsById<T extends ObjectLiteral>(
     return;
   }
   const all = metadata.columns.filter((c) => !c.isVirtual);
-  const values = valuesOf(all);
+  const values = valuesList(em, rows, all, params);
   const sets = columns.map((c) => `${name(c)} = IF(${scopeColumn} = VALUES(${scopeColumn}), VALUES(${name(c)}), ${name(c)})`);
   await em.query(`INSERT INTO ${table} (${all.map(name).join(', ')}) VALUES ${values} ON DUPLICATE KEY UPDATE ${sets.join(', ')}`, params);
 }
