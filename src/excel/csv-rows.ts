@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
+import { unquoteCsvText } from './csv-text';
 import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
 import { RawCell, RawSheetEvent } from './sheet-rows';
@@ -87,7 +88,8 @@ export async function* readCsvRows(buffer: Buffer, guard: ReadGuard): AsyncGener
       const step = await guard.race(records.next());
       if (step.done) break;
       row += 1;
-      const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value }));
+      // A quote before a formula start is the export's neutralisation (csv-text.ts): taken off again.
+      const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value: unquoteCsvText(value) }));
       yield { kind: 'row', row: { row, cells } };
       await guard.breathe();
     }

@@ -3,7 +3,7 @@ import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nes
 import type { Response } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiError, ApiErrors, TenantRoute } from '../http/api-docs.decorators';
-import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
+import { BatchQuery } from '../sync/dto/batch-query.dto';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
 import { ExcelUploadBody } from './dto/excel-upload.dto';
 import { ExcelService, UploadedSheet } from './excel.service';
@@ -34,7 +34,9 @@ export class ExcelController {
       'besides the data rows). The template: ' +
       '[GET /v1/goods/{accessKey}/excel/template](#/Goods/ExcelController_template). Limits: 20 MB per file, ' +
       '10,000 data rows, bounded decompressed size; a file over a limit is 413, a file that is not a readable ' +
-      '.xlsx/CSV is 415, and nothing of a refused file is written.',
+      '.xlsx/CSV is 415, and nothing of a refused file is written. With dryRun=true the rows are checked and answered ' +
+      'as an upload would answer them, but nothing is written. ' +
+      'A CSV cell starting with a single quote before =, +, -, @, tab or CR is read without that quote (the export writes it).',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ExcelUploadBody })
@@ -52,7 +54,7 @@ export class ExcelController {
   async upload(
     @CurrentTenant() tenant: Tenant,
     @UploadedFile() file: UploadedSheet | undefined,
-    @Query() query: RefreshMediaQuery,
+    @Query() query: BatchQuery,
     @Res({ passthrough: true }) res: Response,
   ): Promise<SyncResponse> {
     const { response, ignoredColumns } = await this.excel.import(tenant, file, query);

@@ -63,7 +63,7 @@ export class ExcelService {
     const response = await this.writer.apply(
       tenant,
       sheet.rows.map((r) => ({ row: r.row, data: r.values })),
-      { refreshMedia: !!options.refreshMedia, source: 'spreadsheet' },
+      { refreshMedia: !!options.refreshMedia, dryRun: !!options.dryRun, source: 'spreadsheet' },
     );
     return { response, ignoredColumns: sheet.ignoredColumns };
   }

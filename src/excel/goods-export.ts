@@ -1,0 +1,98 @@
+import { once } from 'node:events';
+import { PassThrough, Readable, Writable } from 'node:stream';
+import { stringify } from 'csv-stringify/sync';
+import type { Goods } from '../goods/entities/goods.entity';
+import { neutralizeCsvText } from './csv-text';
+import { GOODS_COLUMNS, GoodsField } from './goods-sheet.columns';
+import { encodeXlsxText } from './xlsx-text';
+
+export type ExportFormat = 'xlsx' | 'csv';
+
+/** The catalog as a sequence of pages (in id order); the first page has been read already. */
+export type GoodsPages = AsyncIterable<Goods[]>;
+
+type CellValue = string | number | null;
+
+/** One goods item as the cells of the template's columns, in template order (null = an empty cell). */
+export function exportCells(goods: Goods): CellValue[] {
+  return GOODS_COLUMNS.map((column) => cellOf(goods, column.field));
+}
+
+function cellOf(goods: Goods, field: GoodsField): CellValue {
+  const value = (goods as unknown as Record<GoodsField, string | number | null | undefined>)[field];
+  return value === undefined ? null : value;
+}
+
+/** The CSV header line and rows: UTF-8 with a byte order mark (so Excel reads Hangul), CRLF lines. */
+const CSV_OPTIONS = { record_delimiter: 'windows' } as const;
+
+function csvRecord(cells: CellValue[]): string[] {
+  return cells.map((v) => (v === null ? '' : typeof v === 'number' ? String(v) : neutralizeCsvText(v)));
+}
+
+/**
+ * The CSV export as a stream of text: the header, then one chunk per page. Pages are read only as
+ * the consumer reads (Readable.from pulls the generator), so memory stays at about one page whatever the
+ * catalog size; destroying the stream (the client went away) ends the generator and its database reads.
+ */
+export function csvExport(pages: GoodsPages): Readable {
+  async function* chunks(): AsyncGenerator<string> {
+    yield `\uFEFF${stringify([GOODS_COLUMNS.map((c) => c.field)], CSV_OPTIONS)}`;
+    for await (const page of pages) {
+      if (page.length)
+        yield stringify(
+          page.map((g) => csvRecord(exportCells(g))),
+          CSV_OPTIONS,
+        );
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
+}
+
+/** Resolves once the stream may take more (or has been closed: the loop then sees it destroyed). */
+async function drained(out: Writable): Promise<void> {
+  if (!out.writableNeedDrain || out.destroyed) return;
+  const ac = new AbortController();
+  try {
+    await Promise.race([once(out, 'drain', { signal: ac.signal }), once(out, 'close', { signal: ac.signal })]);
+  } finally {
+    ac.abort();
+  }
+}
+
+/**
+ * The .xlsx export, written by exceljs's streaming WorkbookWriter into the returned stream: sheet
+ * "Goods" with the template's header and one row per item, each row committed (written out) as it is
+ * added. Text is always a text cell (exceljs writes a string as a string, never as a formula; carriage
+ * returns and control characters as `_xHHHH_` escapes, xlsx-text.ts), prices and ids are numbers. After each page the writer waits until the stream has been read (backpressure),
+ * so memory stays at about one page; a destroyed stream stops it, and a failure reading a page destroys
+ * the stream with that error (the client sees a broken transfer, never a complete-looking file).
+ */
+export async function xlsxExport(pages: GoodsPages, onError: (err: unknown) => void): Promise<Readable> {
+  // Loaded on first use, as for the template.
+  const { stream } = await import('exceljs');
+  const out = new PassThrough();
+  const workbook = new stream.xlsx.WorkbookWriter({ stream: out, useStyles: true, useSharedStrings: false });
+  workbook.creator = 'livegoods';
+  const sheet = workbook.addWorksheet('Goods', { views: [{ state: 'frozen', ySplit: 1 }] });
+  sheet.columns = GOODS_COLUMNS.map((c) => ({ header: c.field, key: c.field, width: c.width }));
+  sheet.getRow(1).font = { bold: true };
+  sheet.getColumn('sku').numFmt = '@';
+  for (const field of ['originalPrice', 'discountedPrice'] as const) sheet.getColumn(field).numFmt = '#,##0.####';
+
+  const write = async () => {
+    for await (const page of pages) {
+      if (out.destroyed) return;
+      for (const goods of page) sheet.addRow(exportCells(goods).map((v) => (typeof v === 'string' ? encodeXlsxText(v) : v))).commit();
+      await drained(out);
+      if (out.destroyed) return;
+    }
+    sheet.commit();
+    await workbook.commit();
+  };
+  write().catch((err: unknown) => {
+    onError(err);
+    out.destroy(err instanceof Error ? err : new Error(String(err)));
+  });
+  return out;
+}
