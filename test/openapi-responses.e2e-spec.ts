@@ -262,7 +262,7 @@ describeEngines(
       it('dry runs (sync and spreadsheet: a CREATE row without id, an image not fetched) and the two exports', async () => {
         const dry = await call('post', goods('/sync'), {
           auth: C,
-          query: { dryRun: 'yes', refreshMedia: 'false' },
+          query: { dryRun: 'true', refreshMedia: 'false' },
           json: [goodsItem('DRY', { mediaUrl: images().url1('/photo.jpg') }), { sku: 'OA-1', name: 'Dry rename' }],
         });
         expectStatus(dry, 200);
@@ -272,7 +272,7 @@ describeEngines(
         ]);
         const sheet = await call('post', goods('/excel'), {
           auth: C,
-          query: { dryRun: '1' },
+          query: { dryRun: 'true' },
           multipart: { file: { bytes: Buffer.from('sku,name,url\nOA-DRY2,Dry,https://shop.example.com/goods/OA-DRY2\n'), filename: 'goods.csv' } },
         });
         expectStatus(sheet, 200);

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough, Readable, Writable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import { stringify } from 'csv-stringify/sync';
 import type { Goods } from '../goods/entities/goods.entity';
 import { neutralizeCsvText } from './csv-text';
@@ -49,14 +50,50 @@ export function csvExport(pages: GoodsPages): Readable {
   return Readable.from(chunks(), { objectMode: false });
 }
 
-/** Resolves once the stream may take more (or has been closed: the loop then sees it destroyed). */
-async function drained(out: Writable): Promise<void> {
-  if (!out.writableNeedDrain || out.destroyed) return;
-  const ac = new AbortController();
-  try {
-    await Promise.race([once(out, 'drain', { signal: ac.signal }), once(out, 'close', { signal: ac.signal })]);
-  } finally {
-    ac.abort();
+/** Bytes the xlsx writer may hold between exceljs and the reader before it waits for the reader. */
+const XLSX_MAX_PENDING = 1024 * 1024;
+/** How often the writer looks again while it waits for bytes to move (besides drain and close events). */
+const XLSX_WAIT_MS = 20;
+
+/**
+ * The parts of exceljs's streaming writer that buffer: the sheet's StreamBuf (exceljs utils/stream-buf.js)
+ * keeps what it has not handed on yet in `buffers` of `bufSize` bytes and hands its data to `pipes` (the
+ * zip entry's input) ignoring their backpressure, and the zip (archiver) keeps producing into its
+ * readable side. Their streams are readable-stream ones (no writableLength), so their state is read.
+ */
+interface StreamState {
+  _writableState?: { length?: number };
+  _readableState?: { length?: number };
+}
+interface XlsxBuffers {
+  sheet: { buffers?: unknown[]; bufSize?: number; pipes?: Array<Writable & StreamState> };
+  zip: StreamState;
+  out: PassThrough;
+}
+
+const buffered = (stream: StreamState) => (stream._writableState?.length ?? 0) + (stream._readableState?.length ?? 0);
+
+/** Bytes written into the workbook that the reader has not taken yet. */
+function pendingBytes({ sheet, zip, out }: XlsxBuffers): number {
+  let bytes = (sheet.buffers?.length ?? 0) * (sheet.bufSize ?? 65536) + buffered(zip) + out.writableLength + out.readableLength;
+  for (const pipe of sheet.pipes ?? []) bytes += buffered(pipe);
+  return bytes;
+}
+
+/** Waits until the reader has taken most of what was written, or has gone away. */
+async function readerCaughtUp(buffers: XlsxBuffers): Promise<void> {
+  const { sheet, out } = buffers;
+  while (!out.destroyed && pendingBytes(buffers) > XLSX_MAX_PENDING) {
+    const ac = new AbortController();
+    const signal = ac.signal;
+    const events = [once(out, 'drain', { signal }), once(out, 'close', { signal }), delay(XLSX_WAIT_MS, undefined, { signal })];
+    for (const pipe of sheet.pipes ?? []) events.push(once(pipe, 'drain', { signal }));
+    for (const event of events) event.catch(() => undefined);
+    try {
+      await Promise.race(events);
+    } finally {
+      ac.abort();
+    }
   }
 }
 
@@ -64,8 +101,9 @@ async function drained(out: Writable): Promise<void> {
  * The .xlsx export, written by exceljs's streaming WorkbookWriter into the returned stream: sheet
  * "Goods" with the template's header and one row per item, each row committed (written out) as it is
  * added. Text is always a text cell (exceljs writes a string as a string, never as a formula; carriage
- * returns and control characters as `_xHHHH_` escapes, xlsx-text.ts), prices and ids are numbers. After each page the writer waits until the stream has been read (backpressure),
- * so memory stays at about one page; a destroyed stream stops it, and a failure reading a page destroys
+ * returns and control characters as `_xHHHH_` escapes, xlsx-text.ts), prices and ids are numbers. After each page the writer waits until the reader has taken all but
+ * XLSX_MAX_PENDING bytes of what was written (backpressure: exceljs itself ignores it), so memory stays
+ * at about one page; a destroyed stream stops it, and a failure reading a page destroys
  * the stream with that error (the client sees a broken transfer, never a complete-looking file).
  */
 export async function xlsxExport(pages: GoodsPages, onError: (err: unknown) => void): Promise<Readable> {
@@ -79,12 +117,17 @@ export async function xlsxExport(pages: GoodsPages, onError: (err: unknown) => v
   sheet.getRow(1).font = { bold: true };
   sheet.getColumn('sku').numFmt = '@';
   for (const field of ['originalPrice', 'discountedPrice'] as const) sheet.getColumn(field).numFmt = '#,##0.####';
+  const buffers: XlsxBuffers = {
+    sheet: (sheet as unknown as { stream: XlsxBuffers['sheet'] }).stream,
+    zip: (workbook as unknown as { zip: StreamState }).zip,
+    out,
+  };
 
   const write = async () => {
     for await (const page of pages) {
       if (out.destroyed) return;
       for (const goods of page) sheet.addRow(exportCells(goods).map((v) => (typeof v === 'string' ? encodeXlsxText(v) : v))).commit();
-      await drained(out);
+      await readerCaughtUp(buffers);
       if (out.destroyed) return;
     }
     sheet.commit();
