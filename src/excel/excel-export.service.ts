@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
@@ -36,8 +36,6 @@ export function exportFilename(format: ExportFormat, now: Date): string {
  */
 @Injectable()
 export class ExcelExportService {
-  private readonly logger = new Logger(ExcelExportService.name);
-
   constructor(private readonly transactions: Transactions) {}
 
   async export(tenant: Tenant, query: ExportQuery): Promise<GoodsExport> {
@@ -45,8 +43,7 @@ export class ExcelExportService {
     const first = await this.page(tenant, keyword, 0);
     const pages = this.pages(tenant, keyword, first);
     const format = query.format;
-    const stream =
-      format === 'csv' ? csvExport(pages) : await xlsxExport(pages, (err) => this.logger.warn(`export for customer ${tenant.id} failed: ${String(err)}`));
+    const stream = format === 'csv' ? csvExport(pages) : await xlsxExport(pages);
     return {
       stream,
       contentType: format === 'csv' ? 'text/csv; charset=utf-8' : XLSX_CONTENT_TYPE,

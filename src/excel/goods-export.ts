@@ -106,17 +106,16 @@ async function readerCaughtUp(buffers: XlsxBuffers): Promise<void> {
  * at about one page; a destroyed stream stops it, and a failure reading a page destroys
  * the stream with that error (the client sees a broken transfer, never a complete-looking file).
  */
-export async function xlsxExport(pages: GoodsPages, onError: (err: unknown) => void): Promise<Readable> {
-  // Loaded on first use, as for the template.
+export async function xlsxExport(pages: GoodsPages): Promise<Readable> {
+  // Loaded on first use, as for the template. No styles (bold header, number formats): exceljs resolves a
+  // style for every cell, which doubles the CPU an export costs; no shared strings: their table would
+  // hold every distinct text of the catalog in memory.
   const { stream } = await import('exceljs');
   const out = new PassThrough();
-  const workbook = new stream.xlsx.WorkbookWriter({ stream: out, useStyles: true, useSharedStrings: false });
+  const workbook = new stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
   workbook.creator = 'livegoods';
   const sheet = workbook.addWorksheet('Goods', { views: [{ state: 'frozen', ySplit: 1 }] });
   sheet.columns = GOODS_COLUMNS.map((c) => ({ header: c.field, key: c.field, width: c.width }));
-  sheet.getRow(1).font = { bold: true };
-  sheet.getColumn('sku').numFmt = '@';
-  for (const field of ['originalPrice', 'discountedPrice'] as const) sheet.getColumn(field).numFmt = '#,##0.####';
   const buffers: XlsxBuffers = {
     sheet: (sheet as unknown as { stream: XlsxBuffers['sheet'] }).stream,
     zip: (workbook as unknown as { zip: StreamState }).zip,
@@ -133,9 +132,6 @@ export async function xlsxExport(pages: GoodsPages, onError: (err: unknown) => v
     sheet.commit();
     await workbook.commit();
   };
-  write().catch((err: unknown) => {
-    onError(err);
-    out.destroy(err instanceof Error ? err : new Error(String(err)));
-  });
+  write().catch((err: unknown) => out.destroy(err instanceof Error ? err : new Error(String(err))));
   return out;
 }
