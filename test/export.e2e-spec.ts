@@ -260,6 +260,11 @@ describeEngines(
         expect(ids).toEqual([...ids].sort((a, b) => a - b));
         expect(new Set(ids).size).toBe(n);
 
+        // An empty format is the default, xlsx.
+        const blank = await exportFile(c, { format: '' });
+        expect(blank.headers['content-disposition']).toMatch(/\.xlsx"$/);
+        expect((blank.body as Buffer).subarray(0, 2).toString()).toBe('PK');
+
         expectError(
           await http().get(path(c, '/excel/export')).query({ format: 'pdf' }).set('Authorization', c.auth()),
           400,

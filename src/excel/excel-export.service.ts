@@ -42,7 +42,7 @@ export class ExcelExportService {
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
     const first = await this.page(tenant, keyword, 0);
     const pages = this.pages(tenant, keyword, first);
-    const format = query.format;
+    const format = query.format ?? 'xlsx';
     const stream = format === 'csv' ? csvExport(pages) : await xlsxExport(pages);
     return {
       stream,

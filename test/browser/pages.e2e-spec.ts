@@ -398,7 +398,11 @@ if (chromiumMissing && !required) {
 
       const [xlsx] = await Promise.all([operator.waitForEvent('download'), operator.getByRole('button', { name: 'Export .xlsx' }).click()]);
       expect(xlsx.suggestedFilename()).toMatch(/^goods-\d{8}-\d{6}\.xlsx$/);
-      expect(readFileSync(await xlsx.path()).subarray(0, 2).toString()).toBe('PK');
+      expect(
+        readFileSync(await xlsx.path())
+          .subarray(0, 2)
+          .toString(),
+      ).toBe('PK');
       expect(await operator.getByRole('button', { name: 'Export .xlsx' }).isDisabled()).toBe(false);
     });
 
