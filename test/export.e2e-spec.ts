@@ -4,6 +4,7 @@ import type { Response } from 'supertest';
 import { useImageServer } from './support/image-server';
 import type { Payload, Viewer } from './support/live-client';
 import { expectOk, liveHarness } from './support/live-harness';
+import { Transactions } from '../src/database/transactions';
 import { TestApp, TestCustomer, describeEngines } from './support/test-app';
 
 /**
@@ -282,6 +283,42 @@ describeEngines(
         expectError(await http().get(path(c, '/excel/export')), 401, -102);
         const other = await t.createCustomer();
         expectError(await http().get(path(c, '/excel/export')).set('Authorization', other.auth()), 401, -102);
+      });
+    });
+
+    describe('failures while streaming', () => {
+      it('a database failure between pages breaks the transfer off (never a complete-looking file, never a hang); before the first byte it is a 503', async () => {
+        const t = ctx();
+        const c = await t.createCustomer();
+        await sync(
+          c,
+          Array.from({ length: 1_500 }, (_, i) => ({ sku: `DB-${i}`, url: `https://shop.example.com/db/${i}`, name: `Item ${i}` })),
+        );
+        const manager = t.app.get(Transactions).manager;
+        const real = manager.query.bind(manager);
+        const lost = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' });
+        const spy = jest.spyOn(manager, 'query');
+        try {
+          for (const format of ['csv', 'xlsx']) {
+            // The first page (1,000 goods) is read and sent; the second fails.
+            let pages = 0;
+            spy.mockImplementation((sql: string, params?: unknown[]) => {
+              if (/FROM goods WHERE customerId = \? AND id > \?/.test(sql) && ++pages === 2) return Promise.reject(lost());
+              return real(sql, params);
+            });
+            await expect(exportFile(c, { format })).rejects.toThrow(/aborted|socket hang up|ECONNRESET|terminated/i);
+            expect(pages).toBe(2);
+          }
+          // Failing at once: the answer has not started, so it is the contract's 503.
+          spy.mockImplementation((sql: string, params?: unknown[]) => (/FROM goods WHERE/.test(sql) ? Promise.reject(lost()) : real(sql, params)));
+          const res = await http().get(path(c, '/excel/export')).set('Authorization', c.auth());
+          expectError(res, 503, -503);
+        } finally {
+          spy.mockRestore();
+        }
+        // The service goes on serving.
+        const csv = (await exportFile(c, { format: 'csv' })).body.toString('utf8') as string;
+        expect(csv.split('\r\n')).toHaveLength(1_500 + 2);
       });
     });
 
