@@ -52,6 +52,8 @@ export function csvExport(pages: GoodsPages): Readable {
 
 /** Bytes the xlsx writer may hold between exceljs and the reader before it waits for the reader. */
 const XLSX_MAX_PENDING = 1024 * 1024;
+/** Rows written between two turns of the event loop (about 5 ms). */
+const XLSX_SLICE_ROWS = 250;
 /** How often the writer looks again while it waits for bytes to move (besides drain and close events). */
 const XLSX_WAIT_MS = 20;
 
@@ -125,7 +127,11 @@ export async function xlsxExport(pages: GoodsPages): Promise<Readable> {
   const write = async () => {
     for await (const page of pages) {
       if (out.destroyed) return;
-      for (const goods of page) sheet.addRow(exportCells(goods).map((v) => (typeof v === 'string' ? encodeXlsxText(v) : v))).commit();
+      for (let i = 0; i < page.length; i++) {
+        // ~20 µs of CPU a row: other requests get the event loop between slices of rows.
+        if (i > 0 && i % XLSX_SLICE_ROWS === 0) await new Promise((resolve) => setImmediate(resolve));
+        sheet.addRow(exportCells(page[i]).map((v) => (typeof v === 'string' ? encodeXlsxText(v) : v))).commit();
+      }
       await readerCaughtUp(buffers);
       if (out.destroyed) return;
     }
