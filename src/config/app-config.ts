@@ -88,6 +88,15 @@ export interface AuthConfig {
   tokenMaxTtlSeconds: number;
 }
 
+export interface IdempotencyConfig {
+  /** IDEMPOTENCY_TTL: how long a key and its stored answer are kept. */
+  ttlMs: number;
+  /** IDEMPOTENCY_LEASE: how long a running request's hold on its key lasts without renewal. */
+  leaseMs: number;
+  /** IDEMPOTENCY_MAX_RESPONSE_BYTES: largest response body stored for replay. */
+  maxResponseBytes: number;
+}
+
 /**
  * The validated, typed settings of the service, one section per area.
  * Built once at boot (and by the admin CLI) from the environment and `.env`.
@@ -102,6 +111,7 @@ export class AppConfig {
     readonly redis: RedisConfig,
     readonly rateLimit: RateLimitConfig,
     readonly auth: AuthConfig,
+    readonly idempotency: IdempotencyConfig,
   ) {}
 
   static fromEnv(raw: Record<string, unknown>): AppConfig {
@@ -173,6 +183,11 @@ export class AppConfig {
         liveConnections: env.RATE_LIMIT_LIVE_CONNECTIONS,
       },
       { tokenMaxTtlSeconds: parseDuration(env.TOKEN_MAX_TTL) as number },
+      {
+        ttlMs: (parseDuration(env.IDEMPOTENCY_TTL) as number) * 1000,
+        leaseMs: (parseDuration(env.IDEMPOTENCY_LEASE) as number) * 1000,
+        maxResponseBytes: env.IDEMPOTENCY_MAX_RESPONSE_BYTES,
+      },
     );
   }
 

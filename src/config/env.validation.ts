@@ -282,6 +282,30 @@ export class EnvironmentVariables {
   @Max(3600)
   SHUTDOWN_TIMEOUT = 25;
 
+  /**
+   * How long an Idempotency-Key is remembered after its request: a retry with the same key within this
+   * time gets the stored answer; after it, the key is forgotten (swept) and may run again.
+   */
+  @IsDuration(60, 30 * 86400)
+  IDEMPOTENCY_TTL = '24h';
+
+  /**
+   * How long a request that holds an Idempotency-Key may go without renewing its hold (it renews every
+   * third of this while it runs). A node that dies mid-request frees its keys after this time.
+   */
+  @IsDuration(5, 3600)
+  IDEMPOTENCY_LEASE = '60s';
+
+  /**
+   * Largest response (bytes, before compression) stored for an Idempotency-Key; a larger one is not
+   * replayed (a retry is answered 409) and never applied twice.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(256 * 1024 * 1024)
+  IDEMPOTENCY_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
   /** Rate limits on or off (off only for benchmarks and closed test setups). */
   @Transform(toBool)
   @IsBoolean()
