@@ -1,4 +1,5 @@
 import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
 import { describeTwoNodes } from './support/cluster-app';
 import { useImageServer } from './support/image-server';
@@ -19,7 +20,7 @@ const item = (n: number | string, extra: Body = {}): Body => ({
 const images = useImageServer();
 
 async function countGoods(t: TestApp, customerId: number): Promise<number> {
-  const [{ n }] = (await t.dataSource.query('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [customerId])) as Array<{ n: number | string }>;
+  const [{ n }] = await t.dataSource.query<Array<{ n: number | string }>>('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [customerId]);
   return Number(n);
 }
 
@@ -70,7 +71,11 @@ describeEngines(
       const otherBody = await register(C, item(3), 'mix-1');
       expect(otherBody.status).toBe(422);
       expect(otherBody.body).toEqual({ _s: -422, _e: expect.stringMatching(/different request/) });
-      const otherQuery = await ctx().http.post(`${goods(C)}?refreshMedia=true`).set('Authorization', C.auth()).set('Idempotency-Key', 'mix-1').send(item(2));
+      const otherQuery = await ctx()
+        .http.post(`${goods(C)}?refreshMedia=true`)
+        .set('Authorization', C.auth())
+        .set('Idempotency-Key', 'mix-1')
+        .send(item(2));
       expect(otherQuery.status).toBe(422);
       const otherRoute = await ctx().http.put(goods(C, '/sku')).set('Authorization', C.auth()).set('Idempotency-Key', 'mix-1').send(item(2));
       expect(otherRoute.status).toBe(422);
@@ -202,7 +207,12 @@ describeEngines(
     });
 
     it('other writes are covered too: sync, console, campaign goods, sales status and deletes', async () => {
-      const sync = () => ctx().http.post(goods(D, '/sync')).set('Authorization', D.auth()).set('Idempotency-Key', 'sync-1').send([item('S1')]);
+      const sync = () =>
+        ctx()
+          .http.post(goods(D, '/sync'))
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'sync-1')
+          .send([item('S1')]);
       const s1 = await sync();
       expect(s1.status).toBe(200);
       expect((await sync()).headers['idempotent-replayed']).toBe('true');
@@ -216,12 +226,45 @@ describeEngines(
       const [{ n }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM campaigns WHERE customerId = ?', [D.id]);
       expect(Number(n)).toBe(1);
       const goodsId = s1.body.results[0].id as number;
-      const del = () => ctx().http.delete(goods(D, `/${goodsId}/sku`)).query({ value: 'IK-S1' }).set('Authorization', D.auth()).set('Idempotency-Key', 'del-1');
+      const del = () =>
+        ctx()
+          .http.delete(goods(D, `/${goodsId}/sku`))
+          .query({ value: 'IK-S1' })
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'del-1');
       const d1 = await del();
       expect(d1.status).toBe(200);
       const d2 = await del();
       expect(d2.status).toBe(200);
       expect(d2.headers['idempotent-replayed']).toBe('true');
+      // Campaign goods, stock and sales status (form and query parameters are fingerprinted too).
+      const sku = (await ctx().http.post(goods(D)).set('Authorization', D.auth()).send(item('S2'))).body as Body;
+      const campaignKey = c1.body.campaignKey as string;
+      const add = () =>
+        ctx()
+          .http.post(`/v1/console/${D.accessKey}/campaigns/${campaignKey}/goods`)
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'add-1')
+          .send({ goodsIds: [sku.id] });
+      expect((await add()).status).toBe(200);
+      expect((await add()).headers['idempotent-replayed']).toBe('true');
+      const stock = `${goods(D)}/campaign/${campaignKey}/stock`;
+      expect((await ctx().http.put(`${stock}/sku`).set('Authorization', D.auth()).send({ sku: 'IK-S2', stock: 10 })).status).toBe(200);
+      const take = (key: string) =>
+        ctx().http.post(`${stock}/sku/decrement`).set('Authorization', D.auth()).set('Idempotency-Key', key).type('form').send({ sku: 'IK-S2', quantity: '3' });
+      expect((await take('order-1')).body.stock).toBe(7);
+      const retried = await take('order-1');
+      expect([retried.headers['idempotent-replayed'], retried.body.stock]).toEqual(['true', 7]);
+      expect((await take('order-2')).body.stock).toBe(4);
+      const status = (value: string) =>
+        ctx()
+          .http.put(`${goods(D)}/campaign/${campaignKey}/salesStatus/sku`)
+          .query({ sku: 'IK-S2', salesStatus: value })
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'status-1');
+      expect((await status('SOLD_OUT')).status).toBe(200);
+      expect((await status('SOLD_OUT')).headers['idempotent-replayed']).toBe('true');
+      expect((await status('ON_SALE')).status).toBe(422);
       // A read is not covered: the header is ignored.
       const list = await ctx().http.get(goods(D)).set('Authorization', D.auth()).set('Idempotency-Key', 'x'.repeat(300));
       expect(list.status).toBe(200);
@@ -232,7 +275,11 @@ describeEngines(
 
 describeTwoNodes('Idempotency-Key on two nodes', __filename, 'Idem cluster', (cluster) => {
   const register = (node: 'A' | 'B', n: number, key: string) =>
-    cluster[node].http.post(`/v1/goods/${cluster.C.accessKey}`).set('Authorization', cluster.C.auth()).set('Idempotency-Key', key).send(item(`N${n}`));
+    cluster[node].http
+      .post(`/v1/goods/${cluster.C.accessKey}`)
+      .set('Authorization', cluster.C.auth())
+      .set('Idempotency-Key', key)
+      .send(item(`N${n}`));
 
   it('the same key sent to both nodes at once is applied exactly once', async () => {
     const rounds = 12;
@@ -247,9 +294,7 @@ describeTwoNodes('Idempotency-Key on two nodes', __filename, 'Idem cluster', (cl
         expect(other.body).toEqual(fresh[0].body);
       } else expect(other.status).toBe(409);
     }
-    const [{ n }] = await cluster.A.app
-      .get(IdempotencyService)
-      ['transactions'].manager.query('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [cluster.C.id]);
+    const [{ n }] = await cluster.A.app.get(DataSource).query<Array<{ n: string }>>('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [cluster.C.id]);
     expect(Number(n)).toBe(rounds);
   });
 

@@ -37,7 +37,17 @@ async function tablesPresent(ds: DataSource): Promise<Record<string, boolean>> {
   }
 }
 
-const TABLES_IN_SCHEMA = ['customers', 'goods', 'media', 'campaigns', 'campaign_goods', 'campaign_chat', 'campaign_events', 'idempotency_keys', 'idempotency_key_parts'];
+const TABLES_IN_SCHEMA = [
+  'customers',
+  'goods',
+  'media',
+  'campaigns',
+  'campaign_goods',
+  'campaign_chat',
+  'campaign_events',
+  'idempotency_keys',
+  'idempotency_key_parts',
+];
 const allTables = (present: boolean) => Object.fromEntries(TABLES_IN_SCHEMA.map((t) => [t, present]));
 
 async function appliedMigrations(ds: DataSource): Promise<string[]> {

@@ -23,7 +23,17 @@ const DECODERS: Record<string, (data: Buffer, options: { maxOutputLength: number
 const RETRY_AFTER_SECONDS = 1;
 
 /** Headers that belong to one exchange, not to the answer: never stored nor replayed. */
-const NOT_STORED = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'vary', 'x-request-id', 'set-cookie']);
+const NOT_STORED = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'content-encoding',
+  'vary',
+  'x-request-id',
+  'set-cookie',
+]);
 
 /**
  * Statuses that are not final answers: the key is released and a retry runs the request again. 5xx
@@ -120,12 +130,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (size > max) chunks = null;
       else chunks.push(bytes);
     };
-    const write = res.write;
-    const end = res.end;
-    res.write = function (this: Response, chunk: unknown, ...rest: unknown[]): boolean {
+    // Bound to this response (whatever compression or others set there before); put back when it ends.
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.write = function (chunk: unknown, ...rest: unknown[]): boolean {
       if (ended) return false;
       take(chunk, rest[0]);
-      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+      return write(chunk, ...rest);
     } as Response['write'];
     res.end = ((chunk?: unknown, encoding?: unknown, cb?: unknown): Response => {
       if (ended) return res;
@@ -134,9 +145,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const body = chunks ? Buffer.concat(chunks) : null;
       chunks = null;
       const send = (): void => {
-        res.write = write;
-        res.end = end;
-        (end as (...args: unknown[]) => Response).call(res, chunk, encoding, cb);
+        res.write = write as Response['write'];
+        res.end = end as Response['end'];
+        end(chunk, encoding, cb);
       };
       void this.settle(res, hold, body).then(send, send);
       return res;

@@ -199,17 +199,20 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   /** Renews the lease every third of it while the request runs, so that only a dead node's keys lapse. */
   private startRenewing(hold: Hold): void {
     const { leaseMs } = this.config.idempotency;
-    const timer = setInterval(() => {
-      this.transactions
-        .run((em) =>
-          em.update(
-            IdempotencyKey,
-            { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, statusCode: IsNull() },
-            { leaseUntil: Date.now() + leaseMs },
-          ),
-        )
-        .catch((err: unknown) => this.logger.warn(`could not renew the lease of an idempotency key: ${err instanceof Error ? err.message : String(err)}`));
-    }, Math.max(1000, Math.floor(leaseMs / 3)));
+    const timer = setInterval(
+      () => {
+        this.transactions
+          .run((em) =>
+            em.update(
+              IdempotencyKey,
+              { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, statusCode: IsNull() },
+              { leaseUntil: Date.now() + leaseMs },
+            ),
+          )
+          .catch((err: unknown) => this.logger.warn(`could not renew the lease of an idempotency key: ${err instanceof Error ? err.message : String(err)}`));
+      },
+      Math.max(1000, Math.floor(leaseMs / 3)),
+    );
     timer.unref();
     this.renewals.set(hold.owner, timer);
   }
