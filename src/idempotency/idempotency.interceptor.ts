@@ -2,7 +2,7 @@ import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import type { Observable } from 'rxjs';
+import { Observable, tap } from 'rxjs';
 import type { AuthenticatedRequest } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
@@ -103,9 +103,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
         }
         throw new PreparedResponse(statusCode, { ...headers, [REPLAYED_HEADER]: 'true' }, body);
       }
-      case 'run':
-        this.capture(http.getResponse<Response>(), claim.hold);
-        return next.handle();
+      case 'run': {
+        const res = http.getResponse<Response>();
+        const capture = this.capture(res, claim.hold);
+        // An error after the head went out (a stream that broke) ends a partial answer: not stored.
+        return next.handle().pipe(tap({ error: () => res.headersSent && capture.spoil() }));
+      }
       default: {
         const unreachable: never = claim;
         return unreachable;
@@ -117,11 +120,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * Follows what the route writes (up to IDEMPOTENCY_MAX_RESPONSE_BYTES; streamed answers too) and,
    * when it ends its answer, stores it or releases the key before the end goes out.
    */
-  private capture(res: Response, hold: Hold): void {
+  private capture(res: Response, hold: Hold): { spoil(): void } {
     const max = this.config.idempotency.maxResponseBytes;
     let chunks: Buffer[] | null = [];
     let size = 0;
     let ended = false;
+    let spoiled = false;
     const take = (chunk: unknown, encoding: unknown): void => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function' || !chunks) return;
       const bytes =
@@ -149,9 +153,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
         res.end = end as Response['end'];
         end(chunk, encoding, cb);
       };
-      void this.settle(res, hold, body).then(send, send);
+      // A body shorter or longer than its Content-Length is a broken answer, not a final one.
+      const declared = Number(res.getHeader('Content-Length') ?? NaN);
+      const whole = !spoiled && !(body && Number.isFinite(declared) && declared !== size);
+      void this.settle(res, hold, body, whole).then(send, send);
       return res;
     }) as Response['end'];
+    return {
+      spoil: () => {
+        spoiled = true;
+      },
+    };
   }
 
   /**
@@ -172,9 +184,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /** Stores a final answer, or releases the key; a failure is logged (the lease then lapses on its own). */
-  private async settle(res: Response, hold: Hold, body: Buffer | null): Promise<void> {
+  private async settle(res: Response, hold: Hold, body: Buffer | null, whole: boolean): Promise<void> {
     try {
-      if (isFinalStatus(res.statusCode)) await this.service.store(hold, res.statusCode, storedHeadersOf(res), await this.decoded(res, body));
+      if (whole && isFinalStatus(res.statusCode)) await this.service.store(hold, res.statusCode, storedHeadersOf(res), await this.decoded(res, body));
       else await this.service.release(hold);
     } catch (err) {
       this.logger.warn(
