@@ -83,9 +83,11 @@ function documentRoute(type: Type, name: string, handler: object): void {
   })(prototype, name, descriptor);
   const inherited = (Reflect.getMetadata(API_RESPONSE, type) as Record<string, ResponseDoc> | undefined) ?? {};
   const before = (Reflect.getMetadata(API_RESPONSE, handler) as Record<string, ResponseDoc> | undefined) ?? {};
+  // @nestjs/swagger joins the descriptions of one status given twice on a method (blank line between);
+  // one documented on the class only is replaced by the method's, so its text is carried over.
   const describedAs = (status: number, text: string): string => {
-    const existing = before[status]?.description ?? inherited[status]?.description;
-    return existing ? `${existing}; or ${text}` : text;
+    const fromClass = before[status] ? undefined : inherited[status]?.description;
+    return fromClass ? `${fromClass}\n\n${text}` : text;
   };
   ApiError(409, describedAs(409, CONFLICT_TEXT))(prototype, name, descriptor);
   ApiError(422, describedAs(422, MISMATCH_TEXT))(prototype, name, descriptor);
