@@ -273,6 +273,34 @@ describeEngines(
   { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', DB_LOCK_TIMEOUT_MS: '1000' },
 );
 
+describeEngines(
+  'Idempotency-Key: answers over IDEMPOTENCY_MAX_RESPONSE_BYTES',
+  `${__filename}-small`,
+  (ctx) => {
+    it('an answer too large to keep is not replayed, and the request is not applied again (409)', async () => {
+      const C = await ctx().createCustomer('Small');
+      const sync = () =>
+        ctx()
+          .http.post(`/v1/goods/${C.accessKey}/sync`)
+          .set('Authorization', C.auth())
+          .set('Idempotency-Key', 'big-1')
+          .send(Array.from({ length: 20 }, (_, i) => item(`big-${i}`, { description: 'x'.repeat(200) })));
+      const first = await sync();
+      expect(first.status).toBe(200);
+      expect(first.text.length).toBeGreaterThan(1024);
+      const again = await sync();
+      expect(again.status).toBe(409);
+      expect(again.body).toEqual({ _s: -409, _e: expect.stringMatching(/was applied \(HTTP 200\) but its answer was too large to keep/) });
+      expect(await countGoods(ctx(), C.id)).toBe(20);
+      // A small answer still fits.
+      const small = () => ctx().http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).set('Idempotency-Key', 'small-1').send(item('s'));
+      expect((await small()).status).toBe(200);
+      expect((await small()).headers['idempotent-replayed']).toBe('true');
+    });
+  },
+  { IDEMPOTENCY_MAX_RESPONSE_BYTES: '1024' },
+);
+
 describeTwoNodes('Idempotency-Key on two nodes', __filename, 'Idem cluster', (cluster) => {
   const register = (node: 'A' | 'B', n: number, key: string) =>
     cluster[node].http
