@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { fingerprintOf, keyHashOf, parseIdempotencyKey, RequestParts, uploadedFilesOf } from './idempotency-request';
@@ -73,6 +76,19 @@ describe('fingerprintOf', () => {
     expect(await fingerprintOf({ ...base, body: {}, files: [{ ...file, buffer: changed }] })).not.toBe(one);
     expect(await fingerprintOf({ ...base, body: {}, files: [{ ...file, originalname: 'goods.csv' }] })).not.toBe(one);
     expect(await fingerprintOf({ ...base, body: {}, files: [{ ...file, mimetype: 'text/csv' }] })).not.toBe(one);
+  });
+
+  it('hashes a file on disk (multer disk storage) like the same bytes in memory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idem-spec-'));
+    try {
+      const bytes = Buffer.alloc(200 * 1024, 3);
+      writeFileSync(join(dir, 'upload'), bytes);
+      const meta = { fieldname: 'file', originalname: 'goods.csv', mimetype: 'text/csv' };
+      const onDisk = await fingerprintOf({ ...base, files: [{ ...meta, path: join(dir, 'upload') }] });
+      expect(onDisk).toBe(await fingerprintOf({ ...base, files: [{ ...meta, buffer: bytes }] }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,4 +1,5 @@
 import { createHash, webcrypto } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { ApiException } from '../common/errors/api.exception';
 
 /** The request header that names an idempotent write. */
@@ -30,7 +31,10 @@ export interface UploadedPart {
   fieldname?: string;
   originalname?: string;
   mimetype?: string;
+  /** Memory storage: the bytes. */
   buffer?: Buffer;
+  /** Disk storage: where the bytes are. */
+  path?: string;
 }
 
 /** What of a request its fingerprint covers. */
@@ -60,12 +64,20 @@ async function sha256(data: Buffer): Promise<Buffer> {
 export async function fingerprintOf(parts: RequestParts): Promise<string> {
   const body = parts.body === undefined ? '' : JSON.stringify(parts.body);
   const files = await Promise.all(
-    parts.files.map(async (f) => [f.fieldname ?? '', f.originalname ?? '', f.mimetype ?? '', (await sha256(f.buffer ?? Buffer.alloc(0))).toString('hex')]),
+    parts.files.map(async (f) => [f.fieldname ?? '', f.originalname ?? '', f.mimetype ?? '', (await fileDigest(f)).toString('hex')]),
   );
   // Length-prefixed fields: no two different requests hash the same bytes.
   const fields = [parts.method.toUpperCase(), parts.url, body, ...files.flat()];
   const text = fields.map((f) => `${Buffer.byteLength(f)}:${f}`).join('\n');
   return (await sha256(Buffer.from(text, 'utf8'))).toString('hex');
+}
+
+/** SHA-256 of an uploaded file's bytes, in memory (multer's memory storage) or on disk (disk storage). */
+async function fileDigest(file: UploadedPart): Promise<Buffer> {
+  if (file.buffer || !file.path) return sha256(file.buffer ?? Buffer.alloc(0));
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file.path)) hash.update(chunk as Buffer);
+  return hash.digest();
 }
 
 /** The uploaded files of an Express request (multer: `file`, `files` as an array or per field). */
