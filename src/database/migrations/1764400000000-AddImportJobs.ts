@@ -17,6 +17,7 @@ export class AddImportJobs1764400000000 implements MigrationInterface {
           { name: 'filePath', type: 'varchar', length: '255' },
           { name: 'fileBytes', type: 'bigint' },
           { name: 'mimeType', type: 'varchar', length: '64', isNullable: true },
+          { name: 'baseUrl', type: 'varchar', length: '2048' },
           { name: 'refreshMedia', type: 'boolean', default: 0 },
           { name: 'rowsTotal', type: 'integer', isNullable: true },
           { name: 'rowsDone', type: 'integer', default: 0 },

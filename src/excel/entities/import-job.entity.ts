@@ -41,6 +41,10 @@ export class ImportJob {
   @Column({ type: 'varchar', length: 64, nullable: true })
   mimeType: string | null;
 
+  /** The absolute base of links in the row results (media files), as the upload's request had it. */
+  @Column({ type: 'varchar', length: 2048 })
+  baseUrl: string;
+
   @Column({ type: 'boolean', default: false })
   refreshMedia: boolean;
 
