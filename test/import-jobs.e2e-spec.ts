@@ -59,7 +59,10 @@ describeEngines(
     afterEach(() => closeAllViewers());
 
     function upload(c: TestCustomer, file: Buffer, filename: string, query = '') {
-      return ctx().http.post(`/v1/goods/${c.accessKey}/excel${query}`).set('Authorization', c.auth()).attach('file', file, { filename, contentType: 'text/csv' });
+      return ctx()
+        .http.post(`/v1/goods/${c.accessKey}/excel${query}`)
+        .set('Authorization', c.auth())
+        .attach('file', file, { filename, contentType: 'text/csv' });
     }
 
     async function job(c: TestCustomer, jobId: number, query = ''): Promise<Job> {
@@ -140,7 +143,10 @@ describeEngines(
       expect(failures.status).toBe(200);
       expect(failures.headers['content-type']).toMatch(/^text\/csv/);
       expect(failures.headers['content-disposition']).toContain(`import-job-${done.jobId}-failures.csv`);
-      const lines = (failures.body as string).replace(/^\uFEFF/, '').trim().split('\r\n');
+      const lines = (failures.body as string)
+        .replace(/^\uFEFF/, '')
+        .trim()
+        .split('\r\n');
       expect(lines[0]).toBe('row,message,id,sku,url,name,brand,description,mediaUrl,originalPrice,discountedPrice,discountPercentage');
       expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(['51', '101', '151', '201', '251']);
       expect(lines[1]).toContain('ROWS-50');
@@ -251,7 +257,8 @@ for (const engine of ENGINES) {
       const accepted = await fetch(`${server.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
       expect(accepted.status).toBe(202);
       const { jobId } = (await accepted.json()) as Job;
-      const read = async (s: ServerProcess) => (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+      const read = async (s: ServerProcess) =>
+        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
 
       const midway = await eventually(
         () => read(server as ServerProcess),
@@ -273,7 +280,8 @@ for (const engine of ENGINES) {
       expect(done).toMatchObject({ state: 'succeeded', rowsTotal: 50_000, rowsDone: 50_000, createCount: 50_000, updateCount: 0, failCount: 0 });
 
       // Each sheet row became exactly one goods item, with that row's own values.
-      const countsSql = 'SELECT COUNT(*) AS n, COUNT(DISTINCT sku) AS skus, SUM(CASE WHEN name = CONCAT(?, SUBSTR(sku, 6)) THEN 1 ELSE 0 END) AS named FROM goods';
+      const countsSql =
+        'SELECT COUNT(*) AS n, COUNT(DISTINCT sku) AS skus, SUM(CASE WHEN name = CONCAT(?, SUBSTR(sku, 6)) THEN 1 ELSE 0 END) AS named FROM goods';
       let stats: { n: number; skus: number; named: number };
       if (engine === 'mysql') {
         const { createConnection } = await import('mysql2/promise');
@@ -285,7 +293,7 @@ for (const engine of ENGINES) {
       } else {
         const Database = (await import('better-sqlite3')).default;
         const db = new Database(`${env.DATA_DIR}/livegoods.sqlite`, { readonly: true });
-        stats = db.prepare(countsSql.replace('CONCAT(?, SUBSTR(sku, 6))', "(? || SUBSTR(sku, 6))")).get('상품 ') as { n: number; skus: number; named: number };
+        stats = db.prepare(countsSql.replace('CONCAT(?, SUBSTR(sku, 6))', '(? || SUBSTR(sku, 6))')).get('상품 ') as { n: number; skus: number; named: number };
         db.close();
       }
       expect({ n: Number(stats.n), skus: Number(stats.skus), named: Number(stats.named) }).toEqual({ n: 50_000, skus: 50_000, named: 50_000 });

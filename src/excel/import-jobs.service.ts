@@ -23,7 +23,20 @@ export interface StoredUpload {
 /** FAIL rows read per query while the failures CSV streams. */
 const FAILURES_PAGE = 500;
 /** The columns of the failures CSV: the row, why it failed, then the goods fields as sent. */
-const FAILURE_COLUMNS = ['row', 'message', 'id', 'sku', 'url', 'name', 'brand', 'description', 'mediaUrl', 'originalPrice', 'discountedPrice', 'discountPercentage'];
+const FAILURE_COLUMNS = [
+  'row',
+  'message',
+  'id',
+  'sku',
+  'url',
+  'name',
+  'brand',
+  'description',
+  'mediaUrl',
+  'originalPrice',
+  'discountedPrice',
+  'discountPercentage',
+];
 
 /** One CSV cell: quoted when needed; a text a spreadsheet would run as a formula gets a leading apostrophe. */
 export function csvCell(value: unknown): string {
@@ -126,7 +139,7 @@ export class ImportJobsService {
     async function* lines(): AsyncGenerator<string> {
       // A BOM, so that Excel opens the UTF-8 file with its Hangul intact.
       yield `\uFEFF${FAILURE_COLUMNS.join(',')}\r\n`;
-      for (let after = -1; ; ) {
+      for (let after = -1; ;) {
         const rows = await em
           .createQueryBuilder(ImportJobRow, 'r')
           .select(['r.seq', 'r.result'])

@@ -19,8 +19,7 @@ export class ExcelUploadBody {
 export class ExcelUploadQuery extends RefreshMediaQuery {
   @ApiPropertyOptional({
     description:
-      'Run the import as a background job whatever the file: the answer is 202 with the job (a file over the ' +
-      'synchronous limits becomes a job without it)',
+      'Run the import as a background job whatever the file: the answer is 202 with the job (a file over the ' + 'synchronous limits becomes a job without it)',
     default: false,
   })
   @booleanText

@@ -78,7 +78,11 @@ export class ImportJobListResponse {
   @ApiProperty({ type: [ImportJobResponse], description: "The customer's jobs, newest first" })
   results: ImportJobResponse[];
 
-  @ApiProperty({ type: 'integer', example: 3, description: "The customer's jobs kept (the most recent IMPORT_JOB_KEEP finished ones and every unfinished one)" })
+  @ApiProperty({
+    type: 'integer',
+    example: 3,
+    description: "The customer's jobs kept (the most recent IMPORT_JOB_KEEP finished ones and every unfinished one)",
+  })
   totalCount: number;
 
   @ApiProperty({ example: 0, description: '0' })

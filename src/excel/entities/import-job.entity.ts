@@ -45,7 +45,7 @@ export class ImportJob {
   @Column({ type: 'varchar', length: 2048 })
   baseUrl: string;
 
-  @Column({ type: 'boolean', default: false })
+  @Column({ type: 'boolean', width: 1, default: false })
   refreshMedia: boolean;
 
   /** Data rows of the file, known once its first pass has read it. */
