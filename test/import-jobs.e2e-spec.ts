@@ -119,7 +119,7 @@ describeEngines(
         error: null,
       });
       expect(done.failCount).toBe(8);
-      expect((done.results ?? []).map(comparable)).toEqual((sync.body.results as Row[]).map(comparable));
+      expect((await allResults(b, queued.jobId)).map(comparable)).toEqual((sync.body.results as Row[]).map(comparable));
       expect(await goodsCount(b.id)).toBe(52);
     }, 60_000);
 

@@ -14,7 +14,7 @@ import { LiveNotifier } from '../live/live-notifier';
 import { SyncResponse, UploadGoodsRowResult } from '../sync/dto/sync-response.dto';
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobRow } from './entities/import-job-row.entity';
-import { ImportJob, ImportJobState } from './entities/import-job.entity';
+import { ImportJob } from './entities/import-job.entity';
 import { GoodsSheetRow, SheetFile, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
 import { ImportJobEvents } from './import-job-events';
 import { SheetError } from './sheet-error';
@@ -397,7 +397,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     this.lastProgress.set(job.id, now);
     this.notifier.toOperators(job.customerId, 'import.progress', {
       jobId: job.id,
-      state: job.state as ImportJobState,
+      state: job.state,
       rowsDone: job.rowsDone,
       rowsTotal: job.rowsTotal,
       createCount: job.createCount,
