@@ -237,7 +237,11 @@ for (const engine of ENGINES) {
 
     beforeAll(async () => {
       if (down) throw new Error(`${engine} server required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-      const setup = await testConfig(engine, `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`, { ...SETTINGS, IMPORT_JOB_LEASE_MS: '2000' });
+      const setup = await testConfig(engine, `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`, {
+        ...SETTINGS,
+        IMPORT_JOB_LEASE_MS: '2000',
+        LOG_LEVEL: 'log',
+      });
       env = setup.env;
       dataDir = setup.dataDir;
       database = setup.database;
@@ -297,6 +301,37 @@ for (const engine of ENGINES) {
         db.close();
       }
       expect({ n: Number(stats.n), skus: Number(stats.skus), named: Number(stats.named) }).toEqual({ n: 50_000, skus: 50_000, named: 50_000 });
+    }, 420_000);
+
+    it('SIGTERM: the running chunk commits, the job goes back to the queue, and the next start finishes it', async () => {
+      await server?.kill();
+      server = await ServerProcess.start(env);
+      const c = await insertCustomer(env, 'Graceful');
+      const form = new FormData();
+      form.append('file', new Blob([sheet('TERM', 30_000)], { type: 'text/csv' }), 'term.csv');
+      const accepted = await fetch(`${server.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
+      expect(accepted.status).toBe(202);
+      const { jobId } = (await accepted.json()) as Job;
+      const read = async (s: ServerProcess) =>
+        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+      await eventually(
+        () => read(server as ServerProcess),
+        (j) => j.rowsDone >= 2_000,
+        120_000,
+        50,
+      );
+      server.signal('SIGTERM');
+      expect(await server.stopped()).toEqual({ code: 0, signal: null });
+      expect(server.output).toMatch(new RegExp(`import job ${jobId} left resumable after sheet row \\d+`));
+
+      server = await ServerProcess.start(env);
+      const done = await eventually(
+        () => read(server as ServerProcess),
+        (j) => j.state === 'succeeded' || j.state === 'failed',
+        180_000,
+        200,
+      );
+      expect(done).toMatchObject({ state: 'succeeded', rowsDone: 30_000, createCount: 30_000, updateCount: 0, failCount: 0 });
     }, 420_000);
   });
 }

@@ -17,6 +17,7 @@ import { ImportJobRow } from './entities/import-job-row.entity';
 import { ImportJob } from './entities/import-job.entity';
 import { GoodsSheetRow, SheetFile, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
 import { ImportJobEvents } from './import-job-events';
+import { ImportJobQueue, QueueVerdict } from './import-job-queue';
 import { SheetError } from './sheet-error';
 
 /** Least time between two progress events of one job (final states are always sent). */
@@ -71,6 +72,8 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
   private polling = false;
   private stopping = false;
   private readonly lastProgress = new Map<number, number>();
+  /** With REDIS_URL: BullMQ hands the jobs out; without, this node polls the database. */
+  private queue: ImportJobQueue | null = null;
 
   constructor(
     private readonly transactions: Transactions,
@@ -87,7 +90,14 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
 
   async onApplicationBootstrap(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    this.timer = setInterval(() => this.kick(), this.config.importJobs.pollMs);
+    const { url, prefix } = this.config.redis;
+    if (url) {
+      this.queue = new ImportJobQueue(url, `${prefix}:bull`, this.config.importJobs.leaseMs);
+      this.queue.start(this.config.importJobs.concurrency, (jobId) => this.process(jobId));
+    }
+    // With BullMQ the timer enqueues what the database holds (a job whose enqueue failed, one left by a
+    // shutdown or a crash); without it, it claims jobs itself.
+    this.timer = setInterval(() => this.kick(), this.queue ? Math.max(this.config.importJobs.pollMs, 2000) : this.config.importJobs.pollMs);
     this.timer.unref();
     this.kick();
     this.removeOrphans().catch((err: unknown) => this.logger.warn(`orphan upload clean-up failed: ${String(err)}`));
@@ -100,13 +110,26 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     this.timer = null;
     if (this.running.size) this.logger.log(`waiting for ${this.running.size} import job(s) to commit their current chunk`);
     await Promise.allSettled([...this.running.values()]);
+    await this.queue?.close();
   }
 
-  /** Looks for work now (after an upload, when a job ends, and every IMPORT_JOB_POLL_MS). */
+  /** A job was queued in the database: hand it to BullMQ, or look for work now. */
+  submitted(jobId: number): void {
+    if (!this.queue) {
+      this.kick();
+      return;
+    }
+    // Should Redis not take it now, the timer enqueues it later (the database keeps it queued).
+    this.queue
+      .add(jobId)
+      .catch((err: unknown) => this.logger.warn(`import job ${jobId} not enqueued yet: ${err instanceof Error ? err.message : String(err)}`));
+  }
+
+  /** Looks for work now (after an upload, when a job ends, and on the timer). */
   kick(): void {
     if (this.polling || this.stopped) return;
     this.polling = true;
-    this.fill()
+    (this.queue ? this.enqueueWaiting() : this.fill())
       .catch((err: unknown) => {
         if (!isDatabaseUnavailable(err)) this.logger.warn(`import job poll failed: ${err instanceof Error ? err.message : String(err)}`);
       })
@@ -123,61 +146,98 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     while (!this.stopped && this.running.size < this.config.importJobs.concurrency) {
       const job = await this.claim();
       if (!job) return;
-      const run = this.run(job)
-        .catch((err: unknown) => this.logger.error(`import job ${job.id} stopped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`))
-        .finally(() => {
-          this.running.delete(job.id);
-          this.lastProgress.delete(job.id);
-          this.kick();
-        });
-      this.running.set(job.id, run);
+      void this.start(job);
     }
   }
 
-  /**
-   * Claims the oldest job that may run: queued, or running under a lease that ran out, of a customer
-   * with no job running under a live lease. The conditional UPDATE lets exactly one node have it.
-   */
-  private async claim(): Promise<ImportJob | null> {
-    const now = Date.now();
-    const em = this.transactions.manager;
-    const candidates = await em
+  /** Runs a claimed job, known to shutdown until it ends. */
+  private start(job: ImportJob): Promise<void> {
+    const run = this.run(job)
+      .catch((err: unknown) => this.logger.error(`import job ${job.id} stopped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`))
+      .finally(() => {
+        this.running.delete(job.id);
+        this.lastProgress.delete(job.id);
+        if (!this.queue) this.kick();
+      });
+    this.running.set(job.id, run);
+    return run;
+  }
+
+  /** Jobs that may run now (queued, or running under a lease that ran out), oldest first. */
+  private waiting(now: number): Promise<ImportJob[]> {
+    return this.transactions.manager
       .createQueryBuilder(ImportJob, 'j')
       .where("j.state = 'queued' OR (j.state = 'running' AND (j.leaseUntil IS NULL OR j.leaseUntil < :now))", { now })
       .orderBy('j.id', 'ASC')
       .limit(50)
       .getMany();
+  }
+
+  /** Customers with a job running under a live lease (on any node). */
+  private async busyCustomers(now: number): Promise<Set<number>> {
+    const rows = await this.transactions.manager
+      .createQueryBuilder(ImportJob, 'j')
+      .select('j.customerId', 'customerId')
+      .where("j.state = 'running' AND j.leaseUntil >= :now", { now })
+      .getRawMany<{ customerId: number | string }>();
+    return new Set(rows.map((r) => Number(r.customerId)));
+  }
+
+  /**
+   * Claims the oldest job that may run, of a customer with no job running under a live lease (a
+   * customer's second job waits while others run).
+   */
+  private async claim(): Promise<ImportJob | null> {
+    const now = Date.now();
+    const candidates = await this.waiting(now);
     if (!candidates.length) return null;
-    const busy = new Set(
-      (
-        await em
-          .createQueryBuilder(ImportJob, 'j')
-          .select('j.customerId', 'customerId')
-          .where("j.state = 'running' AND j.leaseUntil >= :now", { now })
-          .getRawMany<{ customerId: number | string }>()
-      ).map((r) => Number(r.customerId)),
-    );
+    const busy = await this.busyCustomers(now);
     for (const job of candidates) {
       if (busy.has(job.customerId)) continue;
-      const leaseUntil = Date.now() + this.config.importJobs.leaseMs;
-      const claimed = await this.transactions.run((tx) =>
-        tx
-          .createQueryBuilder()
-          .update(ImportJob)
-          .set({ state: 'running', owner: this.nodeId, leaseUntil, attempts: () => 'attempts + 1', startedAt: new Date() })
-          .where("id = :id AND (state = 'queued' OR (state = 'running' AND (leaseUntil IS NULL OR leaseUntil < :now)))", { id: job.id, now })
-          .execute(),
-      );
-      if (claimed.affected === 1) {
-        busy.add(job.customerId);
-        const fresh = await this.transactions.manager.findOneBy(ImportJob, { id: job.id });
-        if (fresh && fresh.owner === this.nodeId) {
-          this.logger.log(`import job ${job.id} of customer ${job.customerId} claimed${job.lastRow ? ` (resuming after sheet row ${job.lastRow})` : ''}`);
-          return fresh;
-        }
-      }
+      const claimed = await this.tryClaim(job.id, now);
+      if (claimed) return claimed;
     }
     return null;
+  }
+
+  /** The conditional UPDATE that lets exactly one node have the job; the job as claimed, or null. */
+  private async tryClaim(jobId: number, now: number): Promise<ImportJob | null> {
+    const leaseUntil = Date.now() + this.config.importJobs.leaseMs;
+    const claimed = await this.transactions.run((tx) =>
+      tx
+        .createQueryBuilder()
+        .update(ImportJob)
+        .set({ state: 'running', owner: this.nodeId, leaseUntil, attempts: () => 'attempts + 1', startedAt: new Date() })
+        .where("id = :id AND (state = 'queued' OR (state = 'running' AND (leaseUntil IS NULL OR leaseUntil < :now)))", { id: jobId, now })
+        .execute(),
+    );
+    if (claimed.affected !== 1) return null;
+    const job = await this.transactions.manager.findOneBy(ImportJob, { id: jobId });
+    if (!job || job.owner !== this.nodeId) return null;
+    this.logger.log(`import job ${job.id} of customer ${job.customerId} claimed${job.lastRow ? ` (resuming after sheet row ${job.lastRow})` : ''}`);
+    return job;
+  }
+
+  /** BullMQ: puts the jobs that may run into the queue (a no-op for those already there). */
+  private async enqueueWaiting(): Promise<void> {
+    for (const job of await this.waiting(Date.now())) await (this.queue as ImportJobQueue).add(job.id);
+  }
+
+  /** BullMQ's worker: claims and runs the job, or asks the queue to hand it out again later. */
+  private async process(jobId: number): Promise<QueueVerdict> {
+    const retry = Math.max(500, this.config.importJobs.pollMs);
+    if (this.stopped) return { kind: 'later', delayMs: retry };
+    const now = Date.now();
+    const job = await this.transactions.manager.findOneBy(ImportJob, { id: jobId });
+    if (!job || job.state === 'succeeded' || job.state === 'failed') return { kind: 'done' };
+    if (job.state === 'running' && job.leaseUntil !== null && job.leaseUntil >= now) {
+      return { kind: 'later', delayMs: Math.max(retry, job.leaseUntil - now + 100) };
+    }
+    if ((await this.busyCustomers(now)).has(job.customerId)) return { kind: 'later', delayMs: retry };
+    const claimed = await this.tryClaim(jobId, now);
+    if (!claimed) return { kind: 'later', delayMs: retry };
+    await this.start(claimed);
+    return { kind: 'done' };
   }
 
   private async run(job: ImportJob): Promise<void> {

@@ -100,7 +100,7 @@ export class ImportJobsService {
       await rm(file.path, { force: true });
       throw err;
     }
-    this.runner.kick();
+    this.runner.submitted(job.id);
     return toImportJobResponse(job);
   }
 
