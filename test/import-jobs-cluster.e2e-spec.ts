@@ -16,7 +16,7 @@ describeTwoNodes('import jobs on two nodes (BullMQ)', __filename, 'Cluster impor
   /** How many jobs each node's runner started (a job claimed again would count twice). */
   function countStarts(node: Node): { calls: number[] } {
     const runner = node.app.get(ImportJobRunner) as unknown as { start: (job: { id: number }) => Promise<void> };
-    const seen = { calls: [] as number[] };
+    const seen: { calls: number[] } = { calls: [] };
     const original = runner.start.bind(runner);
     runner.start = (job) => {
       seen.calls.push(job.id);
