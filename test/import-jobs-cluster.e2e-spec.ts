@@ -15,7 +15,7 @@ function sheet(prefix: string, rows: number): Buffer {
 describeTwoNodes('import jobs on two nodes (BullMQ)', __filename, 'Cluster importer', (cluster) => {
   /** How many jobs each node's runner started (a job claimed again would count twice). */
   function countStarts(node: Node): { calls: number[] } {
-    const runner = node.app.get(ImportJobRunner) as unknown as { start: (job: { id: number }) => Promise<void> };
+    const runner: { start: (job: { id: number }) => Promise<void> } = node.app.get<ImportJobRunner, unknown>(ImportJobRunner) as never;
     const seen: { calls: number[] } = { calls: [] };
     const original = runner.start.bind(runner);
     runner.start = (job) => {
