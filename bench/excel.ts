@@ -106,7 +106,7 @@ async function jobRuns(rows: string[]): Promise<void> {
   console.log(`${JOB_ROWS.toLocaleString('en-US')}-row job workbook: ${(file.length / (1024 * 1024)).toFixed(1)} MB`);
   let port = 3850;
   for (const engine of enginesFromArgs()) {
-    const server = await startServer(engine, port++, 'excel-job', { loopProbe: true });
+    const server = await startServer(engine, port++, 'excel_job', { loopProbe: true });
     try {
       await warmUp(server.baseUrl, server.accessKey, server.auth);
       const { result, fairness } = await measureFairness(server, () => jobOnce(server.baseUrl, server.accessKey, server.auth, file, JOB_ROWS));
