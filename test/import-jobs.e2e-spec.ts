@@ -29,6 +29,7 @@ const SETTINGS = {
   IMPORT_JOB_MAX_BYTES: String(8 * 1024 * 1024),
   IMPORT_JOB_POLL_MS: '100',
   IMPORT_JOB_CHUNK_ROWS: '500',
+  IMPORT_JOB_KEEP: '3',
 };
 
 /** A goods sheet: rows 2.. with sku/name/url/price; every `failEvery`th row has a bad price (a FAIL row). */
@@ -169,6 +170,22 @@ describeEngines(
       expectError(await ctx().http.get(`/v1/goods/${b.accessKey}/excel/jobs/${res.body.jobId}`).set('Authorization', b.auth()), 404, -404);
       expectError(await ctx().http.get(`/v1/goods/${b.accessKey}/excel/jobs/${res.body.jobId}/failures.csv`).set('Authorization', b.auth()), 404, -404);
       expectError(await ctx().http.get(`/v1/goods/${a.accessKey}/excel/jobs/abc`).set('Authorization', a.auth()), 400, -510, /jobId/);
+    }, 60_000);
+
+    it('keeps the IMPORT_JOB_KEEP most recent jobs of a customer: older ones go with their results', async () => {
+      const c = await ctx().createCustomer();
+      const ids: number[] = [];
+      for (let n = 1; n <= 5; n++) {
+        const res = await upload(c, sheet(`KEEP${n}`, 3), `keep-${n}.csv`, '?async=true').expect(202);
+        ids.push(res.body.jobId as number);
+        await finished(c, res.body.jobId as number);
+      }
+      const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
+      expect(list.body.results.map((j: Job) => j.jobId)).toEqual([ids[4], ids[3], ids[2]]);
+      expectError(await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs/${ids[0]}`).set('Authorization', c.auth()), 404, -404);
+      const [{ n }] = await ctx().dataSource.query(`SELECT COUNT(*) AS n FROM import_job_rows WHERE jobId IN (?, ?)`, [ids[0], ids[1]]);
+      expect(Number(n)).toBe(0);
+      expect(await goodsCount(c.id)).toBe(15);
     }, 60_000);
 
     it('a file over the job limit → 413 in the error shape; a file that is no spreadsheet → 415; nothing is queued', async () => {

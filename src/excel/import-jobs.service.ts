@@ -20,6 +20,8 @@ export interface StoredUpload {
   size: number;
 }
 
+/** Result rows of a pruned job deleted per statement. */
+const PRUNE_ROWS = 5000;
 /** FAIL rows read per query while the failures CSV streams. */
 const FAILURES_PAGE = 500;
 /** The columns of the failures CSV: the row, why it failed, then the goods fields as sent. */
@@ -172,12 +174,30 @@ export class ImportJobsService {
       .limit(100)
       .getRawMany<{ id: number | string }>();
     if (!old.length) return;
-    // One job (and its results) per transaction: a large job's results are many rows.
+    // A large job's results are many rows: they go PRUNE_ROWS at a time, each delete a short transaction
+    // of its own (on SQLite a statement holds the event loop), then the job.
     for (const { id } of old) {
-      await this.transactions.run(async (tx) => {
-        await tx.delete(ImportJobRow, { jobId: Number(id) });
-        await tx.delete(ImportJob, { id: Number(id), customerId: tenant.id });
-      });
+      const jobId = Number(id);
+      for (let deleted = PRUNE_ROWS; deleted >= PRUNE_ROWS;) {
+        deleted = await this.transactions.run(async (tx) => {
+          const next = await tx
+            .createQueryBuilder(ImportJobRow, 'r')
+            .select('r.seq', 'seq')
+            .where('r.jobId = :jobId', { jobId })
+            .orderBy('r.seq', 'ASC')
+            .offset(PRUNE_ROWS - 1)
+            .limit(1)
+            .getRawOne<{ seq: number }>();
+          const result = await tx
+            .createQueryBuilder()
+            .delete()
+            .from(ImportJobRow)
+            .where(next ? 'jobId = :jobId AND seq <= :last' : 'jobId = :jobId', { jobId, last: next?.seq })
+            .execute();
+          return next ? (result.affected ?? PRUNE_ROWS) : 0;
+        });
+      }
+      await this.transactions.run((tx) => tx.delete(ImportJob, { id: jobId, customerId: tenant.id }));
     }
   }
 }
