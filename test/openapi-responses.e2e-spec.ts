@@ -255,6 +255,30 @@ describeEngines(
         expect((template.body as Buffer).subarray(0, 2).toString()).toBe('PK');
       });
 
+      it('spreadsheet import as a job (202 with Location), the job with its results, the jobs list, the failures CSV', async () => {
+        const csv = Buffer.from('sku,name,url,originalPrice\nOA-JOB,As a job,https://shop.example.com/goods/OA-JOB,1200\nOA-JOB2,,,-5\n');
+        const res = await call('post', goods('/excel'), { auth: C, query: { async: 'true' }, multipart: { file: { bytes: csv, filename: 'job.csv' } } });
+        expectStatus(res, 202);
+        const path = goods(`/excel/jobs/${res.body.jobId}`);
+        expect(res.headers.location).toBe(path);
+        let job = res;
+        for (let i = 0; i < 200 && !['succeeded', 'failed'].includes(job.body.state as string); i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          job = await call('get', path, { auth: C, query: { page: '1', count: '100' } });
+          expectStatus(job, 200);
+        }
+        expect(job.body).toMatchObject({ state: 'succeeded', createCount: 1, failCount: 1 });
+        expect((job.body.results as Body[]).map((r) => r.status)).toEqual(['CREATE', 'FAIL']);
+        const list = await call('get', goods('/excel/jobs'), { auth: C, query: { page: '1', count: '10' } });
+        expectStatus(list, 200);
+        expect((list.body.results as Body[]).map((j) => j.jobId)).toContain(res.body.jobId);
+        const failures = await call('get', `${path}/failures.csv`, { auth: C, binary: true });
+        expectStatus(failures, 200);
+        expect((failures.body as Buffer).toString('utf8')).toContain('OA-JOB2');
+        expectStatus(await call('get', goods('/excel/jobs/999999'), { auth: C }), 404);
+        expectStatus(await call('get', goods('/excel/jobs/999999/failures.csv'), { auth: C }), 404);
+      });
+
       it('the five deletes', async () => {
         const idOf = async (n: number) => (await call('get', goods('/sku'), { auth: C, query: { value: `OA-${n}` } })).body.id as number;
         expectStatus(await call('delete', goods(`/${await idOf(4)}`), { auth: C }), 200);
@@ -458,7 +482,7 @@ describeEngines(
       for (const status of [400, 401, 404, 409, 413, 415, 422]) expect([status, statuses.has(status)]).toEqual([status, true]);
     });
   },
-  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true' },
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', IMPORT_JOB_POLL_MS: '100' },
 );
 
 describeEngines(

@@ -63,6 +63,21 @@ export interface LimitsConfig {
   excelParseTimeoutMs: number;
 }
 
+/** Spreadsheet import jobs (see src/excel/import-jobs.service.ts). */
+export interface ImportJobsConfig {
+  /** Where job uploads wait until their job ends (DATA_DIR/imports). */
+  dir: string;
+  maxBytes: number;
+  maxRows: number;
+  concurrency: number;
+  maxPendingPerCustomer: number;
+  chunkRows: number;
+  leaseMs: number;
+  pollMs: number;
+  readTimeoutMs: number;
+  keepPerCustomer: number;
+}
+
 export interface RateLimitConfig {
   enabled: boolean;
   windowMs: number;
@@ -108,6 +123,7 @@ export class AppConfig {
     readonly database: DatabaseConfig,
     readonly media: MediaConfig,
     readonly limits: LimitsConfig,
+    readonly importJobs: ImportJobsConfig,
     readonly redis: RedisConfig,
     readonly rateLimit: RateLimitConfig,
     readonly auth: AuthConfig,
@@ -172,6 +188,18 @@ export class AppConfig {
         excelMaxRows: env.EXCEL_MAX_ROWS,
         excelMaxUncompressedBytes: env.EXCEL_MAX_UNCOMPRESSED_BYTES,
         excelParseTimeoutMs: env.EXCEL_PARSE_TIMEOUT_MS,
+      },
+      {
+        dir: resolve(dataDir, 'imports'),
+        maxBytes: env.IMPORT_JOB_MAX_BYTES,
+        maxRows: env.IMPORT_JOB_MAX_ROWS,
+        concurrency: env.IMPORT_JOB_CONCURRENCY,
+        maxPendingPerCustomer: env.IMPORT_JOB_MAX_PENDING,
+        chunkRows: env.IMPORT_JOB_CHUNK_ROWS,
+        leaseMs: env.IMPORT_JOB_LEASE_MS,
+        pollMs: env.IMPORT_JOB_POLL_MS,
+        readTimeoutMs: env.IMPORT_JOB_READ_TIMEOUT_MS,
+        keepPerCustomer: env.IMPORT_JOB_KEEP,
       },
       { url: env.REDIS_URL, prefix: env.REDIS_PREFIX },
       {
