@@ -406,6 +406,13 @@ describeEngines(
         const real = await upload(c, file, 'goods.csv');
         expect(pick(dry)).toEqual(pick(real));
         expect(real.results.map((r) => r.status)).toEqual(['UPDATE', 'CREATE', 'FAIL', 'FAIL', 'UPDATE']);
+        // A dry run is answered at once: never as an import job.
+        const asJob = await http()
+          .post(path(c, '/excel'))
+          .query({ dryRun: 'true', async: 'true' })
+          .set('Authorization', c.auth())
+          .attach('file', file, { filename: 'goods.csv', contentType: 'text/csv' });
+        expectError(asJob, 400, -510, /dryRun cannot be combined with async/);
         expect(dry.results[1].id).toBeNull();
         expect(dry.results[4].id).toBeNull();
         expect(await catalogVersion(t, c)).toBeGreaterThan(version);
