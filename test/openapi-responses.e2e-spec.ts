@@ -162,6 +162,10 @@ describeEngines(
         registered = res.body as Body;
         expect((registered.medias as Body[])[0].thumbnails).toHaveLength(3);
         expectStatus(await call('get', goods(), { auth: C, query: { searchKeyword: 'item', page: '1', count: '30' } }), 200);
+        const walked = await call('get', goods(), { auth: C, query: { searchKeyword: 'item', after: '0', count: '10' } });
+        expectStatus(walked, 200);
+        expect((walked.body.results as Body[]).map((g) => g.sku)).toEqual(['OA-1']);
+        expectStatus(await call('get', goods(), { auth: C, query: { after: '0', page: '2' } }), 400);
         expectStatus(await call('get', goods('/sku'), { auth: C, query: { value: 'OA-1' } }), 200);
         expectStatus(await call('get', goods('/sku'), { auth: C, query: { sku: 'OA-1' } }), 200);
         expectStatus(await call('get', goods('/url'), { auth: C, query: { url: 'https://shop.example.com/goods/OA-1' } }), 200);
@@ -253,6 +257,35 @@ describeEngines(
         const template = await call('get', goods('/excel/template'), { auth: C, binary: true });
         expectStatus(template, 200);
         expect((template.body as Buffer).subarray(0, 2).toString()).toBe('PK');
+      });
+
+      it('dry runs (sync and spreadsheet: a CREATE row without id, an image not fetched) and the two exports', async () => {
+        const dry = await call('post', goods('/sync'), {
+          auth: C,
+          query: { dryRun: 'true', refreshMedia: 'false' },
+          json: [goodsItem('DRY', { mediaUrl: images().url1('/photo.jpg') }), { sku: 'OA-1', name: 'Dry rename' }],
+        });
+        expectStatus(dry, 200);
+        expect((dry.body.results as Body[]).map((r) => [r.status, r.id === null, r.message])).toEqual([
+          ['CREATE', true, `dry run: image not fetched: ${images().url1('/photo.jpg')}`],
+          ['UPDATE', false, null],
+        ]);
+        const sheet = await call('post', goods('/excel'), {
+          auth: C,
+          query: { dryRun: 'true' },
+          multipart: { file: { bytes: Buffer.from('sku,name,url\nOA-DRY2,Dry,https://shop.example.com/goods/OA-DRY2\n'), filename: 'goods.csv' } },
+        });
+        expectStatus(sheet, 200);
+        expect((sheet.body.results as Body[]).map((r) => [r.status, r.id])).toEqual([['CREATE', null]]);
+        expectStatus(await call('post', goods('/sync'), { auth: C, query: { dryRun: 'maybe' }, json: [] }), 400);
+
+        const xlsx = await call('get', goods('/excel/export'), { auth: C, binary: true });
+        expectStatus(xlsx, 200);
+        expect((xlsx.body as Buffer).subarray(0, 2).toString()).toBe('PK');
+        const csv = await call('get', goods('/excel/export'), { auth: C, query: { format: 'csv', searchKeyword: 'item' }, binary: true });
+        expectStatus(csv, 200);
+        expect((csv.body as Buffer).toString('utf8')).toMatch(/^\uFEFFid,sku,url,name,/);
+        expectStatus(await call('get', goods('/excel/export'), { auth: C, query: { format: 'pdf' } }), 400);
       });
 
       it('spreadsheet import as a job (202 with Location), the job with its results, the jobs list, the failures CSV', async () => {

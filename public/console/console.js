@@ -869,6 +869,50 @@ $('edit-form').addEventListener('submit', (event) => {
 $('start-broadcast').addEventListener('click', (e) => void setStatus('ONAIR', e.currentTarget));
 $('end-broadcast').addEventListener('click', (e) => void setStatus('CLOSED', e.currentTarget));
 
+// ------------------------------------------------------------------ catalog export
+
+/** The file name the service gives in Content-Disposition, else a fallback. */
+function downloadName(res, format) {
+  const match = /filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') || '');
+  return match ? match[1] : `goods.${format}`;
+}
+
+/** Downloads the catalog export (the token goes in a header, so the file is fetched, then saved). */
+async function exportCatalog(format) {
+  const buttons = [$('export-xlsx'), $('export-csv')];
+  buttons.forEach((b) => (b.disabled = true));
+  $('export-status').textContent = `Exporting the catalog as ${format === 'csv' ? 'CSV' : '.xlsx'}…`;
+  clearError();
+  try {
+    const res = await fetch(`/v1/goods/${ak()}/excel/export?format=${format}`, { headers: { Authorization: `Bearer ${session.token}` }, cache: 'no-store' });
+    if (!res.ok) {
+      const text = await res.text();
+      let data = null;
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = null;
+      }
+      throw new ApiError(res.status, data, text.slice(0, 200) || res.statusText);
+    }
+    const blob = await res.blob();
+    const link = el('a', { href: URL.createObjectURL(blob), download: downloadName(res, format) });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    $('export-status').textContent = `Saved ${link.download} (${Math.max(1, Math.round(blob.size / 1024)).toLocaleString(locale)} kB).`;
+  } catch (err) {
+    $('export-status').textContent = '';
+    showError('Export', err);
+  } finally {
+    buttons.forEach((b) => (b.disabled = false));
+  }
+}
+
+$('export-xlsx').addEventListener('click', () => exportCatalog('xlsx'));
+$('export-csv').addEventListener('click', () => exportCatalog('csv'));
+
 $('search-form').addEventListener('submit', (event) => {
   event.preventDefault();
   void act('Searching the catalog', () => search(1), { button: submitter(event) });

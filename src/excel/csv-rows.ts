@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
+import { unquoteCsvText } from './csv-text';
 import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
 import { RawCell, RawSheetEvent } from './sheet-rows';
@@ -180,7 +181,8 @@ async function* readCsvStream(delimiter: string, input: AsyncGenerator<Buffer>, 
       const step = await guard.race(records.next());
       if (step.done) break;
       row += 1;
-      const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value }));
+      // A quote before a formula start is the export's neutralisation (csv-text.ts): taken off again.
+      const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value: unquoteCsvText(value) }));
       yield { kind: 'row', row: { row, cells } };
       await guard.breathe();
     }

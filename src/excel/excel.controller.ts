@@ -46,7 +46,10 @@ export class ExcelController {
       'GET /v1/goods/{accessKey}/excel/jobs/{jobId}, where its progress and row results are read. The job reads the ' +
       'whole file before it writes anything (a file over the row limit or with a bad header fails without writing), ' +
       'then applies the rows in chunks. A file over the job size limit is 413; a customer with ' +
-      'IMPORT_JOB_MAX_PENDING jobs queued or running gets 429.',
+      'IMPORT_JOB_MAX_PENDING jobs queued or running gets 429.\n\n' +
+      'With dryRun=true the rows are checked and answered as an immediate upload would answer them, but nothing is ' +
+      'written (a file that would become a job is 413 then; dryRun with async=true is 400). ' +
+      'A CSV cell starting with a single quote before =, +, -, @, tab or CR is read without that quote (the export writes it).',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ExcelUploadBody })

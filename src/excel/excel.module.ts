@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { LiveModule } from '../live/live.module';
 import { SyncModule } from '../sync/sync.module';
+import { ExcelExportController } from './excel-export.controller';
+import { ExcelExportService } from './excel-export.service';
 import { ExcelController } from './excel.controller';
 import { ExcelService } from './excel.service';
 import { ImportJobEvents } from './import-job-events';
@@ -11,12 +13,13 @@ import { SpreadsheetUploadInterceptor } from './spreadsheet-upload.interceptor';
 /**
  * Spreadsheet import (POST /v1/goods/{accessKey}/excel) and the goods template, on the sync's batch
  * writer; large imports as background jobs (ImportJobsService, ImportJobRunner), whose end is announced
- * through ImportJobEvents (exported for the modules that react to it).
+ * through ImportJobEvents (exported for the modules that react to it); and the catalog export
+ * (GET /v1/goods/{accessKey}/excel/export).
  */
 @Module({
   imports: [SyncModule, LiveModule],
-  controllers: [ExcelController],
-  providers: [ExcelService, SpreadsheetUploadInterceptor, ImportJobsService, ImportJobRunner, ImportJobEvents],
+  controllers: [ExcelController, ExcelExportController],
+  providers: [ExcelService, ExcelExportService, SpreadsheetUploadInterceptor, ImportJobsService, ImportJobRunner, ImportJobEvents],
   exports: [ImportJobEvents],
 })
 export class ExcelModule {}

@@ -19,6 +19,8 @@ export interface ImportOptions {
   refreshMedia?: boolean;
   /** Run it as a job whatever its size. */
   async?: boolean;
+  /** Answer what the import would do without writing (synchronous imports only). */
+  dryRun?: boolean;
 }
 
 /** Applied at once (200), or queued as a job (202). */
@@ -69,7 +71,18 @@ export class ExcelService {
     }
     let handedOver = false;
     try {
+      if (options.dryRun && options.async) {
+        const message = 'dryRun cannot be combined with async: a dry run is answered at once';
+        throw ApiException.invalid(message, [{ field: 'async', message }]);
+      }
       const job = async () => {
+        // A dry run is answered at once: a file that would become a job is refused instead.
+        if (options.dryRun) {
+          throw ApiException.tooLarge(
+            `A dry run takes a file within the immediate import limits (${this.config.limits.uploadMaxBytes.toLocaleString('en-US')} bytes, ` +
+              `${this.config.limits.excelMaxRows.toLocaleString('en-US')} data rows); this one would run as an import job`,
+          );
+        }
         // A file that is surely no spreadsheet is refused now (415), not as a failed job later.
         try {
           await detectFileFormat({ path: file.path, filename: file.originalname, mimetype: file.mimetype });
@@ -95,7 +108,7 @@ export class ExcelService {
       const response = await this.writer.apply(
         tenant,
         sheet.rows.map((r) => ({ row: r.row, data: r.values })),
-        { refreshMedia: !!options.refreshMedia, source: 'spreadsheet' },
+        { refreshMedia: !!options.refreshMedia, dryRun: !!options.dryRun, source: 'spreadsheet' },
       );
       return { kind: 'applied', response, ignoredColumns: sheet.ignoredColumns };
     } finally {

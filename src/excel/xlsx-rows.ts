@@ -5,6 +5,7 @@ import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
 import { columnIndex, HyperlinkRange, RawCell, RawSheetEvent } from './sheet-rows';
 import { ArchiveLimits, XlsxArchive } from './xlsx-archive';
+import { decodeXlsxText } from './xlsx-text';
 
 /** Distinct strings a workbook may hold (a 10,000-row sheet of 10 text columns needs 100,000). */
 export const MAX_SHARED_STRINGS = 1_000_000;
@@ -118,7 +119,9 @@ function richText(value: { richText: Array<{ text?: string | null }> }): string 
 export function plainCellValue(value: unknown): RawCell['value'] | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'number') return Number.isNaN(value) ? undefined : value;
-  if (typeof value === 'string' || typeof value === 'boolean' || value instanceof Date) return value;
+  // `_xHHHH_` escapes: how a carriage return or a control character is written in a cell (the export does).
+  if (typeof value === 'string') return decodeXlsxText(value);
+  if (typeof value === 'boolean' || value instanceof Date) return value;
   if (typeof value !== 'object') return undefined;
   const v = value as Record<string, unknown>;
   if (Array.isArray(v.richText)) return richText(v as { richText: Array<{ text?: string | null }> });

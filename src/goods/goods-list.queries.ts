@@ -65,6 +65,19 @@ export async function pageOfMatches(em: EntityManager, customerId: number, keywo
   return rows.map((r) => toGoods(r, customerId));
 }
 
+/**
+ * Up to `limit` matches with an id above `afterId`, in id order, off the (customerId, id) index: a keyset
+ * page, which costs the same wherever it is in the catalog (an OFFSET would read and skip every row
+ * before it). The cursor paging of the list and the export walk the catalog with it.
+ */
+export async function pageAfter(em: EntityManager, customerId: number, keyword: string, afterId: number, limit: number): Promise<Goods[]> {
+  const rows: Array<ListRow & { mediaUrl: string | null }> = await em.query(
+    `SELECT ${LIST_COLUMNS}, mediaUrl FROM goods WHERE customerId = ?${keyword ? ' AND INSTR(searchText, ?) > 0' : ''} AND id > ? ORDER BY id LIMIT ?`,
+    [customerId, ...(keyword ? [keyword] : []), afterId, limit],
+  );
+  return rows.map((r) => Object.assign(toGoods(r, customerId), { mediaUrl: r.mediaUrl }));
+}
+
 /** The given ids, newest first. */
 export async function goodsByIds(em: EntityManager, customerId: number, ids: number[]): Promise<Goods[]> {
   if (!ids.length) return [];

@@ -21,7 +21,8 @@ export class GoodsController {
   @ApiOperation({
     summary: 'List goods (newest first), optionally filtered by a keyword in name, brand or sku',
     description:
-      'Answers a page of the catalog, newest (highest id) first, with the exact number of matches in totalCount. searchKeyword matches name, brand or sku containing it, ignoring letter case (NFKC-normalised). List items have no mediaUrl.',
+      'Answers a page of the catalog, newest (highest id) first, with the exact number of matches in totalCount. searchKeyword matches name, brand or sku containing it, ignoring letter case (NFKC-normalised). List items have no mediaUrl. ' +
+      'With `after` (the last id seen; 0 to start) it answers the next `count` items with a higher id, oldest first, off the index (cursor paging: walk a large catalog by passing the last id of each answer until an answer is shorter than `count`); `page` must then be absent or 1 (else 400), and totalCount still counts all matches.',
   })
   @ApiOkResponse({ type: GoodsListResponse })
   @ApiErrors(400)

@@ -16,7 +16,7 @@ import { GoodsDeletionHooks } from './goods-deletion';
 import { findGoodsOrFail, GoodsLocator } from './goods-lookup';
 import { normalizeForSearch } from './goods-keys';
 import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
-import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageOfMatches, readCatalogVersion } from './goods-list.queries';
+import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageAfter, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { Metrics } from '../metrics/metrics.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 
@@ -54,10 +54,14 @@ export class GoodsService {
   }
 
   /**
-   * Newest first. The page comes off the (customerId, id) index; the match count (and, for a selective
+   * Newest first (or, with `after`, the next ids above it, oldest first). The page comes off the (customerId, id) index; the match count (and, for a selective
    * keyword, the matching ids) come from GoodsListCache while the catalog version is unchanged.
    */
   async list(tenant: Tenant, query: ListGoodsQuery): Promise<GoodsListResponse> {
+    if (query.after !== undefined && query.page !== 1) {
+      const message = 'page cannot be combined with after: send after alone (the last id of the previous answer)';
+      throw ApiException.invalid(message, [{ field: 'page', message }]);
+    }
     const em = this.transactions.manager;
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
     const version = await readCatalogVersion(em, tenant.id);
@@ -73,7 +77,10 @@ export class GoodsService {
 
     const offset = (query.page - 1) * query.count;
     let rows: Goods[] = [];
-    if (offset < entry.count) {
+    if (query.after !== undefined) {
+      // Cursor paging: the next ids above `after`, oldest first, off the (customerId, id) index.
+      rows = await pageAfter(em, tenant.id, keyword, query.after, query.count);
+    } else if (offset < entry.count) {
       rows = entry.ids
         ? await goodsByIds(em, tenant.id, entry.ids.slice(offset, offset + query.count))
         : await pageOfMatches(em, tenant.id, keyword, offset, query.count);

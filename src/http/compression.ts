@@ -3,8 +3,12 @@ import type { Request, RequestHandler, Response } from 'express';
 import compression from 'compression';
 import Negotiator from 'negotiator';
 
-/** Answers never compressed: stored images (already compressed, served with ranges) and the .xlsx template (a zip). */
-const NEVER = [/^\/media\//, /^\/v1\/goods\/[^/]+\/excel\/template$/];
+/**
+ * Answers never compressed: stored images (already compressed, served with ranges), the .xlsx template (a
+ * zip) and the export (an .xlsx is a zip; a CSV export is streamed page by page as the client reads, and
+ * a compressor in between would hold pages back and blur that backpressure).
+ */
+const NEVER = [/^\/media\//, /^\/v1\/goods\/[^/]+\/excel\/(template|export)$/];
 
 /** Bodies smaller than this are sent as they are: compressing them costs more than it saves. */
 export const COMPRESSION_THRESHOLD = 1024;
@@ -52,7 +56,7 @@ function compressSmallBodies(req: Request, res: Response): void {
 
 /**
  * gzip / br (the `compression` package) for JSON, the API docs and the pages, when the client accepts it
- * and the body is at least COMPRESSION_THRESHOLD bytes; never for /media files or the spreadsheet template.
+ * and the body is at least COMPRESSION_THRESHOLD bytes; never for /media files, the spreadsheet template or the export.
  * Socket.IO is not concerned (it answers before Express; engine.io's own httpCompression is off).
  */
 export function compressionMiddleware(): RequestHandler {

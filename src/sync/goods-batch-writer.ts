@@ -27,6 +27,8 @@ export interface BatchOptions {
   refreshMedia?: boolean;
   /** Where the batch comes from, for livegoods_goods_rows_written_total (default sync). */
   source?: GoodsSource;
+  /** Decide and answer every element as a real call would, but write nothing and fetch no image. */
+  dryRun?: boolean;
   /**
    * Runs inside the batch's transaction, after its writes and before its commit, with the answer the
    * batch will give: an import job records its progress and row results here, so that they commit (or
@@ -82,6 +84,8 @@ interface Item {
   /** After the write: the item's media, or why its image could not be stored. */
   finalMedia?: Media | null;
   mediaError?: string;
+  /** Dry run: the image a real call would fetch (not fetched). */
+  mediaNotFetched?: string;
   /** Row of the element that created it in this batch (it has no id before the write). */
   createdAtRow?: number;
   /** Created by this batch (named by its row in messages, even once inserted). */
@@ -157,6 +161,7 @@ export class GoodsBatchWriter {
     // through a connection of their own and see only committed writes; see Transactions).
     const slicer = new TimeSlicer();
     const refresh = !!options.refreshMedia;
+    if (options.dryRun) return this.dryRun(tenant, elements, refresh, slicer);
     // Decide once outside any transaction, only to learn which images to fetch: fetching can take
     // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
     const setsImages = elements.some((e) => isRecord(e.data) && typeof e.data.mediaUrl === 'string');
@@ -246,6 +251,23 @@ export class GoodsBatchWriter {
       const prepared = [...fetched.values()].flatMap((o) => (o.ok ? [o.media] : []));
       await this.media.releaseFiles(prepared);
     }
+  }
+
+  /**
+   * The answer of a real call without writing: the whole batch decided in memory against the stored
+   * catalog, in order, exactly as the write path decides it (the same plan), outside any transaction.
+   * Nothing is written, so the catalog version, the viewers and the metrics do not move; no image is
+   * fetched: a row whose image a real call would fetch keeps no media and says so in its message.
+   */
+  private async dryRun(tenant: Tenant, elements: BatchElement[], refresh: boolean, slicer: TimeSlicer): Promise<SyncResponse> {
+    const parsed = await this.validator.parse(elements, slicer);
+    const { outcomes, items } = await this.plan(this.transactions.manager, tenant, parsed, slicer);
+    for (const item of items) {
+      const plan = this.mediaPlan(item, refresh);
+      item.finalMedia = plan.action === 'keep' ? item.storedMedia : null;
+      if (plan.action === 'fetch') item.mediaNotFetched = plan.url;
+    }
+    return this.envelope(tenant, outcomes, slicer);
   }
 
   /** The images this plan needs: items whose final mediaUrl differs from their stored media's. */
@@ -545,10 +567,13 @@ export class GoodsBatchWriter {
     if (o.status === 'FAIL') return { ...failedGoods(o.echo ?? {}, tenant.currency), row: o.row, status: 'FAIL', message: o.message };
     const snapshot = o.snapshot as GoodsResponse;
     const item = o.item as Item;
-    const message = o.setsMedia && item.mediaError ? `saved without image: ${item.mediaError}` : null;
+    let message: string | null = null;
+    if (o.setsMedia && item.mediaError) message = `saved without image: ${item.mediaError}`;
+    else if (o.setsMedia && item.mediaNotFetched) message = `dry run: image not fetched: ${item.mediaNotFetched}`;
     // The snapshot is this row's own: it becomes the row (same keys in the same order, row fields last).
+    // (A dry run creates nothing: its CREATE rows have no id.)
     return Object.assign(snapshot as UploadGoodsRowResult, {
-      id: item.goods.id ?? snapshot.id,
+      id: item.goods.id ?? snapshot.id ?? null,
       medias: item.finalMedia ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
       row: o.row,
       status: o.status,

@@ -4,7 +4,7 @@ import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { LargeBody } from '../http/body-parser.guard';
 import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
-import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
+import { BatchQuery } from './dto/batch-query.dto';
 import { SyncResponse } from './dto/sync-response.dto';
 import { SyncService } from './sync.service';
 
@@ -25,7 +25,8 @@ export class SyncController {
       'a failing element is reported with status FAIL and never rolls back the others. At most 10,000 elements. ' +
       'Images (mediaUrl) are fetched with bounded concurrency, each distinct URL once; an image that cannot be ' +
       'stored leaves the row CREATE/UPDATE with the reason in `message`. Viewers of each READY or ONAIR campaign ' +
-      'holding items the call changed get one goods.update with their summaries (the spreadsheet import too).',
+      'holding items the call changed get one goods.update with their summaries (the spreadsheet import too). ' +
+      'With dryRun=true the answer is the same but nothing is written (see the parameter).',
   })
   @ApiBody({
     type: [SyncGoodsElementDto],
@@ -35,7 +36,7 @@ export class SyncController {
   })
   @ApiOkResponse({ type: SyncResponse })
   @ApiErrors(400, 413, 415)
-  sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown, @Query() query: RefreshMediaQuery): Promise<SyncResponse> {
+  sync(@CurrentTenant() tenant: Tenant, @Body() body: unknown, @Query() query: BatchQuery): Promise<SyncResponse> {
     return this.syncService.sync(tenant, body, query);
   }
 }

@@ -387,6 +387,25 @@ if (chromiumMissing && !required) {
       expect(await operator.locator('#campaigns-body').textContent()).toContain('Friday Night Deals: Live');
     });
 
+    it('console: exports the catalog as CSV and as .xlsx (downloads named by the service)', async () => {
+      const [csv] = await Promise.all([operator.waitForEvent('download'), operator.getByRole('button', { name: 'Export CSV' }).click()]);
+      expect(csv.suggestedFilename()).toMatch(/^goods-\d{8}-\d{6}\.csv$/);
+      const text = readFileSync(await csv.path(), 'utf8');
+      const lines = text.split('\r\n');
+      expect(lines[0]).toBe('\uFEFFid,sku,url,name,brand,description,mediaUrl,originalPrice,discountedPrice,discountPercentage');
+      expect(lines.slice(1, -1).map((l) => l.split(',')[1])).toEqual(goods.map((g) => g.sku));
+      await operator.waitForFunction(() => /^Saved goods-.*\.csv/.test(document.getElementById('export-status')?.textContent ?? ''));
+
+      const [xlsx] = await Promise.all([operator.waitForEvent('download'), operator.getByRole('button', { name: 'Export .xlsx' }).click()]);
+      expect(xlsx.suggestedFilename()).toMatch(/^goods-\d{8}-\d{6}\.xlsx$/);
+      expect(
+        readFileSync(await xlsx.path())
+          .subarray(0, 2)
+          .toString(),
+      ).toBe('PK');
+      expect(await operator.getByRole('button', { name: 'Export .xlsx' }).isDisabled()).toBe(false);
+    });
+
     it('console: adds goods by searching the catalog, reorders them (by keyboard too), marks the item showing now', async () => {
       await operator.getByLabel('Name, brand or goods code').fill('watch');
       await operator.getByRole('button', { name: 'Search', exact: true }).click();

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional } from 'class-validator';
 import { booleanText } from '../../common/validation/decorators';
-import { RefreshMediaQuery } from '../../media/dto/refresh-media.query';
+import { BatchQuery } from '../../sync/dto/batch-query.dto';
 
 /** The multipart/form-data body of POST /excel (documentation only: multer reads it). */
 export class ExcelUploadBody {
@@ -16,7 +16,7 @@ export class ExcelUploadBody {
 }
 
 /** The query of POST /excel. */
-export class ExcelUploadQuery extends RefreshMediaQuery {
+export class ExcelUploadQuery extends BatchQuery {
   @ApiPropertyOptional({
     description:
       'Run the import as a background job whatever the file: the answer is 202 with the job (a file over the ' + 'synchronous limits becomes a job without it)',

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateIf, ValidationArguments } from 'class-validator';
+import { IsDefined, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateIf, ValidationArguments } from 'class-validator';
 import { IntQuery, sent } from '../../common/validation/decorators';
 import { GoodsLimits } from '../goods.limits';
 
@@ -18,6 +18,38 @@ export class ListGoodsQuery {
 
   @IntQuery('count', 1, 100, { default: 30, description: 'Items per page' }, { clamp: true })
   count: number = 30;
+
+  @AfterId()
+  after?: number;
+}
+
+/**
+ * `after`, the cursor of the list: the last id seen (0 to start). Digits only; an empty value is absent.
+ * Messages name the value sent.
+ */
+function AfterId(): PropertyDecorator {
+  const message = (args: ValidationArguments) => `after must be a goods id (an integer from 0) as last seen; got ${sent(args.value)}`;
+  return applyDecorators(
+    Transform(({ value }: { value: unknown }) => {
+      if (typeof value !== 'string') return value;
+      if (value.trim() === '') return undefined;
+      return /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+    }),
+    IsOptional(),
+    IsInt({ message }),
+    Min(0, { message }),
+    Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `after is too large; got ${sent(args.value)}` }),
+    ApiPropertyOptional({
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      example: 1024,
+      description:
+        'Cursor paging: answers the next `count` goods with an id above `after`, in ascending id order (0 starts at the ' +
+        'beginning; pass the last id of each answer to get the next), combined with searchKeyword; `page` must then be ' +
+        'absent or 1. totalCount still counts all matches. An empty value is absent (page paging, newest first).',
+    }),
+  );
 }
 
 const trimmed = Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value));

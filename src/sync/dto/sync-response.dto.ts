@@ -20,6 +20,14 @@ const ROW = {
 
 /** A CREATE or UPDATE row: the item as stored. (Documentation of UploadGoodsRowResult; the writer builds the rows.) */
 export class SyncSavedRow extends GoodsResponse {
+  @ApiProperty({
+    type: 'integer',
+    format: 'int64',
+    nullable: true,
+    example: 1024,
+    description: 'Assigned by the service; null only on a CREATE row of a dry run (dryRun=true), which creates nothing',
+  })
+  declare id: number;
   @ApiProperty(ROW) row: number;
   @ApiProperty({ enum: ['CREATE', 'UPDATE'], example: 'CREATE', description: 'CREATE: a new item; UPDATE: an existing item changed (or sent unchanged)' })
   status: 'CREATE' | 'UPDATE';
@@ -27,7 +35,9 @@ export class SyncSavedRow extends GoodsResponse {
     nullable: true,
     type: String,
     example: null,
-    description: 'null, or `saved without image: <reason>` when the image could not be stored',
+    description:
+      'null, or `saved without image: <reason>` when the image could not be stored; in a dry run, ' +
+      '`dry run: image not fetched: <mediaUrl>` when a real call would fetch the image',
   })
   message: string | null;
 }
