@@ -5,9 +5,11 @@ import { Campaign } from './campaigns/entities/campaign.entity';
 import { Customer } from './customers/entities/customer.entity';
 import { Goods } from './goods/entities/goods.entity';
 import { Media } from './media/entities/media.entity';
+import { WebhookDelivery } from './webhooks/entities/webhook-delivery.entity';
+import { WebhookEndpoint } from './webhooks/entities/webhook-endpoint.entity';
 
 /**
  * Every entity of the application: handed to the data source by the composition root (AppModule, the
  * admin CLI, ormconfig.ts, tests), so that the database layer depends on no domain.
  */
-export const ENTITIES = [Customer, Goods, Media, Campaign, CampaignGoods, CampaignChat, CampaignEvent];
+export const ENTITIES = [Customer, Goods, Media, Campaign, CampaignGoods, CampaignChat, CampaignEvent, WebhookEndpoint, WebhookDelivery];

@@ -8,6 +8,7 @@ import { BatchOptions, GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { GoodsSheet, parseGoodsSheet } from './goods-sheet.parser';
 import { buildGoodsTemplate } from './goods-template';
 import { SheetError, SheetRefusal } from './sheet-error';
+import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** The multipart file part as multer hands it over (memory storage). */
 export interface UploadedSheet {
@@ -50,6 +51,7 @@ export class ExcelService {
   constructor(
     private readonly writer: GoodsBatchWriter,
     private readonly config: AppConfig,
+    private readonly webhooks: WebhookEvents,
   ) {}
 
   async import(tenant: Tenant, file: UploadedSheet | undefined, options: BatchOptions = {}): Promise<ExcelImportResult> {
@@ -65,6 +67,16 @@ export class ExcelService {
       sheet.rows.map((r) => ({ row: r.row, data: r.values })),
       { refreshMedia: !!options.refreshMedia, source: 'spreadsheet' },
     );
+    // The rows are committed by now (the writer works in slices); the event follows in its own transaction.
+    await this.webhooks.recordNow(tenant.id, 'import.completed', {
+      source: 'spreadsheet',
+      fileName: file.originalname?.slice(0, 255) || null,
+      total: response.totalCount,
+      created: response.createCount,
+      updated: response.updateCount,
+      failed: response.failCount,
+      finishedAt: Date.now(),
+    });
     return { response, ignoredColumns: sheet.ignoredColumns };
   }
 

@@ -3,6 +3,7 @@ import { AddMedia1763800000000 } from './1763800000000-AddMedia';
 import { AddCampaigns1763900000000 } from './1763900000000-AddCampaigns';
 import { AddPreviousSecretKey1764000000000 } from './1764000000000-AddPreviousSecretKey';
 import { AddStock1764100000000 } from './1764100000000-AddStock';
+import { AddWebhooks1764200000000 } from './1764200000000-AddWebhooks';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   AddCampaigns1763900000000,
   AddPreviousSecretKey1764000000000,
   AddStock1764100000000,
+  AddWebhooks1764200000000,
 ];
