@@ -38,7 +38,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   private pruneTimer?: NodeJS.Timeout;
   private stopping = false;
   private started = false;
-  private claiming = false;
+  /** The claim loop running now, if any. */
+  private claiming: Promise<void> | null = null;
   private again = false;
   /** The last claim filled every free slot: there may be more due rows. */
   private saturated = false;
@@ -68,6 +69,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     this.stopping = true;
     clearInterval(this.pollTimer);
     clearInterval(this.pruneTimer);
+    // A claim that is under way ends first: what it took is then in flight and waited for below.
+    await this.claiming;
     if (!this.inFlight.size) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)))]);
@@ -86,12 +89,18 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     return this.inFlight.size;
   }
 
-  private async claimAndSend(): Promise<void> {
+  private claimAndSend(): Promise<void> {
     if (this.claiming) {
       this.again = true;
-      return;
+      return this.claiming;
     }
-    this.claiming = true;
+    this.claiming = this.claimLoop().finally(() => {
+      this.claiming = null;
+    });
+    return this.claiming;
+  }
+
+  private async claimLoop(): Promise<void> {
     try {
       do {
         this.again = false;
@@ -103,8 +112,6 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       } while (this.again && !this.stopping);
     } catch (err) {
       this.logger.warn(`claiming webhook deliveries failed: ${(err as Error).message}`);
-    } finally {
-      this.claiming = false;
     }
   }
 

@@ -50,6 +50,7 @@ export class WebhooksService {
         updatedAt: now,
       });
       await em.insert(WebhookEndpoint, endpoint);
+      endpoint.id = Number(endpoint.id); // mysql2 hands the generated BIGINT back as text
       return toWebhookWithSecret(endpoint);
     });
   }
@@ -137,6 +138,7 @@ export class WebhooksService {
         finishedAt: null,
       });
       await em.insert(WebhookDelivery, copy);
+      copy.id = Number(copy.id); // mysql2 hands the generated BIGINT back as text
       return copy;
     });
     this.dispatcher.wake();
