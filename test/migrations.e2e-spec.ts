@@ -37,7 +37,17 @@ async function tablesPresent(ds: DataSource): Promise<Record<string, boolean>> {
   }
 }
 
-const TABLES_IN_SCHEMA = ['customers', 'goods', 'media', 'campaigns', 'campaign_goods', 'campaign_chat', 'campaign_events'];
+const TABLES_IN_SCHEMA = [
+  'customers',
+  'goods',
+  'media',
+  'campaigns',
+  'campaign_goods',
+  'campaign_chat',
+  'campaign_events',
+  'webhook_endpoints',
+  'webhook_deliveries',
+];
 const allTables = (present: boolean) => Object.fromEntries(TABLES_IN_SCHEMA.map((t) => [t, present]));
 
 async function appliedMigrations(ds: DataSource): Promise<string[]> {
@@ -178,8 +188,8 @@ for (const engine of ENGINES) {
 
     it('the stock migration keeps existing campaigns and their goods: stock and threshold null, showStock false (SQLite rebuilds the tables)', async () => {
       const d = current();
-      expect(MIGRATION_NAMES[MIGRATION_NAMES.length - 1]).toBe('AddStock1764100000000');
-      await d.undoLastMigration({ transaction: 'each' });
+      expect(MIGRATION_NAMES).toContain('AddStock1764100000000');
+      while ((await appliedMigrations(d)).includes('AddStock1764100000000')) await d.undoLastMigration({ transaction: 'each' });
       const now = '2026-01-01 00:00:00.000';
       await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
         'ak-before-stock-000000',

@@ -58,20 +58,32 @@ describeEngines(
     const api = (c: TestCustomer) => ({
       create: (body: Record<string, unknown>) => ctx().http.post(wpath(c)).set('Authorization', c.auth()).send(body),
       list: () => ctx().http.get(wpath(c)).set('Authorization', c.auth()),
-      get: (id: unknown) => ctx().http.get(wpath(c, `/${String(id)}`)).set('Authorization', c.auth()),
+      get: (id: unknown) =>
+        ctx()
+          .http.get(wpath(c, `/${String(id)}`))
+          .set('Authorization', c.auth()),
       patch: (id: unknown, body: Record<string, unknown>) =>
         ctx()
           .http.patch(wpath(c, `/${String(id)}`))
           .set('Authorization', c.auth())
           .send(body),
-      remove: (id: unknown) => ctx().http.delete(wpath(c, `/${String(id)}`)).set('Authorization', c.auth()),
-      rotate: (id: unknown) => ctx().http.post(wpath(c, `/${String(id)}/secret`)).set('Authorization', c.auth()),
+      remove: (id: unknown) =>
+        ctx()
+          .http.delete(wpath(c, `/${String(id)}`))
+          .set('Authorization', c.auth()),
+      rotate: (id: unknown) =>
+        ctx()
+          .http.post(wpath(c, `/${String(id)}/secret`))
+          .set('Authorization', c.auth()),
       deliveries: (id: unknown, query: Record<string, unknown> = {}) =>
         ctx()
           .http.get(wpath(c, `/${String(id)}/deliveries`))
           .query(query)
           .set('Authorization', c.auth()),
-      replay: (id: unknown, deliveryId: unknown) => ctx().http.post(wpath(c, `/${String(id)}/deliveries/${String(deliveryId)}/replay`)).set('Authorization', c.auth()),
+      replay: (id: unknown, deliveryId: unknown) =>
+        ctx()
+          .http.post(wpath(c, `/${String(id)}/deliveries/${String(deliveryId)}/replay`))
+          .set('Authorization', c.auth()),
     });
 
     async function subscribe(c: TestCustomer, r: WebhookReceiver, events: string[] = ['goods.salesStatus']): Promise<{ webhookId: number; secret: string }> {
@@ -86,10 +98,19 @@ describeEngines(
     describe('endpoints', () => {
       it('registers an endpoint and shows its secret once; list, get, patch, rotate and delete', async () => {
         const c = await ctx().createCustomer();
-        const created = await api(c).create({ url: 'https://shop.example.com/hooks', events: ['goods.salesStatus', 'campaign.status'], description: ' Orders ' });
+        const created = await api(c).create({
+          url: 'https://shop.example.com/hooks',
+          events: ['goods.salesStatus', 'campaign.status'],
+          description: ' Orders ',
+        });
         expectOk(created);
         expect(keys(created.body)).toEqual([...WEBHOOK_KEYS, 'secret'].sort());
-        expect(created.body).toMatchObject({ url: 'https://shop.example.com/hooks', events: ['goods.salesStatus', 'campaign.status'], active: true, description: 'Orders' });
+        expect(created.body).toMatchObject({
+          url: 'https://shop.example.com/hooks',
+          events: ['goods.salesStatus', 'campaign.status'],
+          active: true,
+          description: 'Orders',
+        });
         expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
         const id = created.body.webhookId as number;
 
@@ -195,7 +216,16 @@ describeEngines(
         expectOk(log);
         expect(log.body.totalCount).toBe(1);
         expect(keys(log.body.results[0])).toEqual(DELIVERY_KEYS);
-        expect(log.body.results[0]).toMatchObject({ webhookId, eventId: got.event.id, eventType: 'goods.salesStatus', state: 'delivered', attempts: 1, statusCode: 200, error: null, nextAttemptAt: null });
+        expect(log.body.results[0]).toMatchObject({
+          webhookId,
+          eventId: got.event.id,
+          eventType: 'goods.salesStatus',
+          state: 'delivered',
+          attempts: 1,
+          statusCode: 200,
+          error: null,
+          nextAttemptAt: null,
+        });
         expect(log.body.results[0].payload).toEqual(got.event);
       });
 
@@ -245,21 +275,19 @@ describeEngines(
         const r = await receiver();
         const { webhookId } = await subscribe(c, r, ['campaign.status']);
         const past = new Date(Date.now() - 60_000);
-        await ctx()
-          .dataSource.getRepository(WebhookDelivery)
-          .insert({
-            customerId: c.id,
-            endpointId: webhookId,
-            eventId: 'evt_orphaned',
-            eventType: 'campaign.status',
-            body: '{"id":"evt_orphaned","type":"campaign.status","createdAt":0,"data":{}}',
-            state: 'sending',
-            attempts: 1,
-            nextAttemptAt: past,
-            claimToken: 'claim-of-a-dead-node',
-            createdAt: new Date(),
-            lastAttemptAt: past,
-          });
+        await ctx().dataSource.getRepository(WebhookDelivery).insert({
+          customerId: c.id,
+          endpointId: webhookId,
+          eventId: 'evt_orphaned',
+          eventType: 'campaign.status',
+          body: '{"id":"evt_orphaned","type":"campaign.status","createdAt":0,"data":{}}',
+          state: 'sending',
+          attempts: 1,
+          nextAttemptAt: past,
+          claimToken: 'claim-of-a-dead-node',
+          createdAt: new Date(),
+          lastAttemptAt: past,
+        });
         await r.until('the orphaned delivery', () => r.received.some((x) => x.event.id === 'evt_orphaned'));
         let row = (await api(c).deliveries(webhookId)).body.results[0];
         for (let i = 0; i < 100 && row.state !== 'delivered'; i += 1) {
@@ -316,9 +344,21 @@ describeEngines(
         await all.until('four events', () => all.received.length >= 4);
         await onlyStatus.until('the status event', () => onlyStatus.received.length >= 1);
         expect(all.of('campaign.status')[0].event.data).toMatchObject({ campaignKey: key, campaignStatus: 'ONAIR', previousStatus: 'READY', endedAt: null });
-        expect(all.of('goods.salesStatus')[0].event.data).toMatchObject({ goodsId: String(goodsId), salesStatus: 'SOLD_OUT', previousSalesStatus: 'ON_SALE', source: 'stock' });
+        expect(all.of('goods.salesStatus')[0].event.data).toMatchObject({
+          goodsId: String(goodsId),
+          salesStatus: 'SOLD_OUT',
+          previousSalesStatus: 'ON_SALE',
+          source: 'stock',
+        });
         expect(all.of('campaign.stockDepleted')[0].event.data).toMatchObject({ campaignKey: key, goodsId: String(goodsId), sku: goods[0].sku });
-        expect(all.of('import.completed')[0].event.data).toMatchObject({ source: 'spreadsheet', fileName: 'goods.xlsx', total: 2, created: 1, updated: 0, failed: 1 });
+        expect(all.of('import.completed')[0].event.data).toMatchObject({
+          source: 'spreadsheet',
+          fileName: 'goods.xlsx',
+          total: 2,
+          created: 1,
+          updated: 0,
+          failed: 1,
+        });
         expect(onlyStatus.received.map((x) => x.event.type)).toEqual(['campaign.status']);
       });
 
@@ -328,7 +368,11 @@ describeEngines(
         const { webhookId } = await subscribe(c, r, ['goods.salesStatus', 'campaign.status']);
         const { key, goods } = await live.liveCampaign(c, 1);
         // READY → CLOSED is refused (422): nothing was recorded.
-        expectError(await ctx().http.put(`/v1/console/${c.accessKey}/campaigns/${key}/status`).set('Authorization', c.auth()).send({ campaignStatus: 'CLOSED' }), 422, -422);
+        expectError(
+          await ctx().http.put(`/v1/console/${c.accessKey}/campaigns/${key}/status`).set('Authorization', c.auth()).send({ campaignStatus: 'CLOSED' }),
+          422,
+          -422,
+        );
         expectOk(await api(c).patch(webhookId, { active: false }));
         expectOk(await salesStatus(c, key, goods[0].id, 'SOLD_OUT'));
         expect((await api(c).deliveries(webhookId)).body.totalCount).toBe(0);
@@ -345,7 +389,11 @@ describeEngines(
         // The receiver still holds the first delivery, unanswered, when the next change has been answered.
         expectOk(await salesStatus(c, key, goods[1].id, 'SOLD_OUT'));
         expect(r.hanging).toBeGreaterThanOrEqual(1);
-        expect(await ctx().dataSource.getRepository(WebhookDelivery).count({ where: { customerId: c.id } })).toBe(2);
+        expect(
+          await ctx()
+            .dataSource.getRepository(WebhookDelivery)
+            .count({ where: { customerId: c.id } }),
+        ).toBe(2);
       });
 
       it('refuses at send time an address that became private (the row is bypassed into the database)', async () => {
@@ -412,11 +460,19 @@ describeEngines('webhook address rules (private hosts not allowed)', __filename.
       'https://[::ffff:127.0.0.1]/hook',
       'https://100.100.100.200/hook',
     ]) {
-      const res = await ctx().http.post(`/v1/console/${c.accessKey}/webhooks`).set('Authorization', c.auth()).send({ url, events: ['campaign.status'] });
+      const res = await ctx()
+        .http.post(`/v1/console/${c.accessKey}/webhooks`)
+        .set('Authorization', c.auth())
+        .send({ url, events: ['campaign.status'] });
       expectError(res, 400, -510);
       expect(res.body.errors).toEqual([{ field: 'url', message: expect.stringMatching(/^url (must be an https URL|may not point at)/) }]);
     }
-    expectOk(await ctx().http.post(`/v1/console/${c.accessKey}/webhooks`).set('Authorization', c.auth()).send({ url: 'https://93.184.215.14/hook', events: ['campaign.status'] }));
+    expectOk(
+      await ctx()
+        .http.post(`/v1/console/${c.accessKey}/webhooks`)
+        .set('Authorization', c.auth())
+        .send({ url: 'https://93.184.215.14/hook', events: ['campaign.status'] }),
+    );
   });
 });
 
@@ -439,10 +495,20 @@ for (const engine of ENGINES) {
         const { sign } = await import('jsonwebtoken');
         const auth = () => `Bearer ${sign({ accessKey: c.accessKey }, Buffer.from(c.secretKey, 'base64'), { algorithm: 'HS256', expiresIn: 3600 })}`;
         const http = () => request(app.getHttpServer());
-        expectOk(await http().post(`/v1/console/${c.accessKey}/webhooks`).set('Authorization', auth()).send({ url: r.url(), events: ['campaign.status'] }));
+        expectOk(
+          await http()
+            .post(`/v1/console/${c.accessKey}/webhooks`)
+            .set('Authorization', auth())
+            .send({ url: r.url(), events: ['campaign.status'] }),
+        );
         const campaign = await http().post(`/v1/console/${c.accessKey}/campaigns`).set('Authorization', auth()).send({ title: 'Restart' });
         expectOk(campaign);
-        expectOk(await http().put(`/v1/console/${c.accessKey}/campaigns/${campaign.body.campaignKey}/status`).set('Authorization', auth()).send({ campaignStatus: 'ONAIR' }));
+        expectOk(
+          await http()
+            .put(`/v1/console/${c.accessKey}/campaigns/${campaign.body.campaignKey}/status`)
+            .set('Authorization', auth())
+            .send({ campaignStatus: 'ONAIR' }),
+        );
         await r.until('a failed try', () => r.received.length >= 1);
         await app.close();
         const triesBefore = r.received.length;

@@ -129,7 +129,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /** Claims up to `limit` due deliveries for this node (committed before anything is sent). */
-  private claim(limit: number): Promise<WebhookDelivery[]> {
+  private async claim(limit: number): Promise<WebhookDelivery[]> {
+    // A plain indexed read first: most polls find nothing due and then open no write transaction (on
+    // SQLite, none that would take a turn among the writers).
+    const dueNow = () => ({ state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(new Date()) });
+    if (!(await this.transactions.manager.findOne(WebhookDelivery, { select: { id: true }, where: dueNow() }))) return [];
     return this.transactions.run(async (em) => {
       const now = new Date();
       const due = { state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(now) };

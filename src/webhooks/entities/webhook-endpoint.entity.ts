@@ -23,7 +23,7 @@ export class WebhookEndpoint {
   @Column({ type: 'varchar', length: 512 })
   events: string;
 
-  @Column({ type: 'boolean', default: true })
+  @Column({ type: 'boolean', width: 1, default: true })
   active: boolean;
 
   @Column({ type: 'varchar', length: 255, nullable: true })
