@@ -10,7 +10,23 @@ import { nextAttemptAt } from './webhook-backoff';
 import { WebhookSender } from './webhook-sender';
 import { DELIVERY_ID_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
 
-/** Longest wait for the sends in flight when the node shuts down. */
+interface Outcome {
+  id: number;
+  claimToken: string;
+  change: Partial<WebhookDelivery>;
+  label: 'delivered' | 'retry' | 'failed';
+  done: (err?: Error) => void;
+}
+
+/**
+ * A claim takes up to this many times WEBHOOK_CONCURRENCY rows, queued on the node and sent at most
+ * WEBHOOK_CONCURRENCY at a time: claims are write transactions, and on a busy SQLite each waits its turn
+ * among the request's writes, so claiming little at a time would bound the delivery rate.
+ */
+const CLAIM_FACTOR = 4;
+/** Most outcomes written in one transaction. */
+const OUTCOME_BATCH = 200;
+/** Longest wait for the sends in flight (and their outcomes) when the node shuts down. */
 const SHUTDOWN_WAIT_MS = 5000;
 /** Rows deleted per statement when pruning the delivery log. */
 const PRUNE_CHUNK = 1000;
@@ -33,6 +49,12 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly inFlight = new Set<Promise<void>>();
+  /** Outcomes of finished sends waiting to be written (see writeOutcome). */
+  private readonly outcomes: Outcome[] = [];
+  /** Rows this node claimed and has not started sending (at most CLAIM_FACTOR × WEBHOOK_CONCURRENCY with the sends). */
+  private readonly queue: WebhookDelivery[] = [];
+  /** Outcome writes under way. */
+  private readonly writing = new Set<Promise<void>>();
   private readonly leaseMs: number;
   private pollTimer?: NodeJS.Timeout;
   private pruneTimer?: NodeJS.Timeout;
@@ -41,7 +63,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   /** The claim loop running now, if any. */
   private claiming: Promise<void> | null = null;
   private again = false;
-  /** The last claim filled every free slot: there may be more due rows. */
+  /** The last claim took all it asked for: there may be more due rows. */
   private saturated = false;
 
   constructor(
@@ -50,7 +72,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     private readonly sender: WebhookSender,
     private readonly metrics: Metrics,
   ) {
-    this.leaseMs = config.webhooks.timeoutMs * 2 + 30_000;
+    // A claimed row may wait behind CLAIM_FACTOR rounds of sends before its own: the lease covers them all.
+    this.leaseMs = config.webhooks.timeoutMs * (CLAIM_FACTOR + 1) + 30_000;
   }
 
   onApplicationBootstrap(): void {
@@ -69,11 +92,16 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     this.stopping = true;
     clearInterval(this.pollTimer);
     clearInterval(this.pruneTimer);
-    // A claim that is under way ends first: what it took is then in flight and waited for below.
+    // A claim that is under way ends first; what it took and has not started is handed back at once.
     await this.claiming;
-    if (!this.inFlight.size) return;
+    await this.release(this.queue.splice(0)).catch((err: Error) => this.logger.warn(`handing back claimed webhook deliveries failed: ${err.message}`));
+    if (!this.inFlight.size && !this.writing.size) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)))]);
+    const settled = (async () => {
+      await Promise.allSettled([...this.inFlight]);
+      await Promise.allSettled([...this.writing]);
+    })();
+    await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)))]);
     clearTimeout(timer);
     if (this.inFlight.size) this.logger.warn(`${this.inFlight.size} webhook sends still in flight at shutdown; they are claimed again when their lease ends`);
   }
@@ -104,26 +132,63 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     try {
       do {
         this.again = false;
-        const room = this.config.webhooks.concurrency - this.inFlight.size;
+        const room = this.config.webhooks.concurrency * CLAIM_FACTOR - this.inFlight.size - this.queue.length;
         if (room <= 0 || this.stopping) break;
         const claimed = await this.claim(room);
         this.saturated = claimed.length === room;
-        for (const delivery of claimed) this.start(delivery);
+        this.queue.push(...claimed);
+        this.pump();
       } while (this.again && !this.stopping);
     } catch (err) {
       this.logger.warn(`claiming webhook deliveries failed: ${(err as Error).message}`);
     }
   }
 
+  /** Starts queued sends while slots are free; asks for more rows when the queue runs low after a full claim. */
+  private pump(): void {
+    const { concurrency, timeoutMs } = this.config.webhooks;
+    while (this.inFlight.size < concurrency && this.queue.length) {
+      const delivery = this.queue.shift() as WebhookDelivery;
+      // Too little of its lease left to send and write back in time: left for a later claim.
+      if (delivery.nextAttemptAt.getTime() - Date.now() < timeoutMs + 10_000) continue;
+      this.start(delivery);
+    }
+    if (this.saturated && this.queue.length <= concurrency) {
+      this.saturated = false;
+      this.wake();
+    }
+  }
+
+  /** Hands claimed rows that were never sent back (due now, the claim's try not counted). */
+  private async release(deliveries: WebhookDelivery[]): Promise<void> {
+    for (const d of deliveries) {
+      await this.transactions.run((em) =>
+        em.update(
+          WebhookDelivery,
+          { id: d.id, claimToken: d.claimToken as string },
+          { state: 'pending', claimToken: null, nextAttemptAt: new Date(), attempts: d.attempts - 1 },
+        ),
+      );
+    }
+  }
+
   private start(delivery: WebhookDelivery): void {
+    // The slot is free once the send is over; the outcome is written apart (the row stays claimed by
+    // this node until then, so nobody else takes it).
     const task: Promise<void> = this.deliver(delivery)
-      .catch((err: Error) => this.logger.warn(`webhook delivery ${delivery.id} failed to record its outcome: ${err.message}`))
+      .then((outcome) => {
+        if (!outcome) return;
+        const write: Promise<void> = this.writeOutcome(outcome)
+          .catch((err: Error) =>
+            this.logger.warn(`webhook delivery ${delivery.id}: its outcome could not be written (${err.message}); it is sent again after its lease`),
+          )
+          .finally(() => this.writing.delete(write));
+        this.writing.add(write);
+      })
+      .catch((err: Error) => this.logger.warn(`webhook delivery ${delivery.id} failed: ${err.message}`))
       .finally(() => {
         this.inFlight.delete(task);
-        if (this.saturated && this.inFlight.size <= this.config.webhooks.concurrency / 2) {
-          this.saturated = false;
-          this.wake();
-        }
+        if (!this.stopping) this.pump();
       });
     this.inFlight.add(task);
   }
@@ -153,10 +218,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /** One try of one claimed delivery, then its outcome (only if the claim is still ours). */
-  private async deliver(delivery: WebhookDelivery): Promise<void> {
+  /** One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). */
+  private async deliver(delivery: WebhookDelivery): Promise<Omit<Outcome, 'done'> | null> {
     const endpoint = await this.transactions.manager.findOne(WebhookEndpoint, { where: { id: delivery.endpointId } });
     const now = () => new Date();
-    if (!endpoint) return; // deleted meanwhile: its deliveries went with it
+    if (!endpoint) return null; // deleted meanwhile: its deliveries went with it
     const timestamp = Math.floor(Date.now() / 1000);
     const outcome = !endpoint.active
       ? { statusCode: null, durationMs: 0, error: 'the endpoint is inactive' }
@@ -187,8 +253,38 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       outcomeLabel = next ? 'retry' : 'failed';
       change = next ? { ...result, state: 'pending', nextAttemptAt: next } : { ...result, state: 'failed', finishedAt: now() };
     }
-    const written = await this.transactions.run((em) => em.update(WebhookDelivery, { id: delivery.id, claimToken: delivery.claimToken as string }, change));
-    if (written.affected) this.metrics.webhookDeliveries.inc({ outcome: outcomeLabel });
+    return { id: delivery.id, claimToken: delivery.claimToken as string, change, label: outcomeLabel };
+  }
+
+  /**
+   * Outcomes are written in batches: the ones that finished in the same turn of the event loop share one
+   * transaction (on SQLite, one turn among the writers instead of one per delivery). Resolves once this
+   * one is written.
+   */
+  private writeOutcome(outcome: Omit<Outcome, 'done'>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.outcomes.push({ ...outcome, done: (err) => (err ? reject(err) : resolve()) });
+      if (this.outcomes.length === 1) setImmediate(() => void this.flushOutcomes());
+    });
+  }
+
+  private async flushOutcomes(): Promise<void> {
+    const batch = this.outcomes.splice(0, OUTCOME_BATCH);
+    if (this.outcomes.length) setImmediate(() => void this.flushOutcomes());
+    if (!batch.length) return;
+    try {
+      const applied = await this.transactions.run(async (em) => {
+        const written: boolean[] = [];
+        for (const o of batch) written.push(!!(await em.update(WebhookDelivery, { id: o.id, claimToken: o.claimToken }, o.change)).affected);
+        return written;
+      });
+      batch.forEach((o, i) => {
+        if (applied[i]) this.metrics.webhookDeliveries.inc({ outcome: o.label });
+        o.done();
+      });
+    } catch (err) {
+      for (const o of batch) o.done(err as Error);
+    }
   }
 
   private schedule() {
