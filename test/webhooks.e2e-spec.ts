@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { CustomersService } from '../src/customers/customers.service';
 import { WebhookDelivery } from '../src/webhooks/entities/webhook-delivery.entity';
 import { WebhookEndpoint } from '../src/webhooks/entities/webhook-endpoint.entity';
+import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher';
 import { verifySignature } from '../src/webhooks/webhook-signature';
 import { expectError, expectOk, keys, liveHarness } from './support/live-harness';
 import { xlsx } from './support/sheet-fixtures';
@@ -249,6 +250,11 @@ describeEngines(
         // Later polls leave a delivered row alone.
         await new Promise((resolve) => setTimeout(resolve, 500));
         expect(r.received).toHaveLength(4);
+        // The tries are counted by outcome on /metrics (this suite's other tests add to the counts).
+        const metrics = (await ctx().http.get('/metrics')).text;
+        const counted = (outcome: string) => Number(new RegExp(`^livegoods_webhook_deliveries_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1]);
+        expect(counted('retry')).toBeGreaterThanOrEqual(3);
+        expect(counted('delivered')).toBeGreaterThanOrEqual(1);
       });
 
       it('logs a failed try with its status and error, and when the next one is due', async () => {
@@ -376,6 +382,36 @@ describeEngines(
         expectOk(await api(c).patch(webhookId, { active: false }));
         expectOk(await salesStatus(c, key, goods[0].id, 'SOLD_OUT'));
         expect((await api(c).deliveries(webhookId)).body.totalCount).toBe(0);
+      });
+
+      it('prunes delivered and failed deliveries older than WEBHOOK_RETENTION_DAYS, keeping the rest', async () => {
+        const c = await ctx().createCustomer();
+        const r = await receiver();
+        const { webhookId } = await subscribe(c, r, ['campaign.status']);
+        const repo = ctx().dataSource.getRepository(WebhookDelivery);
+        const old = new Date(Date.now() - 8 * 86_400_000);
+        const recent = new Date(Date.now() - 86_400_000);
+        const row = (eventId: string, state: 'delivered' | 'failed' | 'pending', finishedAt: Date | null) => ({
+          customerId: c.id,
+          endpointId: webhookId,
+          eventId,
+          eventType: 'campaign.status',
+          body: '{}',
+          state,
+          attempts: 1,
+          nextAttemptAt: new Date(Date.now() + 86_400_000),
+          createdAt: old,
+          finishedAt,
+        });
+        await repo.insert([
+          row('evt_old_ok', 'delivered', old),
+          row('evt_old_failed', 'failed', old),
+          row('evt_recent', 'delivered', recent),
+          row('evt_waiting', 'pending', null),
+        ]);
+        expect(await ctx().app.get(WebhookDispatcher).prune()).toBeGreaterThanOrEqual(2);
+        const left = (await repo.find({ where: { endpointId: webhookId } })).map((d) => d.eventId).sort();
+        expect(left).toEqual(['evt_recent', 'evt_waiting']);
       });
 
       it('a receiver that hangs does not hold up the requests that cause events', async () => {

@@ -3,6 +3,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
+import { requestContext } from '../logging/request-context';
 import { Metrics } from '../metrics/metrics.service';
 import { WebhookDelivery } from './entities/webhook-delivery.entity';
 import { WebhookEndpoint } from './entities/webhook-endpoint.entity';
@@ -109,7 +110,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   /** Looks for due deliveries soon (after the current turn); never throws. */
   wake(): void {
     if (!this.started || this.stopping) return;
-    setImmediate(() => void this.claimAndSend());
+    // Outside the request that woke it: the dispatcher's log lines belong to no request.
+    requestContext.exit(() => setImmediate(() => void this.claimAndSend()));
   }
 
   /** Sends in flight on this node (for tests and the bench). */
@@ -199,6 +201,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // SQLite, none that would take a turn among the writers).
     const dueNow = () => ({ state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(new Date()) });
     if (!(await this.transactions.manager.findOne(WebhookDelivery, { select: { id: true }, where: dueNow() }))) return [];
+    // READ COMMITTED (MySQL): the claim locks only the rows it takes, not the gaps of the due index, so it
+    // never deadlocks with the requests inserting new deliveries into it.
     return this.transactions.run(async (em) => {
       const now = new Date();
       const due = { state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(now) };
@@ -214,7 +218,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         .where({ id: In(ids), ...due })
         .execute();
       return em.find(WebhookDelivery, { where: { claimToken: token } });
-    });
+    }, 'READ COMMITTED');
   }
 
   /** One try of one claimed delivery, then its outcome (only if the claim is still ours). */

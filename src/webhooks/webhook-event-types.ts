@@ -23,8 +23,21 @@ export interface WebhookEventMap {
   };
   /** The tracked stock of a campaign item reached 0. */
   'campaign.stockDepleted': { campaignKey: string; goodsId: string; sku: string; updatedAt: number };
-  /** A spreadsheet import finished: how many rows were created, updated and refused. */
-  'import.completed': { source: 'spreadsheet'; fileName: string | null; total: number; created: number; updated: number; failed: number; finishedAt: number };
+  /**
+   * An import finished: how many rows were created, updated and refused. `source` says which kind (a
+   * direct spreadsheet upload today; an import-jobs module records its job completions as `job`, with
+   * its `jobId`).
+   */
+  'import.completed': {
+    source: 'spreadsheet' | 'job';
+    jobId?: string;
+    fileName: string | null;
+    total: number;
+    created: number;
+    updated: number;
+    failed: number;
+    finishedAt: number;
+  };
 }
 
 export type WebhookEventType = keyof WebhookEventMap;
