@@ -114,11 +114,6 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     requestContext.exit(() => setImmediate(() => void this.claimAndSend()));
   }
 
-  /** Sends in flight on this node (for tests and the bench). */
-  get sending(): number {
-    return this.inFlight.size;
-  }
-
   private claimAndSend(): Promise<void> {
     if (this.claiming) {
       this.again = true;
@@ -163,15 +158,16 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
 
   /** Hands claimed rows that were never sent back (due now, the claim's try not counted). */
   private async release(deliveries: WebhookDelivery[]): Promise<void> {
-    for (const d of deliveries) {
-      await this.transactions.run((em) =>
-        em.update(
+    if (!deliveries.length) return;
+    await this.transactions.run(async (em) => {
+      for (const d of deliveries) {
+        await em.update(
           WebhookDelivery,
           { id: d.id, claimToken: d.claimToken as string },
           { state: 'pending', claimToken: null, nextAttemptAt: new Date(), attempts: d.attempts - 1 },
-        ),
-      );
-    }
+        );
+      }
+    });
   }
 
   private start(delivery: WebhookDelivery): void {
