@@ -7,14 +7,15 @@
  *   delay p50/p99/max     from the event's createdAt (set in the transaction, just before it commits) to its
  *                         arrival at the receiver
  *   lost / duplicated     events never delivered (must be 0) / deliveries of an event beyond its first
- *   request p50/p99       of the sales-status calls while the receiver is up, then while it is down (the
- *                         port refuses connections: every delivery fails and is retried) and while it hangs
- *                         (accepts and never answers: every send runs into WEBHOOK_TIMEOUT_MS)
+ *   request p50/p99       of the sales-status calls before any endpoint is registered (baseline), while the
+ *                         receiver is up, then while it is down (the port refuses connections: every
+ *                         delivery fails and is retried) and while it hangs (accepts and never answers:
+ *                         every send runs into WEBHOOK_TIMEOUT_MS)
  *
  *   sqlite:  one server process on SQLite (the embedded default).
  *   mysql:   two server processes sharing one MariaDB database; clients alternate nodes, both dispatch.
  *
- * Options: --events=10000 --clients=16 --items=4 (per client) --side=2000 (calls per down/hang phase)
+ * Options: --events=10000 --clients=16 --items=4 (per client) --side=2000 (calls per baseline/down/hang phase)
  *          --mode=sqlite|mysql|both (default both)
  */
 
@@ -118,10 +119,9 @@ interface Setup {
   status: Map<number, string>;
 }
 
-async function prepare(nodes: BenchServer[], receiver: Receiver): Promise<Setup> {
+async function prepare(nodes: BenchServer[]): Promise<Setup> {
   const [first] = nodes;
   const ak = first.accessKey;
-  await ok(first, 'POST', `/v1/console/${ak}/webhooks`, { url: `http://127.0.0.1:${receiver.port}/hook`, events: ['goods.salesStatus'] });
   const campaign = await ok<{ campaignKey: string }>(first, 'POST', `/v1/console/${ak}/campaigns`, { title: 'Webhook bench' });
   const items = Array.from({ length: CLIENTS * ITEMS }, (_, i) => ({ name: `Hook item ${i}`, sku: `WHB-${i}`, url: `https://shop.example.com/whb/${i}` }));
   await ok(first, 'POST', `/v1/goods/${ak}/sync`, items);
@@ -158,7 +158,10 @@ async function flip(nodes: BenchServer[], setup: Setup, calls: number): Promise<
 }
 
 async function measure(label: string, nodes: BenchServer[], receiver: Receiver): Promise<void> {
-  const setup = await prepare(nodes, receiver);
+  const setup = await prepare(nodes);
+  // Baseline: the same calls before any webhook endpoint exists.
+  const baseline = await flip(nodes, setup, SIDE);
+  await ok(nodes[0], 'POST', `/v1/console/${nodes[0].accessKey}/webhooks`, { url: `http://127.0.0.1:${receiver.port}/hook`, events: ['goods.salesStatus'] });
   // Up: EVENTS events, delivered as they come.
   const t0 = Date.now();
   const up = await flip(nodes, setup, EVENTS);
@@ -186,6 +189,9 @@ async function measure(label: string, nodes: BenchServer[], receiver: Receiver):
   console.log(`  delay commit→recv  p50 ${ms(pct(delays, 50))}  p99 ${ms(pct(delays, 99))}  max ${ms(delays[delays.length - 1] ?? NaN)}`);
   console.log(`  lost               ${lost}`);
   console.log(`  duplicated         ${duplicated}`);
+  console.log(
+    `  request (no hook)  p50 ${ms(pct(baseline.latencies, 50))}  p99 ${ms(pct(baseline.latencies, 99))}  (${baseline.latencies.length} calls, no endpoint registered)`,
+  );
   console.log(`  request (up)       p50 ${ms(pct(up.latencies, 50))}  p99 ${ms(pct(up.latencies, 99))}  (${up.latencies.length} calls)`);
   console.log(
     `  request (down)     p50 ${ms(pct(down.latencies, 50))}  p99 ${ms(pct(down.latencies, 99))}  (${down.latencies.length} calls, receiver refusing)`,
