@@ -3,7 +3,12 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { AppConfig } from '../config/app-config';
 import { AddressPolicy } from '../media/address-policy';
-import { targetRefusal, WebhookSender } from './webhook-sender';
+import { ResolveAll, targetRefusal, WebhookSender } from './webhook-sender';
+
+/** A sender whose DNS answers every name with 127.0.0.1 (a name that now points at a private address). */
+class RebindingSender extends WebhookSender {
+  protected override resolveAll: ResolveAll = (_hostname, _family, callback) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
+}
 
 describe('targetRefusal', () => {
   const strict = new AddressPolicy(false);
@@ -92,6 +97,17 @@ describe('WebhookSender', () => {
   it('gives up on a receiver that does not answer within WEBHOOK_TIMEOUT_MS', async () => {
     const s = sender();
     expect(await s.send(`${base}/hang`, {}, '{}')).toMatchObject({ statusCode: null, error: 'no answer within 300 ms' });
+    s.onApplicationShutdown();
+  });
+
+  it('checks the addresses a name resolves to at send time: a name now pointing at loopback is refused', async () => {
+    const config = AppConfig.fromEnv({ DATA_DIR: tmpdir(), WEBHOOK_TIMEOUT_MS: '300' });
+    const s = new RebindingSender(config);
+    const before = seen.length;
+    const port = new URL(base).port;
+    const outcome = await s.send(`https://hooks.example.com:${port}/ok`, {}, '{}');
+    expect(outcome).toMatchObject({ statusCode: null, error: 'refused: hooks.example.com resolves to a loopback address (127.0.0.1)' });
+    expect(seen.length).toBe(before);
     s.onApplicationShutdown();
   });
 

@@ -19,6 +19,11 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 class RefusedTarget extends Error {}
 
+/** Resolves a host name to all its addresses (dns.lookup with `all: true`). */
+export type ResolveAll = (hostname: string, family: number, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+const systemResolver: ResolveAll = (hostname, family, callback) => dnsLookup(hostname, { all: true, family }, callback);
+
 /**
  * Why `rawUrl` may not be a webhook target under these rules, or null when it may: an absolute https URL
  * (http only where private hosts are allowed), no credentials, and, when its host is an IP address, an
@@ -57,6 +62,8 @@ export class WebhookSender implements OnApplicationShutdown {
   readonly allowHttp: boolean;
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64, maxTotalSockets: 256 });
   private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64, maxTotalSockets: 256 });
+  /** The resolver (the system's; a spec replaces it to play a DNS answer that changed). */
+  protected resolveAll: ResolveAll = systemResolver;
 
   constructor(private readonly config: AppConfig) {
     this.policy = new AddressPolicy(config.webhooks.allowPrivateHosts, config.webhooks.allowedHosts);
@@ -90,7 +97,7 @@ export class WebhookSender implements OnApplicationShutdown {
 
   private lookupFor(hostname: string): LookupFunction {
     return (host, options, callback) => {
-      dnsLookup(host, { all: true, family: options.family ?? 0 }, (err, addresses: LookupAddress[]) => {
+      this.resolveAll(host, options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : (options.family ?? 0), (err, addresses) => {
         if (err) return callback(new Error(`cannot resolve ${hostname}: ${err.code ?? err.message}`), '', 0);
         if (!addresses.length) return callback(new Error(`${hostname} has no address`), '', 0);
         for (const a of addresses) {
