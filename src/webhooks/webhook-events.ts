@@ -2,12 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
+import type { QueryResult } from 'typeorm/query-runner/QueryResult';
 import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
-import { WebhookDelivery } from './entities/webhook-delivery.entity';
-import { WebhookEndpoint } from './entities/webhook-endpoint.entity';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookEventMap, WebhookEventType } from './webhook-event-types';
+
+/** Event types are plain dotted names: nothing in them is special to LIKE. */
+const SAFE_TYPE = /^[A-Za-z]+(\.[A-Za-z]+)*$/;
+
+/**
+ * One delivery per active endpoint of the customer whose comma-separated `events` holds the type
+ * (exactly, first, last or in between), due now. Plain SQL both engines read alike.
+ */
+const RECORD_SQL = `INSERT INTO webhook_deliveries (customerId, endpointId, eventId, eventType, body, state, attempts, nextAttemptAt, createdAt)
+SELECT customerId, id, :eventId, :type, :body, 'pending', 0, :now, :now FROM webhook_endpoints
+WHERE customerId = :customerId AND active = 1 AND (events = :only OR events LIKE :first OR events LIKE :last OR events LIKE :inner)`;
 
 /** A new event id: `evt_` + 16 random bytes, hex. */
 export function newEventId(): string {
@@ -50,35 +60,29 @@ export class WebhookEvents implements OnModuleInit {
   }
 
   /**
-   * Records `type` with `data` for the customer's subscribed endpoints, in `em`'s transaction. Returns
-   * how many deliveries were written (0 when no active endpoint subscribes to the type).
+   * Records `type` with `data` for the customer's subscribed endpoints, in `em`'s transaction: one
+   * INSERT … SELECT over the customer's active endpoints (one statement, so the change's transaction,
+   * which often holds a campaign's row lock, gets only one round trip longer). Returns how many
+   * deliveries were written (0 when no active endpoint subscribes to the type).
    */
   async record<T extends WebhookEventType>(customerId: number, em: EntityManager, type: T, data: WebhookEventMap[T]): Promise<number> {
-    const endpoints = await em.find(WebhookEndpoint, { select: { id: true, events: true }, where: { customerId, active: true } });
-    const targets = endpoints.filter((e) => e.events.split(',').includes(type));
-    if (!targets.length) return 0;
+    const runner = em.queryRunner;
+    if (!runner?.isTransactionActive) return this.recordNow(customerId, type, data);
+    if (!SAFE_TYPE.test(type)) throw new Error(`not an event type: ${type}`);
     const now = new Date();
     const eventId = newEventId();
     const body = JSON.stringify({ id: eventId, type, createdAt: now.getTime(), data });
-    await em.insert(
-      WebhookDelivery,
-      targets.map((e) => ({
-        customerId,
-        endpointId: e.id,
-        eventId,
-        eventType: type,
-        body,
-        state: 'pending' as const,
-        attempts: 0,
-        nextAttemptAt: now,
-        claimToken: null,
-        createdAt: now,
-      })),
+    const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(
+      RECORD_SQL,
+      { customerId, eventId, type, body, now, only: type, first: `${type},%`, last: `%,${type}`, inner: `%,${type},%` },
+      {},
     );
-    this.metrics.webhookEventsRecorded.inc({ type }, targets.length);
-    if (em.queryRunner?.isTransactionActive) this.waiting.add(em.queryRunner);
-    else this.dispatcher.wake();
-    return targets.length;
+    const written: QueryResult = await runner.query(sql, parameters, true);
+    const count = written.affected ?? 0;
+    if (!count) return 0;
+    this.metrics.webhookEventsRecorded.inc({ type }, count);
+    this.waiting.add(runner);
+    return count;
   }
 
   /** Records an event in a transaction of its own (for events that follow a change already committed). */
