@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { AddressInfo } from 'node:net';
+import net, { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { AppConfig } from '../config/app-config';
 import { AddressPolicy } from '../media/address-policy';
@@ -109,6 +109,35 @@ describe('WebhookSender', () => {
     expect(outcome).toMatchObject({ statusCode: null, error: 'refused: hooks.example.com resolves to a loopback address (127.0.0.1)' });
     expect(seen.length).toBe(before);
     s.onApplicationShutdown();
+  });
+
+  it('sends once more at once on a new connection when the receiver closed a kept-alive one just as it was reused', async () => {
+    // A raw receiver: answers the first request of a connection (keeping it open), drops any later one.
+    let connections = 0;
+    let answered = 0;
+    const raw = net.createServer((socket) => {
+      connections += 1;
+      let requests = 0;
+      socket.on('data', () => {
+        requests += 1;
+        if (requests > 1) return void socket.destroy();
+        answered += 1;
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n');
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/hook`;
+    const s = sender();
+    try {
+      expect(await s.send(url, {}, '{}')).toMatchObject({ statusCode: 200, error: null });
+      expect(await s.send(url, {}, '{}')).toMatchObject({ statusCode: 200, error: null });
+      expect(answered).toBe(2);
+      expect(connections).toBe(2);
+    } finally {
+      s.onApplicationShutdown();
+      await new Promise((resolve) => raw.close(resolve));
+    }
   });
 
   it('refuses a loopback target when private hosts are not allowed, without connecting', async () => {

@@ -19,6 +19,13 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 class RefusedTarget extends Error {}
 
+/**
+ * A kept-alive connection the receiver had closed just before it was reused (its idle timeout and our
+ * reuse crossed): nothing reached the receiver's application, so the request is sent once more at once,
+ * on a new connection, instead of waiting for the retry schedule.
+ */
+class StaleConnection extends Error {}
+
 /** Resolves a host name to all its addresses (dns.lookup with `all: true`). */
 export type ResolveAll = (hostname: string, family: number, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
@@ -80,7 +87,12 @@ export class WebhookSender implements OnApplicationShutdown {
     const refused = this.refusal(rawUrl);
     if (refused) return { statusCode: null, durationMs: took(), error: `refused: ${refused}` };
     try {
-      const statusCode = await this.post(new URL(rawUrl), headers, body);
+      const url = new URL(rawUrl);
+      const deadline = Date.now() + this.config.webhooks.timeoutMs;
+      const statusCode = await this.post(url, headers, body, deadline).catch((err: Error) => {
+        if (err instanceof StaleConnection) return this.post(url, headers, body, deadline);
+        throw err;
+      });
       const ok = statusCode >= 200 && statusCode < 300;
       const error = ok ? null : statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
       return { statusCode, durationMs: took(), error };
@@ -110,8 +122,9 @@ export class WebhookSender implements OnApplicationShutdown {
     };
   }
 
-  private post(url: URL, headers: Record<string, string>, body: string): Promise<number> {
+  private post(url: URL, headers: Record<string, string>, body: string, deadline: number): Promise<number> {
     const timeoutMs = this.config.webhooks.timeoutMs;
+    const remainingMs = Math.max(1, deadline - Date.now());
     const hostname = url.hostname.replace(/^\[|\]$/g, '');
     const secure = url.protocol === 'https:';
     return new Promise<number>((resolve, reject) => {
@@ -125,7 +138,7 @@ export class WebhookSender implements OnApplicationShutdown {
           reject(err);
         } else resolve(status as number);
       };
-      const timer = setTimeout(() => finish(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(() => finish(new Error(`no answer within ${timeoutMs} ms`)), remainingMs);
       const payload = Buffer.from(body, 'utf8');
       const options: http.RequestOptions = {
         method: 'POST',
@@ -139,7 +152,11 @@ export class WebhookSender implements OnApplicationShutdown {
         },
       };
       const req = (secure ? https : http).request(url, options);
-      req.on('error', (err) => finish(err instanceof RefusedTarget ? err : new Error(`send failed: ${err.message}`)));
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err instanceof RefusedTarget) return finish(err);
+        if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) return finish(new StaleConnection(err.message));
+        finish(new Error(`send failed: ${err.message}`));
+      });
       req.on('response', (res) => {
         // The status decides; the answer's body is read and dropped (so the connection can be kept), for
         // at most the timeout and MAX_ANSWER_BYTES, then the connection is closed instead.
