@@ -86,7 +86,8 @@ export class LiveClient {
    * @param {{accessKey: string, campaignKey: string, role?: 'operator', token?: string,
    *   onSnapshot: (snapshot: object) => void,
    *   onEvent: (type: string, payload: object) => void,
-   *   onConnection?: (state: 'connecting'|'live'|'reconnecting'|'offline', detail?: string) => void}} options
+   *   onConnection?: (state: 'connecting'|'live'|'reconnecting'|'offline', detail?: string) => void,
+   *   onOperatorEvent?: (type: 'import.progress', payload: object) => void}} options
    */
   constructor(options) {
     this.options = options;
@@ -114,6 +115,8 @@ export class LiveClient {
     this.socket = socket;
     socket.on('campaign.snapshot', (snapshot) => this.receiveSnapshot(snapshot));
     for (const type of LIVE_EVENTS) socket.on(type, (payload) => this.receive(type, payload));
+    // Operators only: the customer's events outside any campaign (no seq, never replayed).
+    if (role && this.options.onOperatorEvent) socket.on('import.progress', (payload) => this.options.onOperatorEvent('import.progress', payload));
     socket.on('connect', () => {
       if (this.lastSeq !== null) {
         // A reconnect: ask for what happened meanwhile (the join snapshot comes too).

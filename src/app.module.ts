@@ -8,6 +8,7 @@ import { DatabaseModule } from './database/database.module';
 import { ExcelModule } from './excel/excel.module';
 import { GoodsModule } from './goods/goods.module';
 import { HealthModule } from './health/health.module';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { LiveModule } from './live/live.module';
 import { LoggingModule } from './logging/logging.module';
@@ -32,6 +33,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     RedisModule,
     RateLimitModule,
     AuthModule,
+    IdempotencyModule,
     GoodsModule,
     MediaModule,
     SyncModule,

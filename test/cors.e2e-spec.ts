@@ -84,11 +84,13 @@ describeEngines(
             .http.options(`/v1/goods/${accessKey}`)
             .set('Origin', origin)
             .set('Access-Control-Request-Method', 'PUT')
-            .set('Access-Control-Request-Headers', 'authorization,content-type');
+            .set('Access-Control-Request-Headers', 'authorization,content-type,idempotency-key');
           expect(pre.status).toBe(204);
           expect(pre.headers['access-control-allow-origin']).toBe(origin);
           expect(pre.headers['access-control-allow-methods']).toContain('PUT');
           expect(pre.headers['access-control-allow-headers']?.toLowerCase()).toContain('authorization');
+          expect(pre.headers['access-control-allow-headers']?.toLowerCase()).toContain('idempotency-key');
+          expect(pre.headers['access-control-expose-headers']).toMatch(/Idempotent-Replayed/);
         }
       });
 

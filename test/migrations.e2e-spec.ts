@@ -45,6 +45,10 @@ const TABLES_IN_SCHEMA = [
   'campaign_goods',
   'campaign_chat',
   'campaign_events',
+  'idempotency_keys',
+  'idempotency_key_parts',
+  'import_jobs',
+  'import_job_rows',
   'webhook_endpoints',
   'webhook_deliveries',
 ];

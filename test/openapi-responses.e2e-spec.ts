@@ -7,7 +7,7 @@ import { describeEngines, holdWriteLock, TestApp, TestCustomer } from './support
 /**
  * The OpenAPI document tells the truth: every operation of /docs-json is called at least once
  * with a 2xx, and the error statuses the API has are provoked (400 with errors[], 401, 404, 409, 413,
- * 415, 422, 429 and 503 with Retry-After); every real exchange is checked against
+ * 415, 422, 429 and 503 with Retry-After; the Idempotency-Key answers: a replay, 409, 422); every real exchange is checked against
  * the document the app serves (test/support/openapi-check.ts): path, method and status documented,
  * content type documented, JSON bodies valid with every object closed (`additionalProperties: false`),
  * a 2xx without a token only from a `security: []` operation, and the query and body the service
@@ -255,6 +255,30 @@ describeEngines(
         expect((template.body as Buffer).subarray(0, 2).toString()).toBe('PK');
       });
 
+      it('spreadsheet import as a job (202 with Location), the job with its results, the jobs list, the failures CSV', async () => {
+        const csv = Buffer.from('sku,name,url,originalPrice\nOA-JOB,As a job,https://shop.example.com/goods/OA-JOB,1200\nOA-JOB2,,,-5\n');
+        const res = await call('post', goods('/excel'), { auth: C, query: { async: 'true' }, multipart: { file: { bytes: csv, filename: 'job.csv' } } });
+        expectStatus(res, 202);
+        const path = goods(`/excel/jobs/${res.body.jobId}`);
+        expect(res.headers.location).toBe(path);
+        let job = res;
+        for (let i = 0; i < 200 && !['succeeded', 'failed'].includes(job.body.state as string); i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          job = await call('get', path, { auth: C, query: { page: '1', count: '100' } });
+          expectStatus(job, 200);
+        }
+        expect(job.body).toMatchObject({ state: 'succeeded', createCount: 1, failCount: 1 });
+        expect((job.body.results as Body[]).map((r) => r.status)).toEqual(['CREATE', 'FAIL']);
+        const list = await call('get', goods('/excel/jobs'), { auth: C, query: { page: '1', count: '10' } });
+        expectStatus(list, 200);
+        expect((list.body.results as Body[]).map((j) => j.jobId)).toContain(res.body.jobId);
+        const failures = await call('get', `${path}/failures.csv`, { auth: C, binary: true });
+        expectStatus(failures, 200);
+        expect((failures.body as Buffer).toString('utf8')).toContain('OA-JOB2');
+        expectStatus(await call('get', goods('/excel/jobs/999999'), { auth: C }), 404);
+        expectStatus(await call('get', goods('/excel/jobs/999999/failures.csv'), { auth: C }), 404);
+      });
+
       it('the five deletes', async () => {
         const idOf = async (n: number) => (await call('get', goods('/sku'), { auth: C, query: { value: `OA-${n}` } })).body.id as number;
         expectStatus(await call('delete', goods(`/${await idOf(4)}`), { auth: C }), 200);
@@ -441,6 +465,46 @@ describeEngines(
       });
     });
 
+    it('Idempotency-Key: every authenticated write documents the header, 409 (Retry-After) and 422; a replay, 409, 422 and 400 agree with the document', async () => {
+      const undocumented: string[] = [];
+      for (const [template, item] of Object.entries(checker.doc.paths as Record<string, Record<string, Body>>)) {
+        for (const method of ['post', 'put', 'patch', 'delete']) {
+          const op = item[method];
+          if (!op || (Array.isArray(op.security) && op.security.length === 0)) continue;
+          const params = (op.parameters as Body[] | undefined) ?? [];
+          const responses = op.responses as Record<string, Body>;
+          const header = params.find((p) => p.in === 'header' && p.name === 'Idempotency-Key');
+          const retryAfter = (responses['409']?.headers as Body | undefined)?.['Retry-After'];
+          if (!header || header.required || !retryAfter || !responses['422']) undocumented.push(`${method.toUpperCase()} ${template}`);
+        }
+      }
+      expect(undocumented).toEqual([]);
+
+      const keyed = (key: string) => ({ 'Idempotency-Key': key });
+      const first = await call('post', goods(), { auth: C, json: goodsItem('IK1'), headers: keyed('oa-idem-1') });
+      expectStatus(first, 200);
+      const replay = await call('post', goods(), { auth: C, json: goodsItem('IK1'), headers: keyed('oa-idem-1') });
+      expectStatus(replay, 200);
+      expect([replay.headers['idempotent-replayed'], replay.body]).toEqual(['true', first.body]);
+      expectStatus(await call('post', goods(), { auth: C, json: goodsItem('IK2'), headers: keyed('oa-idem-1') }), 422);
+      expectStatus(await call('post', goods(), { auth: C, json: goodsItem('IK3'), headers: keyed('x'.repeat(256)) }), 400);
+      const sheet = { file: { bytes: Buffer.from('sku,name,url\nOA-IK4,Sheet,https://shop.example.com/goods/OA-IK4\n'), filename: 'goods.csv' } };
+      expectStatus(await call('post', goods('/excel'), { auth: C, multipart: sheet, headers: keyed('oa-idem-sheet') }), 200);
+      const sheetAgain = await call('post', goods('/excel'), { auth: C, multipart: sheet, headers: keyed('oa-idem-sheet') });
+      expect([sheetAgain.status, sheetAgain.headers['idempotent-replayed']]).toEqual([200, 'true']);
+
+      const tag = `oa-idem-${ctx().engine}`;
+      const hold = images().hold(tag);
+      const slow = goodsItem('IK5', { mediaUrl: images().url1(`/held/${tag}/photo.jpg`) });
+      const running = call('post', goods(), { auth: C, json: slow, headers: keyed('oa-idem-slow') });
+      await hold.arrived;
+      const busy = await call('post', goods(), { auth: C, json: slow, headers: keyed('oa-idem-slow') });
+      hold.release();
+      expectStatus(busy, 409);
+      expect(busy.headers['retry-after']).toBe('1');
+      expectStatus(await running, 200);
+    });
+
     it('every operation of the document was answered with a 2xx, and 400, 401, 404, 409, 413, 415 and 422 were seen', () => {
       const missing = checker.operationNames().filter((name) => ![...(checker.seen.get(name) ?? [])].some((s) => s >= 200 && s < 300));
       expect(missing).toEqual([]);
@@ -448,7 +512,7 @@ describeEngines(
       for (const status of [400, 401, 404, 409, 413, 415, 422]) expect([status, statuses.has(status)]).toEqual([status, true]);
     });
   },
-  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true' },
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', IMPORT_JOB_POLL_MS: '100' },
 );
 
 describeEngines(

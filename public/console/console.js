@@ -662,7 +662,103 @@ function connectLive(campaignKey) {
       if (type !== 'chat.message') scheduleReload();
     },
     onConnection: show,
+    onOperatorEvent: (type, payload) => {
+      if (type === 'import.progress') showImport(payload);
+    },
   }).start();
+}
+
+// ------------------------------------------------------------------ spreadsheet import jobs
+
+/** The import job the page follows: its progress comes from the operator socket (when a campaign is open) and from polling. */
+const importing = { jobId: null, pollTimer: null };
+const IMPORT_POLL_MS = 1000;
+
+function showImport(job) {
+  if (job.jobId !== importing.jobId) return;
+  const bar = $('import-progress');
+  const total = job.rowsTotal;
+  const finished = job.state === 'succeeded' || job.state === 'failed';
+  if (total) {
+    bar.value = Math.round((Math.min(job.rowsDone, total) / total) * 100);
+  } else if (finished) {
+    bar.value = 100;
+  } else {
+    bar.removeAttribute('value'); // indeterminate until the job has counted the rows
+  }
+  const percent = bar.hasAttribute('value') ? `${bar.value} %` : '';
+  const label = { queued: 'Queued', running: 'Importing', succeeded: 'Import finished', failed: 'Import failed' }[job.state] ?? job.state;
+  $('import-label').textContent = `${label}${percent ? `: ${percent}` : ''}`;
+  bar.setAttribute('aria-valuetext', `${label} ${percent}`.trim());
+  const rows = total ? `${job.rowsDone.toLocaleString(locale)} of ${total.toLocaleString(locale)} rows` : `${job.rowsDone.toLocaleString(locale)} rows`;
+  $('import-counts').textContent =
+    `${rows} · ${job.createCount.toLocaleString(locale)} created · ${job.updateCount.toLocaleString(locale)} updated · ${job.failCount.toLocaleString(locale)} failed` +
+    (job.error ? ` · ${job.error}` : '');
+  $('import-failures').hidden = !(finished && job.failCount > 0);
+  if (finished) stopImportPolling();
+}
+
+function stopImportPolling() {
+  if (importing.pollTimer) clearInterval(importing.pollTimer);
+  importing.pollTimer = null;
+}
+
+async function pollImport() {
+  if (importing.jobId === null) return;
+  try {
+    showImport(await api('GET', `/v1/goods/${ak()}/excel/jobs/${importing.jobId}?count=1`));
+  } catch (err) {
+    stopImportPolling();
+    showError('Reading the import job', err);
+  }
+}
+
+async function startImport(event) {
+  event.preventDefault();
+  const file = $('import-file').files[0];
+  if (!file) return;
+  stopImportPolling();
+  importing.jobId = null;
+  const bar = $('import-progress');
+  bar.removeAttribute('value');
+  $('import-label').textContent = 'Uploading…';
+  $('import-counts').textContent = '';
+  $('import-failures').hidden = true;
+  $('import-status').hidden = false;
+  await act(
+    'Uploading the spreadsheet',
+    async () => {
+      const form = new FormData();
+      form.append('file', file, file.name);
+      const res = await fetch(`/v1/goods/${ak()}/excel?async=true`, { method: 'POST', headers: { Authorization: `Bearer ${session.token}` }, body: form });
+      const text = await res.text();
+      let data = null;
+      try {
+        data = text ? JSON.parse(text) : null;
+      } catch {
+        data = null;
+      }
+      if (!res.ok) throw new ApiError(res.status, data, text.slice(0, 200) || res.statusText);
+      importing.jobId = data.jobId;
+      showImport(data);
+      importing.pollTimer = setInterval(() => void pollImport(), IMPORT_POLL_MS);
+    },
+    { button: $('import-submit') },
+  );
+}
+
+async function downloadFailures() {
+  const jobId = importing.jobId;
+  await act('Downloading the failed rows', async () => {
+    const res = await fetch(`/v1/goods/${ak()}/excel/jobs/${jobId}/failures.csv`, { headers: { Authorization: `Bearer ${session.token}` } });
+    if (!res.ok) throw new ApiError(res.status, null, res.statusText);
+    const url = URL.createObjectURL(await res.blob());
+    const link = el('a', { href: url, download: `import-job-${jobId}-failures.csv` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  });
 }
 
 async function postChat(pinned, button) {
@@ -722,6 +818,9 @@ $('signin-form').addEventListener('submit', (event) => {
 $('campaigns-refresh').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page), { button: e.currentTarget }));
 $('campaigns-prev').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page - 1), { button: e.currentTarget }));
 $('campaigns-next').addEventListener('click', (e) => void act('Loading the campaigns', () => loadCampaigns(view.page + 1), { button: e.currentTarget }));
+
+$('import-form').addEventListener('submit', (event) => void startImport(event));
+$('import-failures').addEventListener('click', () => void downloadFailures());
 
 $('create-form').addEventListener('submit', (event) => {
   event.preventDefault();

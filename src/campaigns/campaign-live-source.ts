@@ -33,7 +33,7 @@ export class CampaignLiveSource implements LiveSource {
         throw err;
       }
     }
-    return { campaignId: campaign.id, currency: customer.currency, counted: operatorToken === undefined };
+    return { campaignId: campaign.id, customerId: customer.id, currency: customer.currency, counted: operatorToken === undefined };
   }
 
   snapshot(campaignId: number, currency: string, baseUrl: string, userCount: number): Promise<LiveEventMap['campaign.snapshot'] | null> {

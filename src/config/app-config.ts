@@ -63,6 +63,21 @@ export interface LimitsConfig {
   excelParseTimeoutMs: number;
 }
 
+/** Spreadsheet import jobs (see src/excel/import-jobs.service.ts). */
+export interface ImportJobsConfig {
+  /** Where job uploads wait until their job ends (DATA_DIR/imports). */
+  dir: string;
+  maxBytes: number;
+  maxRows: number;
+  concurrency: number;
+  maxPendingPerCustomer: number;
+  chunkRows: number;
+  leaseMs: number;
+  pollMs: number;
+  readTimeoutMs: number;
+  keepPerCustomer: number;
+}
+
 export interface RateLimitConfig {
   enabled: boolean;
   windowMs: number;
@@ -101,6 +116,15 @@ export interface AuthConfig {
   tokenMaxTtlSeconds: number;
 }
 
+export interface IdempotencyConfig {
+  /** IDEMPOTENCY_TTL: how long a key and its stored answer are kept. */
+  ttlMs: number;
+  /** IDEMPOTENCY_LEASE: how long a running request's hold on its key lasts without renewal. */
+  leaseMs: number;
+  /** IDEMPOTENCY_MAX_RESPONSE_BYTES: largest response body stored for replay. */
+  maxResponseBytes: number;
+}
+
 /**
  * The validated, typed settings of the service, one section per area.
  * Built once at boot (and by the admin CLI) from the environment and `.env`.
@@ -112,9 +136,11 @@ export class AppConfig {
     readonly database: DatabaseConfig,
     readonly media: MediaConfig,
     readonly limits: LimitsConfig,
+    readonly importJobs: ImportJobsConfig,
     readonly redis: RedisConfig,
     readonly rateLimit: RateLimitConfig,
     readonly auth: AuthConfig,
+    readonly idempotency: IdempotencyConfig,
     readonly webhooks: WebhookConfig,
   ) {}
 
@@ -177,6 +203,18 @@ export class AppConfig {
         excelMaxUncompressedBytes: env.EXCEL_MAX_UNCOMPRESSED_BYTES,
         excelParseTimeoutMs: env.EXCEL_PARSE_TIMEOUT_MS,
       },
+      {
+        dir: resolve(dataDir, 'imports'),
+        maxBytes: env.IMPORT_JOB_MAX_BYTES,
+        maxRows: env.IMPORT_JOB_MAX_ROWS,
+        concurrency: env.IMPORT_JOB_CONCURRENCY,
+        maxPendingPerCustomer: env.IMPORT_JOB_MAX_PENDING,
+        chunkRows: env.IMPORT_JOB_CHUNK_ROWS,
+        leaseMs: env.IMPORT_JOB_LEASE_MS,
+        pollMs: env.IMPORT_JOB_POLL_MS,
+        readTimeoutMs: env.IMPORT_JOB_READ_TIMEOUT_MS,
+        keepPerCustomer: env.IMPORT_JOB_KEEP,
+      },
       { url: env.REDIS_URL, prefix: env.REDIS_PREFIX },
       {
         enabled: env.RATE_LIMIT_ENABLED,
@@ -187,6 +225,11 @@ export class AppConfig {
         liveConnections: env.RATE_LIMIT_LIVE_CONNECTIONS,
       },
       { tokenMaxTtlSeconds: parseDuration(env.TOKEN_MAX_TTL) as number },
+      {
+        ttlMs: (parseDuration(env.IDEMPOTENCY_TTL) as number) * 1000,
+        leaseMs: (parseDuration(env.IDEMPOTENCY_LEASE) as number) * 1000,
+        maxResponseBytes: env.IDEMPOTENCY_MAX_RESPONSE_BYTES,
+      },
       {
         allowPrivateHosts: env.WEBHOOK_ALLOW_PRIVATE_HOSTS,
         allowedHosts: env.WEBHOOK_ALLOWED_HOSTS.split(',')

@@ -235,6 +235,69 @@ export class EnvironmentVariables {
   @Max(600_000)
   EXCEL_PARSE_TIMEOUT_MS = 30_000;
 
+  /** Largest file a spreadsheet import job (async=true, or over the synchronous limits) may carry, in bytes. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(4 * 1024 * 1024 * 1024)
+  IMPORT_JOB_MAX_BYTES = 100 * 1024 * 1024;
+
+  /** Most data rows of a spreadsheet import job. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(5_000_000)
+  IMPORT_JOB_MAX_ROWS = 200_000;
+
+  /** Import jobs one process runs at once (across all customers). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(16)
+  IMPORT_JOB_CONCURRENCY = 1;
+
+  /** Jobs one customer may have queued or running at once (a further upload is 429). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  IMPORT_JOB_MAX_PENDING = 5;
+
+  /** Rows applied (and their progress committed) per transaction of a job. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(10_000)
+  IMPORT_JOB_CHUNK_ROWS = 1000;
+
+  /** How long a node's claim on a running job lasts without renewal (a crashed node's job is resumed after it). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  IMPORT_JOB_LEASE_MS = 30_000;
+
+  /** How often an idle node looks for queued jobs (ms). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  IMPORT_JOB_POLL_MS = 1000;
+
+  /** Longest one job may take to read its file (each of its two passes), in ms. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(24 * 3_600_000)
+  IMPORT_JOB_READ_TIMEOUT_MS = 3_600_000;
+
+  /** Finished jobs (with their per-row results) kept per customer; older ones are deleted. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  IMPORT_JOB_KEEP = 20;
+
   /** Largest JSON/form body of every route but sync (one goods item, a campaign, a chat line, a reorder). */
   @Matches(/^\d+(b|kb|mb)$/i, { message: 'BODY_LIMIT must look like 512kb or 1mb' })
   BODY_LIMIT = '1mb';
@@ -281,6 +344,30 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(3600)
   SHUTDOWN_TIMEOUT = 25;
+
+  /**
+   * How long an Idempotency-Key is remembered after its request: a retry with the same key within this
+   * time gets the stored answer; after it, the key is forgotten (swept) and may run again.
+   */
+  @IsDuration(60, 30 * 86400)
+  IDEMPOTENCY_TTL = '24h';
+
+  /**
+   * How long a request that holds an Idempotency-Key may go without renewing its hold (it renews every
+   * third of this while it runs). A node that dies mid-request frees its keys after this time.
+   */
+  @IsDuration(5, 3600)
+  IDEMPOTENCY_LEASE = '60s';
+
+  /**
+   * Largest response (bytes, before compression) stored for an Idempotency-Key; a larger one is not
+   * replayed (a retry is answered 409) and never applied twice.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(256 * 1024 * 1024)
+  IDEMPOTENCY_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
   /** Rate limits on or off (off only for benchmarks and closed test setups). */
   @Transform(toBool)

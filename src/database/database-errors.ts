@@ -1,3 +1,5 @@
+import { QueryFailedError } from 'typeorm';
+
 /**
  * The database could not be used now (unreachable, too slow, a lock not granted in time, a transaction
  * past its deadline): the request answers 503 -503 with Retry-After, never 500. Nothing was committed.
@@ -56,4 +58,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     const message = typeof e.message === 'string' ? e.message : '';
     return UNAVAILABLE_MESSAGES.some((re) => re.test(message));
   });
+}
+
+/** True when the database refused a write for a duplicate unique key (or primary key). */
+export function isUniqueViolation(err: unknown): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const driverError = err.driverError as { code?: string; errno?: number } | undefined;
+  return (
+    driverError?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    driverError?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    driverError?.code === 'ER_DUP_ENTRY' ||
+    driverError?.errno === 1062
+  );
 }

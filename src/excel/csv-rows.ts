@@ -1,4 +1,6 @@
 import { isUtf8 } from 'node:buffer';
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { ReadGuard } from './read-guard';
@@ -63,21 +65,112 @@ async function* slices(bytes: Buffer, guard: ReadGuard): AsyncGenerator<Buffer> 
   }
 }
 
+/** A stored CSV upload's encoding, told from its byte order mark or (a pass over the file) its bytes. */
+interface FileEncoding {
+  encoding: 'utf-8' | 'utf-16le' | 'utf-16be' | 'euc-kr';
+  /** Bytes of the byte order mark. */
+  skip: number;
+}
+
+async function fileEncoding(path: string, guard: ReadGuard): Promise<FileEncoding> {
+  const handle = await open(path, 'r');
+  const head = Buffer.alloc(3);
+  try {
+    await handle.read(head, 0, 3, 0);
+  } finally {
+    await handle.close();
+  }
+  if (head[0] === 0xff && head[1] === 0xfe) return { encoding: 'utf-16le', skip: 2 };
+  if (head[0] === 0xfe && head[1] === 0xff) return { encoding: 'utf-16be', skip: 2 };
+  const skip = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  let valid = true;
+  for await (const chunk of createReadStream(path, { start: skip, highWaterMark: 64 * 1024 }) as AsyncIterable<Buffer>) {
+    guard.check();
+    if (chunk.includes(0)) throw SheetError.unsupported('The file holds binary data: it is not a CSV text file');
+    if (valid) {
+      try {
+        utf8.decode(chunk, { stream: true });
+      } catch {
+        valid = false;
+      }
+    }
+    await guard.breathe();
+  }
+  if (valid) {
+    try {
+      utf8.decode();
+    } catch {
+      valid = false;
+    }
+  }
+  return { encoding: valid ? 'utf-8' : 'euc-kr', skip };
+}
+
+/** A stored CSV upload as UTF-8 bytes in small slices (see slices()), decoded as it is read. */
+async function* fileSlices(path: string, { encoding, skip }: FileEncoding, guard: ReadGuard): AsyncGenerator<Buffer> {
+  const decoder = encoding === 'utf-8' ? null : new TextDecoder(encoding, { fatal: encoding === 'euc-kr' });
+  const decode = (chunk?: Buffer): Buffer => {
+    if (!decoder) return chunk ?? Buffer.alloc(0);
+    try {
+      return Buffer.from(chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode(), 'utf8');
+    } catch {
+      throw SheetError.unsupported('The CSV file is not UTF-8 text (nor CP949/EUC-KR); save it as "CSV UTF-8"');
+    }
+  };
+  for await (const chunk of createReadStream(path, { start: skip, highWaterMark: 64 * 1024 }) as AsyncIterable<Buffer>) {
+    const bytes = decoder ? decode(chunk) : chunk;
+    for (let i = 0; i < bytes.length; i += SLICE) {
+      await guard.breathe();
+      yield bytes.subarray(i, i + SLICE);
+    }
+  }
+  if (decoder) {
+    const rest = decode();
+    if (rest.length) yield rest;
+  }
+}
+
+/** The first bytes of a stored CSV upload as UTF-8 (to find its delimiter). */
+async function fileHead(path: string, encoding: FileEncoding, guard: ReadGuard): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const slice of fileSlices(path, encoding, guard)) {
+    parts.push(slice);
+    size += slice.length;
+    if (size >= HEADER_SCAN) break;
+  }
+  return Buffer.concat(parts);
+}
+
 /**
  * Streams the records of a CSV upload (csv-parse: quoted cells may hold delimiters, quotes and line
- * breaks). A record's row number is its position, header = 1, as a spreadsheet shows the file: a cell
- * with a line break stays in one row, an empty line is a (blank) row.
+ * breaks): `source` is the upload in memory, or the path of a stored upload (read as a stream).
  */
-export async function* readCsvRows(buffer: Buffer, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
-  const bytes = csvAsUtf8(buffer);
+export async function* readCsvRows(source: Buffer | string, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
+  if (typeof source !== 'string') {
+    const bytes = csvAsUtf8(source);
+    yield* readCsvStream(detectDelimiter(bytes), slices(bytes, guard), guard);
+    return;
+  }
+  const encoding = await fileEncoding(source, guard);
+  const delimiter = detectDelimiter(await fileHead(source, encoding, guard));
+  yield* readCsvStream(delimiter, fileSlices(source, encoding, guard), guard);
+}
+
+/**
+ * The records of UTF-8 input. A record's row number is its position, header = 1, as a spreadsheet shows
+ * the file: a cell with a line break stays in one row, an empty line is a (blank) row.
+ */
+async function* readCsvStream(delimiter: string, input: AsyncGenerator<Buffer>, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
   const parser = parse({
-    delimiter: detectDelimiter(bytes),
+    delimiter,
     relax_quotes: true,
     relax_column_count: true,
     skip_empty_lines: false,
     max_record_size: MAX_RECORD_CHARS,
   });
-  const source = Readable.from(slices(bytes, guard), { objectMode: false });
+  const source = Readable.from(input, { objectMode: false });
   source.on('error', (err) => guard.abort(err));
   source.pipe(parser);
   const records = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;

@@ -1,12 +1,15 @@
+import { Readable } from 'node:stream';
 import { Controller, Get, HttpCode, Post, Query, Res, StreamableFile, UploadedFile, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiError, ApiErrors, TenantRoute } from '../http/api-docs.decorators';
-import { RefreshMediaQuery } from '../media/dto/refresh-media.query';
+import { ApiError, ApiErrors, IdPathParam, TenantRoute } from '../http/api-docs.decorators';
+import { IdParam } from '../http/id-param';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
-import { ExcelUploadBody } from './dto/excel-upload.dto';
+import { ExcelUploadBody, ExcelUploadQuery } from './dto/excel-upload.dto';
+import { ImportJobDetailResponse, ImportJobListQuery, ImportJobListResponse, ImportJobResponse, ImportJobResultsQuery } from './dto/import-job.dto';
 import { ExcelService, UploadedSheet } from './excel.service';
+import { ImportJobsService } from './import-jobs.service';
 import { TEMPLATE_FILENAME, XLSX_CONTENT_TYPE } from './goods-template';
 import { SpreadsheetUploadInterceptor } from './spreadsheet-upload.interceptor';
 
@@ -17,7 +20,10 @@ export const IGNORED_COLUMNS_HEADER = 'X-Ignored-Columns';
 @TenantRoute()
 @Controller('v1/goods/:accessKey/excel')
 export class ExcelController {
-  constructor(private readonly excel: ExcelService) {}
+  constructor(
+    private readonly excel: ExcelService,
+    private readonly jobs: ImportJobsService,
+  ) {}
 
   @Post()
   @HttpCode(200)
@@ -33,8 +39,14 @@ export class ExcelController {
       '(first data row = 2). Empty cells leave a field unchanged; blank rows are skipped (at most 10,000 of them ' +
       'besides the data rows). The template: ' +
       '[GET /v1/goods/{accessKey}/excel/template](#/Goods/ExcelController_template). Limits: 20 MB per file, ' +
-      '10,000 data rows, bounded decompressed size; a file over a limit is 413, a file that is not a readable ' +
-      '.xlsx/CSV is 415, and nothing of a refused file is written.',
+      '10,000 data rows, bounded decompressed size; a file that is not a readable .xlsx/CSV is 415, and nothing of a ' +
+      'refused file is written.\n\n' +
+      'A larger file (up to 100 MB and 200,000 data rows: IMPORT_JOB_MAX_BYTES, IMPORT_JOB_MAX_ROWS), or any file with ' +
+      '`async=true`, becomes an import job: the answer is 202 with the job and a `Location` header naming ' +
+      'GET /v1/goods/{accessKey}/excel/jobs/{jobId}, where its progress and row results are read. The job reads the ' +
+      'whole file before it writes anything (a file over the row limit or with a bad header fails without writing), ' +
+      'then applies the rows in chunks. A file over the job size limit is 413; a customer with ' +
+      'IMPORT_JOB_MAX_PENDING jobs queued or running gets 429.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ExcelUploadBody })
@@ -47,15 +59,26 @@ export class ExcelController {
       },
     },
   })
+  @ApiAcceptedResponse({
+    type: ImportJobResponse,
+    description: 'The file became an import job (async=true, or over the synchronous limits); it is queued',
+    headers: { Location: { description: 'The job: /v1/goods/{accessKey}/excel/jobs/{jobId}', schema: { type: 'string' } } },
+  })
   @ApiErrors(400, 413)
   @ApiError(415, '-415 not a readable .xlsx or CSV spreadsheet (wrong type, empty, corrupt, truncated, no workbook, too slow to read)')
   async upload(
     @CurrentTenant() tenant: Tenant,
     @UploadedFile() file: UploadedSheet | undefined,
-    @Query() query: RefreshMediaQuery,
+    @Query() query: ExcelUploadQuery,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<SyncResponse> {
-    const { response, ignoredColumns } = await this.excel.import(tenant, file, query);
+  ): Promise<SyncResponse | ImportJobResponse> {
+    const result = await this.excel.import(tenant, file, query);
+    if (result.kind === 'job') {
+      res.status(202);
+      res.setHeader('Location', `/v1/goods/${encodeURIComponent(tenant.accessKey)}/excel/jobs/${result.job.jobId}`);
+      return result.job;
+    }
+    const { response, ignoredColumns } = result;
     if (ignoredColumns.length) {
       res.setHeader(
         IGNORED_COLUMNS_HEADER,
@@ -90,6 +113,57 @@ export class ExcelController {
       type: XLSX_CONTENT_TYPE,
       disposition: `attachment; filename="${TEMPLATE_FILENAME}"`,
       length: file.length,
+    });
+  }
+
+  @Get('jobs')
+  @ApiOperation({
+    summary: "List the customer's spreadsheet import jobs",
+    description: 'Newest first: every queued or running job and the most recent finished ones (IMPORT_JOB_KEEP), without row results.',
+  })
+  @ApiOkResponse({ type: ImportJobListResponse })
+  @ApiErrors(400)
+  listJobs(@CurrentTenant() tenant: Tenant, @Query() query: ImportJobListQuery): Promise<ImportJobListResponse> {
+    return this.jobs.list(tenant, query.page, query.count);
+  }
+
+  @Get('jobs/:jobId')
+  @IdPathParam('jobId', 'The import job id (from the 202 answer of POST .../excel)')
+  @ApiOperation({
+    summary: 'One spreadsheet import job: state, progress, counts and its row results',
+    description:
+      'state: queued, running, succeeded or failed; rowsDone of rowsTotal rows applied (committed) so far, with the ' +
+      'CREATE/UPDATE/FAIL counts; `results` holds page `page` of the row results committed so far (at most 1000 a page), ' +
+      'each as the synchronous import answers it. A failed job says why in `error` and which rows were applied. ' +
+      "Another customer's job is 404.",
+  })
+  @ApiOkResponse({ type: ImportJobDetailResponse })
+  @ApiErrors(400, 404)
+  job(@CurrentTenant() tenant: Tenant, @IdParam('jobId') jobId: number, @Query() query: ImportJobResultsQuery): Promise<ImportJobDetailResponse> {
+    return this.jobs.get(tenant, jobId, query.page, query.count);
+  }
+
+  @Get('jobs/:jobId/failures.csv')
+  @IdPathParam('jobId', 'The import job id')
+  @ApiOperation({
+    summary: 'The FAIL rows of an import job, as CSV',
+    description:
+      'UTF-8 with a byte order mark (Excel opens it as is); columns: row, message, then the goods fields as the row sent them. ' +
+      'Holds the FAIL rows committed so far. Cells a spreadsheet would run as formulas start with an apostrophe.',
+  })
+  @ApiOkResponse({
+    description: 'import-job-{jobId}-failures.csv',
+    headers: {
+      'Content-Disposition': { description: 'A download', schema: { type: 'string', example: 'attachment; filename="import-job-42-failures.csv"' } },
+    },
+    content: { 'text/csv': { schema: { type: 'string', example: 'row,message,id,sku\r\n7,price must be a number,,X-1\r\n' } } },
+  })
+  @ApiErrors(400, 404)
+  async failures(@CurrentTenant() tenant: Tenant, @IdParam('jobId') jobId: number): Promise<StreamableFile> {
+    const { job, lines } = await this.jobs.failures(tenant, jobId);
+    return new StreamableFile(Readable.from(lines), {
+      type: 'text/csv; charset=utf-8',
+      disposition: `attachment; filename="import-job-${job.id}-failures.csv"`,
     });
   }
 }

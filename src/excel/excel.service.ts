@@ -1,28 +1,36 @@
+import { readFile, rm } from 'node:fs/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { AppConfig } from '../config/app-config';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
-import { BatchOptions, GoodsBatchWriter } from '../sync/goods-batch-writer';
-import { GoodsSheet, parseGoodsSheet } from './goods-sheet.parser';
+import { GoodsBatchWriter } from '../sync/goods-batch-writer';
+import { ImportJobResponse } from './dto/import-job.dto';
+import { detectFileFormat, GoodsSheet, parseGoodsSheet } from './goods-sheet.parser';
 import { buildGoodsTemplate } from './goods-template';
+import { ImportJobsService, StoredUpload } from './import-jobs.service';
 import { SheetError, SheetRefusal } from './sheet-error';
 import { WebhookEvents } from '../webhooks/webhook-events';
 
-/** The multipart file part as multer hands it over (memory storage). */
-export interface UploadedSheet {
-  buffer: Buffer;
-  originalname?: string;
-  mimetype?: string;
-  size?: number;
+/** The multipart file part as multer hands it over (disk storage, see SpreadsheetUploadInterceptor). */
+export type UploadedSheet = StoredUpload;
+
+export interface ImportOptions {
+  refreshMedia?: boolean;
+  /** Run it as a job whatever its size. */
+  async?: boolean;
 }
 
-export interface ExcelImportResult {
-  response: SyncResponse;
-  /** Header texts of the sheet's columns that name no goods field. */
-  ignoredColumns: string[];
-}
+/** Applied at once (200), or queued as a job (202). */
+export type ExcelImportResult =
+  | {
+      kind: 'applied';
+      response: SyncResponse;
+      /** Header texts of the sheet's columns that name no goods field. */
+      ignoredColumns: string[];
+    }
+  | { kind: 'job'; job: ImportJobResponse };
 
 export function apiExceptionOf(err: SheetError): ApiException {
   switch (err.refusal) {
@@ -40,8 +48,10 @@ export function apiExceptionOf(err: SheetError): ApiException {
 }
 
 /**
- * POST /excel: the whole file is read and checked first (type, limits, header); only then are its
- * rows handed to the same batch writer as the JSON sync, so a refused upload writes nothing.
+ * POST /excel: a file within the synchronous limits (UPLOAD_MAX_BYTES, EXCEL_MAX_ROWS) is read and checked
+ * first (type, limits, header); only then are its rows handed to the same batch writer as the JSON sync,
+ * so a refused upload writes nothing. A larger file, or any with `async=true`, becomes an import job
+ * (ImportJobsService; applied in the background in chunks).
  */
 @Injectable()
 export class ExcelService {
@@ -51,33 +61,60 @@ export class ExcelService {
   constructor(
     private readonly writer: GoodsBatchWriter,
     private readonly config: AppConfig,
+    private readonly jobs: ImportJobsService,
     private readonly webhooks: WebhookEvents,
   ) {}
 
-  async import(tenant: Tenant, file: UploadedSheet | undefined, options: BatchOptions = {}): Promise<ExcelImportResult> {
+  async import(tenant: Tenant, file: UploadedSheet | undefined, options: ImportOptions = {}): Promise<ExcelImportResult> {
     if (!file) {
       throw ApiException.invalid('Send the spreadsheet as the multipart/form-data part "file"', [{ field: 'file', message: 'file is required' }]);
     }
-    const sheet = await this.read(file);
-    if (sheet.ignoredColumns.length) {
-      this.logger.debug(`customer ${tenant.id}: spreadsheet columns ignored: ${sheet.ignoredColumns.join(', ')}`);
+    let handedOver = false;
+    try {
+      const job = async () => {
+        // A file that is surely no spreadsheet is refused now (415), not as a failed job later.
+        try {
+          await detectFileFormat({ path: file.path, filename: file.originalname, mimetype: file.mimetype });
+        } catch (err) {
+          throw err instanceof SheetError ? apiExceptionOf(err) : err;
+        }
+        handedOver = true;
+        return { kind: 'job', job: await this.jobs.create(tenant, file, { refreshMedia: options.refreshMedia }) } as const;
+      };
+      if (options.async || file.size > this.config.limits.uploadMaxBytes) return await job();
+      let sheet: GoodsSheet;
+      try {
+        sheet = await this.read(file, await readFile(file.path));
+      } catch (err) {
+        if (err instanceof SheetError && err.tooManyRows) return await job();
+        throw err instanceof SheetError ? apiExceptionOf(err) : err;
+      }
+      await rm(file.path, { force: true });
+      handedOver = true;
+      if (sheet.ignoredColumns.length) {
+        this.logger.debug(`customer ${tenant.id}: spreadsheet columns ignored: ${sheet.ignoredColumns.join(', ')}`);
+      }
+      const response = await this.writer.apply(
+        tenant,
+        sheet.rows.map((r) => ({ row: r.row, data: r.values })),
+        { refreshMedia: !!options.refreshMedia, source: 'spreadsheet' },
+      );
+      // The rows are committed by now (the writer works in slices); the event follows in its own transaction.
+      await this.webhooks.recordNow(tenant.id, 'import.completed', {
+        source: 'spreadsheet',
+        state: 'succeeded',
+        fileName: file.originalname?.slice(0, 255) || null,
+        total: response.totalCount,
+        created: response.createCount,
+        updated: response.updateCount,
+        failed: response.failCount,
+        error: null,
+        finishedAt: Date.now(),
+      });
+      return { kind: 'applied', response, ignoredColumns: sheet.ignoredColumns };
+    } finally {
+      if (!handedOver) await rm(file.path, { force: true });
     }
-    const response = await this.writer.apply(
-      tenant,
-      sheet.rows.map((r) => ({ row: r.row, data: r.values })),
-      { refreshMedia: !!options.refreshMedia, source: 'spreadsheet' },
-    );
-    // The rows are committed by now (the writer works in slices); the event follows in its own transaction.
-    await this.webhooks.recordNow(tenant.id, 'import.completed', {
-      source: 'spreadsheet',
-      fileName: file.originalname?.slice(0, 255) || null,
-      total: response.totalCount,
-      created: response.createCount,
-      updated: response.updateCount,
-      failed: response.failCount,
-      finishedAt: Date.now(),
-    });
-    return { response, ignoredColumns: sheet.ignoredColumns };
   }
 
   /** The goods template (.xlsx), built once. */
@@ -92,20 +129,16 @@ export class ExcelService {
     return this.templateFile;
   }
 
-  private async read(file: UploadedSheet): Promise<GoodsSheet> {
+  /** The sheet within the synchronous limits; refusals are SheetErrors. */
+  private read(file: UploadedSheet, buffer: Buffer): Promise<GoodsSheet> {
     const limits = this.config.limits;
-    try {
-      return await parseGoodsSheet(
-        { buffer: file.buffer, filename: file.originalname, mimetype: file.mimetype },
-        {
-          maxRows: limits.excelMaxRows,
-          maxUncompressedBytes: limits.excelMaxUncompressedBytes,
-          timeoutMs: limits.excelParseTimeoutMs,
-        },
-      );
-    } catch (err) {
-      if (err instanceof SheetError) throw apiExceptionOf(err);
-      throw err;
-    }
+    return parseGoodsSheet(
+      { buffer, filename: file.originalname, mimetype: file.mimetype },
+      {
+        maxRows: limits.excelMaxRows,
+        maxUncompressedBytes: limits.excelMaxUncompressedBytes,
+        timeoutMs: limits.excelParseTimeoutMs,
+      },
+    );
   }
 }

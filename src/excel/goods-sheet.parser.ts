@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import { columnOf, fieldOfHeader, GOODS_COLUMNS, GoodsField } from './goods-sheet.columns';
 import { readCsvRows } from './csv-rows';
 import { ReadGuard } from './read-guard';
@@ -110,6 +111,77 @@ export async function parseGoodsSheet(upload: SheetUpload, limits: SheetLimits):
   }
 }
 
+/** A stored upload (an import job's file), read in place. */
+export interface SheetFile {
+  path: string;
+  filename?: string;
+  mimetype?: string;
+}
+
+/** What reading a whole stored sheet without keeping its rows tells (an import job's first pass). */
+export interface SheetSurvey {
+  format: SheetFormat;
+  /** Data rows (the header, blank rows and repeated headers not counted). */
+  dataRows: number;
+  ignoredColumns: string[];
+  /** The sheet's hyperlinks (an .xlsx stores them after the rows): the second pass resolves URL cells with them. */
+  links: HyperlinkRange[];
+}
+
+/** The format of a stored upload, from its first bytes and its name (as detectFormat). */
+export async function detectFileFormat(file: SheetFile): Promise<SheetFormat> {
+  const handle = await open(file.path, 'r');
+  try {
+    const head = Buffer.alloc(16);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    return detectFormat({ buffer: head.subarray(0, bytesRead), filename: file.filename, mimetype: file.mimetype });
+  } finally {
+    await handle.close();
+  }
+}
+
+function fileEvents(format: SheetFormat, path: string, limits: SheetLimits, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
+  return format === 'xlsx' ? readXlsxRows(path, limits, guard) : readCsvRows(path, guard);
+}
+
+/**
+ * First pass over a stored sheet: type, header and limits checked, rows counted, links collected, and
+ * no row kept (memory stays flat whatever the file's size). Refusals are SheetErrors, as parseGoodsSheet's.
+ */
+export async function surveyGoodsSheet(file: SheetFile, limits: SheetLimits, breatheMs?: number): Promise<SheetSurvey> {
+  const format = await detectFileFormat(file);
+  const guard = new ReadGuard(limits.timeoutMs, breatheMs);
+  try {
+    const builder = new GoodsSheetBuilder(format, limits.maxRows, { keep: false });
+    for await (const event of fileEvents(format, file.path, limits, guard)) {
+      if (event.kind === 'row') builder.addRow(event.row);
+      else builder.addHyperlinks(event.links);
+    }
+    const sheet = builder.finish();
+    return { format, dataRows: builder.dataRows, ignoredColumns: sheet.ignoredColumns, links: builder.hyperlinks };
+  } finally {
+    guard.dispose();
+  }
+}
+
+/**
+ * Second pass over a surveyed sheet: its data rows in order, one at a time, URL cells resolved with the
+ * survey's links. The caller consumes them at its own pace (the file is read as they are taken).
+ */
+export async function* streamGoodsSheet(file: SheetFile, survey: SheetSurvey, limits: SheetLimits, breatheMs?: number): AsyncGenerator<GoodsSheetRow> {
+  const guard = new ReadGuard(limits.timeoutMs, breatheMs);
+  try {
+    const builder = new GoodsSheetBuilder(survey.format, limits.maxRows, { keep: false, links: survey.links });
+    for await (const event of fileEvents(survey.format, file.path, limits, guard)) {
+      if (event.kind !== 'row') continue;
+      const row = builder.addRow(event.row);
+      if (row) yield row;
+    }
+  } finally {
+    guard.dispose();
+  }
+}
+
 /**
  * Builds the goods sheet from the rows a format reader streams. A refusal (a limit, the header) stops
  * the read right at the row that breaks it: the loop ends, which closes the reader and its source.
@@ -138,24 +210,38 @@ class GoodsSheetBuilder {
   private mapped: MappedColumn[] = [];
   private ignored: string[] = [];
   private readonly rows: GoodsSheetRow[] = [];
+  /** Data rows met so far (kept or not). */
+  dataRows = 0;
   private skipped = 0;
   /** URL cells whose text is not a URL: a hyperlink on them gives the value. */
   private readonly linkCandidates: Array<{ row: GoodsSheetRow; field: GoodsField; index: number }> = [];
   private links: HyperlinkRange[] = [];
+  private readonly keep: boolean;
+  /** Links known before the rows (a second pass): each row is resolved as it comes. */
+  private readonly presetLinks?: LinkIndex;
 
   constructor(
     private readonly format: SheetFormat,
     private readonly maxRows: number,
-  ) {}
+    options: { keep?: boolean; links?: HyperlinkRange[] } = {},
+  ) {
+    this.keep = options.keep ?? true;
+    if (options.links?.length) this.presetLinks = new LinkIndex(options.links);
+  }
 
-  addRow(raw: RawRow): void {
+  get hyperlinks(): HyperlinkRange[] {
+    return this.links;
+  }
+
+  /** Takes one raw row; returns it as a data row, or undefined (the header, a skipped row). */
+  addRow(raw: RawRow): GoodsSheetRow | undefined {
     if (!this.columns) {
       this.readHeader(raw);
-      return;
+      return undefined;
     }
     const values: GoodsValues = {};
     let any = false;
-    let repeatsHeader = this.rows.length === 0;
+    let repeatsHeader = this.dataRows === 0;
     for (const { index, field } of this.mapped) {
       const cell = raw.cells[index];
       if (!cell) continue;
@@ -174,20 +260,27 @@ class GoodsSheetBuilder {
             `${raw.row.toLocaleString('en-US')}. Delete the empty rows and upload again`,
         );
       }
-      return;
+      return undefined;
     }
-    if (this.rows.length >= this.maxRows) {
-      throw SheetError.tooLarge(
+    if (this.dataRows >= this.maxRows) {
+      throw SheetError.tooManyRows(
         `The sheet has more than ${this.maxRows.toLocaleString('en-US')} data rows, the most one upload takes; split it into several files`,
       );
     }
+    this.dataRows += 1;
     const row: GoodsSheetRow = { row: raw.row, values };
-    this.rows.push(row);
+    if (this.keep) this.rows.push(row);
     for (const { index, field } of this.mapped) {
       if (columnOf(field).kind === 'url' && typeof values[field] === 'string' && !isHttpUrlText(values[field])) {
-        this.linkCandidates.push({ row, field, index });
+        if (this.presetLinks) {
+          const target = this.presetLinks.at(row.row, index);
+          if (target && isHttpUrlText(target)) values[field] = target;
+        } else if (this.keep) {
+          this.linkCandidates.push({ row, field, index });
+        }
       }
     }
+    return row;
   }
 
   addHyperlinks(links: HyperlinkRange[]): void {
@@ -196,14 +289,10 @@ class GoodsSheetBuilder {
 
   finish(): GoodsSheet {
     if (!this.columns) throw SheetError.badLayout('The sheet is empty: row 1 must be the header row');
-    if (this.links.length) {
-      // A link usually covers one cell: look those up by cell, scan only the (rare) ranges.
-      const byCell = new Map<string, string>();
-      const ranges = this.links.filter((l) => l.top !== l.bottom || l.left !== l.right);
-      for (const l of this.links) if (l.top === l.bottom && l.left === l.right) byCell.set(`${l.top}:${l.left}`, l.target);
+    if (this.links.length && this.linkCandidates.length) {
+      const links = new LinkIndex(this.links);
       for (const { row, field, index } of this.linkCandidates) {
-        const target =
-          byCell.get(`${row.row}:${index}`) ?? ranges.find((l) => l.top <= row.row && row.row <= l.bottom && l.left <= index && index <= l.right)?.target;
+        const target = links.at(row.row, index);
         if (target && isHttpUrlText(target)) row.values[field] = target;
       }
     }
@@ -243,6 +332,21 @@ class GoodsSheetBuilder {
     }
     this.columns = columns;
     this.ignored = [...ignored];
+  }
+}
+
+/** A sheet's hyperlinks by cell: a link usually covers one cell (looked up by cell); the rare ranges are scanned. */
+class LinkIndex {
+  private readonly byCell = new Map<string, string>();
+  private readonly ranges: HyperlinkRange[];
+
+  constructor(links: HyperlinkRange[]) {
+    this.ranges = links.filter((l) => l.top !== l.bottom || l.left !== l.right);
+    for (const l of links) if (l.top === l.bottom && l.left === l.right) this.byCell.set(`${l.top}:${l.left}`, l.target);
+  }
+
+  at(row: number, column: number): string | undefined {
+    return this.byCell.get(`${row}:${column}`) ?? this.ranges.find((l) => l.top <= row && row <= l.bottom && l.left <= column && column <= l.right)?.target;
   }
 }
 

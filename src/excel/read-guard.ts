@@ -18,7 +18,11 @@ export class ReadGuard {
   private readonly inFlight = new Set<(err: Error) => void>();
   private lastBreath = Date.now();
 
-  constructor(private readonly timeoutMs: number) {
+  /** `breatheMs`: continuous work between two turns of the event loop (smaller for background jobs). */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly breatheMs = 25,
+  ) {
     this.deadline = Date.now() + timeoutMs;
     this.timer = setTimeout(() => this.abort(this.timeoutError()), timeoutMs);
     this.timer.unref();
@@ -56,9 +60,9 @@ export class ReadGuard {
     return value;
   }
 
-  /** Yields to the event loop every ~25 ms of continuous work. */
+  /** Yields to the event loop every ~25 ms (breatheMs) of continuous work. */
   async breathe(): Promise<void> {
-    if (Date.now() - this.lastBreath < 25) return;
+    if (Date.now() - this.lastBreath < this.breatheMs) return;
     await new Promise((resolve) => setImmediate(resolve));
     this.lastBreath = Date.now();
     this.check();

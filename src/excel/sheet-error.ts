@@ -13,6 +13,8 @@ export class SheetError extends Error {
   constructor(
     readonly refusal: SheetRefusal,
     message: string,
+    /** Refused only for its number of data rows (an import job may take it). */
+    readonly tooManyRows = false,
   ) {
     super(message);
     this.name = 'SheetError';
@@ -24,6 +26,10 @@ export class SheetError extends Error {
 
   static tooLarge(message: string): SheetError {
     return new SheetError(SheetRefusal.TooLarge, message);
+  }
+
+  static tooManyRows(message: string): SheetError {
+    return new SheetError(SheetRefusal.TooLarge, message, true);
   }
 
   static badLayout(message: string): SheetError {

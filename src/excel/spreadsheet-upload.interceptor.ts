@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { CallHandler, ExecutionContext, HttpException, Injectable, NestInterceptor, PayloadTooLargeException } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
+import { diskStorage } from 'multer';
 import type { Observable } from 'rxjs';
 import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
@@ -7,17 +10,33 @@ import { AppConfig } from '../config/app-config';
 export const UPLOAD_FIELD = 'file';
 
 /**
- * FileInterceptor('file') with the configured limits (multer memory storage, so an upload costs at
- * most UPLOAD_MAX_BYTES of memory), its refusals told with the API's error codes: over the size limit is
- * 413 -413, a malformed multipart body or a wrong part is 400 -510.
+ * FileInterceptor('file') with the configured limits, its refusals told with the API's error codes: over
+ * the size limit is 413 -413, a malformed multipart body or a wrong part is 400 -510. The file streams to
+ * disk under DATA_DIR/imports (multer disk storage: an upload costs no memory whatever its size, up to
+ * the import job limit IMPORT_JOB_MAX_BYTES); ExcelService reads a small one in memory and removes it, a
+ * job keeps it until it ends. Multer removes the partial file of a refused upload.
  */
 @Injectable()
 export class SpreadsheetUploadInterceptor implements NestInterceptor {
   private readonly upload: NestInterceptor;
+  private readonly maxBytes: number;
 
   constructor(private readonly config: AppConfig) {
+    this.maxBytes = Math.max(config.limits.uploadMaxBytes, config.importJobs.maxBytes);
+    const dir = config.importJobs.dir;
     const Upload = FileInterceptor(UPLOAD_FIELD, {
-      limits: { fileSize: config.limits.uploadMaxBytes, files: 1, fields: 16, parts: 32 },
+      storage: diskStorage({
+        destination: (_req, _file, done) => {
+          try {
+            mkdirSync(dir, { recursive: true });
+            done(null, dir);
+          } catch (err) {
+            done(err as Error, dir);
+          }
+        },
+        filename: (_req, _file, done) => done(null, `${randomUUID()}.upload`),
+      }),
+      limits: { fileSize: this.maxBytes, files: 1, fields: 16, parts: 32 },
       // File names as browsers send them (UTF-8), not Latin-1.
       defParamCharset: 'utf8',
     });
@@ -34,8 +53,8 @@ export class SpreadsheetUploadInterceptor implements NestInterceptor {
 
   private refusal(err: unknown): unknown {
     if (err instanceof PayloadTooLargeException) {
-      const mb = Math.round((this.config.limits.uploadMaxBytes / (1024 * 1024)) * 10) / 10;
-      return ApiException.tooLarge(`The file is over the ${mb} MB upload limit`);
+      const mb = Math.round((this.maxBytes / (1024 * 1024)) * 10) / 10;
+      return ApiException.tooLarge(`The file is over the ${mb} MB upload limit (of an import job)`);
     }
     if (!(err instanceof HttpException)) return err;
     // Nest words multer's errors "<message>[ - <field>]"; the messages differ between multer releases.

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
-import { Entry, fromBufferPromise, ZipFile } from 'yauzl';
+import { Entry, fromBufferPromise, openPromise, ZipFile } from 'yauzl';
 import { SheetError } from './sheet-error';
 
 export interface ArchiveLimits {
@@ -49,10 +49,12 @@ export class XlsxArchive {
     readonly date1904: boolean,
   ) {}
 
-  static async open(buffer: Buffer, limits: ArchiveLimits): Promise<XlsxArchive> {
+  /** `source`: the upload in memory, or the path of a stored upload (read in place, never loaded whole). */
+  static async open(source: Buffer | string, limits: ArchiveLimits): Promise<XlsxArchive> {
     let zip: ZipFile;
     try {
-      zip = await fromBufferPromise(buffer, { lazyEntries: true, validateEntrySizes: true, strictFileNames: false });
+      const options = { lazyEntries: true, validateEntrySizes: true, strictFileNames: false };
+      zip = typeof source === 'string' ? await openPromise(source, { ...options, autoClose: false }) : await fromBufferPromise(source, options);
     } catch (err) {
       throw SheetError.unsupported(`The file is not a readable .xlsx workbook (${reason(err)})`);
     }

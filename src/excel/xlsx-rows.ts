@@ -146,10 +146,10 @@ function rangeOf(ref: string): Omit<HyperlinkRange, 'target'> | undefined {
  * Streams the rows of the first sheet of an .xlsx upload (see XlsxArchive for what is checked
  * before exceljs sees a byte), then its hyperlinks. Every step is bounded by the guard.
  */
-export async function* readXlsxRows(buffer: Buffer, limits: ArchiveLimits, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
+export async function* readXlsxRows(upload: Buffer | string, limits: ArchiveLimits, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
   // Loaded on first use (see buildGoodsTemplate).
   const excel = await import('exceljs');
-  const archive = await XlsxArchive.open(buffer, limits);
+  const archive = await XlsxArchive.open(upload, limits);
   const source = archive.stream(() => guard.breathe());
   archive.onFailure((err) => guard.abort(err));
   const reader = workbookReader(excel, source, archive.date1904);

@@ -1,4 +1,3 @@
-import { QueryFailedError } from 'typeorm';
 import type { GoodsWrite } from './dto/goods-body.dto';
 import { toDecimalString } from '../database/column-transformers';
 import { Goods, PRICE_SCALE } from './entities/goods.entity';
@@ -56,17 +55,7 @@ export function newGoods(customerId: number, write: GoodsWrite, now: Date, hashO
   return goods;
 }
 
-/** True when the database refused a write for a duplicate unique key. */
-export function isUniqueViolation(err: unknown): boolean {
-  if (!(err instanceof QueryFailedError)) return false;
-  const driverError = err.driverError as { code?: string; errno?: number } | undefined;
-  return (
-    driverError?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
-    driverError?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
-    driverError?.code === 'ER_DUP_ENTRY' ||
-    driverError?.errno === 1062
-  );
-}
+export { isUniqueViolation } from '../database/database-errors';
 
 /** The 409 message naming the key and the item that holds it. */
 export function keyTakenMessage(key: 'sku' | 'url', value: string, holder: number | string): string {

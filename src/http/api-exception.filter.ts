@@ -4,6 +4,7 @@ import { isDatabaseUnavailable } from '../database/database-errors';
 import { redactCredentials } from '../common/util/redact';
 import { ApiException, FieldError } from '../common/errors/api.exception';
 import { codeOfHttpStatus, ErrorCode, httpStatusOf } from '../common/errors/error-codes';
+import { PreparedResponse } from './prepared-response';
 
 export interface ErrorBody {
   _s: number;
@@ -29,7 +30,8 @@ function decodedForLog(url: string): string {
 
 /**
  * The one exception filter: every error leaves as `{_s, _e[, errors]}` with the HTTP status of its code.
- * Unexpected errors are logged with the request id and answered without internals.
+ * Unexpected errors are logged with the request id and answered without internals. A PreparedResponse
+ * (a replayed answer) is sent as it is.
  */
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
@@ -39,6 +41,10 @@ export class ApiExceptionFilter implements ExceptionFilter {
     const ctx = host.switchToHttp();
     const res = ctx.getResponse<Response>();
     const req = ctx.getRequest<Request & { id?: string }>();
+    if (exception instanceof PreparedResponse && !res.headersSent) {
+      exception.send(res);
+      return;
+    }
     const { status, body, headers } = this.toResponse(exception, req);
     if (res.headersSent) {
       res.end();

@@ -5,13 +5,15 @@ import cors, { CorsOptions } from 'cors';
 const PUBLIC_PATH = /^\/(v1\/campaigns|media)(\/|$)/;
 
 const EXPOSED = ['X-Request-Id', 'Retry-After'];
+/** The authenticated routes also tell pages whether an answer was replayed for an Idempotency-Key. */
+const EXPOSED_LISTED = [...EXPOSED, 'Idempotent-Replayed'];
 
 /**
  * CORS (the `cors` package), per route family:
  * - `/v1/campaigns/...` and `/media/...` answer `Access-Control-Allow-Origin: *` on every response (with or
  *   without an Origin header, so a shared cache never keeps a copy without it), and preflights;
  * - every other route (authenticated) answers only the origins of CORS_ORIGINS: their origin echoed,
- *   `Authorization` allowed; any other origin gets no CORS header at all (the browser then refuses to
+ *   `Authorization` and `Idempotency-Key` allowed; any other origin gets no CORS header at all (the browser then refuses to
  *   let the page read the answer). `Vary: Origin` tells caches the answer depends on it.
  * The /live Socket.IO namespace takes every origin (its own CORS setting, see LiveGateway).
  */
@@ -26,8 +28,8 @@ export function corsMiddleware(allowedOrigins: readonly string[]): RequestHandle
   });
   const listedOptions: CorsOptions = {
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-    exposedHeaders: EXPOSED,
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'Idempotency-Key'],
+    exposedHeaders: EXPOSED_LISTED,
     maxAge: 600,
   };
   const byOrigin = new Map<string, RequestHandler>();

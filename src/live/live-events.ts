@@ -114,9 +114,31 @@ export type LiveEvent = {
   };
 }[LoggedEventType];
 
+/**
+ * Events for operators only (sockets admitted with role 'operator'), sent to their customer's
+ * operators room on every node; never logged, never replayed.
+ */
+export interface OperatorEventMap {
+  /** A spreadsheet import job's progress (at most ~2 a second per job, and once in each final state). */
+  'import.progress': {
+    jobId: number;
+    state: 'queued' | 'running' | 'succeeded' | 'failed';
+    rowsDone: number;
+    rowsTotal: number | null;
+    createCount: number;
+    updateCount: number;
+    failCount: number;
+    /** Why a failed job failed; null otherwise. */
+    error: string | null;
+  };
+}
+
 /** What a client may send. */
 export interface LiveClientEvents {
   resync: { sinceSeq: number };
 }
 
 export const roomOf = (campaignId: number): string => `campaign:${campaignId}`;
+
+/** The room of a customer's operator sockets (whatever campaign they watch). */
+export const operatorRoomOf = (customerId: number): string => `operators:${customerId}`;

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { Metrics } from '../metrics/metrics.service';
-import { LiveEvent, LiveEventMap, LiveEventType, roomOf } from './live-events';
+import { LiveEvent, LiveEventMap, LiveEventType, OperatorEventMap, operatorRoomOf, roomOf } from './live-events';
 import { FanoutCounts, LiveFanout } from './live-fanout';
 import { LIVE_SOURCE, LiveSource } from './live-source';
 
@@ -71,6 +71,19 @@ export class LiveNotifier implements OnModuleDestroy {
   onModuleDestroy(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = null;
+  }
+
+  /**
+   * Sends an operator event to the customer's operator sockets on every node (through the Redis adapter
+   * when clustered). Best effort: an operator that misses one gets the next, or reads the state over HTTP.
+   */
+  toOperators<T extends keyof OperatorEventMap>(customerId: number, type: T, payload: OperatorEventMap[T]): void {
+    if (!this.namespace) return;
+    try {
+      this.namespace.to(operatorRoomOf(customerId)).emit(type, payload);
+    } catch (err) {
+      this.logger.warn(`${type} for customer ${customerId} not sent: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   private get clustered(): boolean {

@@ -3,6 +3,8 @@ import type { LiveEvent, LiveEventMap } from './live-events';
 /** Who may watch a campaign: what the viewer channel needs to know once a connection is admitted. */
 export interface LiveAdmission {
   campaignId: number;
+  /** The campaign's customer (operators also join its operators room). */
+  customerId: number;
   /** The customer's currency (goods prices in snapshots). */
   currency: string;
   /** false for an operator's console (it showed the customer's token): not counted as a viewer. */

@@ -6,7 +6,7 @@ import { isDatabaseUnavailable } from '../database/database-errors';
 import { Lifecycle } from '../lifecycle/lifecycle.service';
 import { Metrics } from '../metrics/metrics.service';
 import { RateLimiter } from '../rate-limit/rate-limiter';
-import { LiveEventMap, roomOf } from './live-events';
+import { LiveEventMap, operatorRoomOf, roomOf } from './live-events';
 import { LiveNotifier } from './live-notifier';
 import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
@@ -26,6 +26,7 @@ const RESYNC_MAX_REPLAY_BYTES = 256 * 1024;
 
 interface ViewerData {
   campaignId: number;
+  customerId: number;
   /** false for an operator's console (auth.role 'operator' with the customer's token): not counted as a viewer. */
   counted: boolean;
   currency: string;
@@ -128,6 +129,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     const admission = await this.source.admit(accessKey, campaignKey, token);
     socket.data = {
       campaignId: admission.campaignId,
+      customerId: admission.customerId,
       counted: admission.counted,
       currency: admission.currency,
       baseUrl: this.baseUrlOf(socket),
@@ -161,7 +163,8 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     this.notifier.awaitSnapshot(socket);
     let seq: number | null = null;
     try {
-      await socket.join(roomOf(campaignId));
+      // An operator's console also hears its customer's operator events (import job progress).
+      await socket.join(socket.data.counted ? roomOf(campaignId) : [roomOf(campaignId), operatorRoomOf(socket.data.customerId)]);
       if (socket.data.counted) this.counter.joined(campaignId);
       seq = await this.sendSnapshot(socket);
     } finally {

@@ -27,6 +27,12 @@ export interface BatchOptions {
   refreshMedia?: boolean;
   /** Where the batch comes from, for livegoods_goods_rows_written_total (default sync). */
   source?: GoodsSource;
+  /**
+   * Runs inside the batch's transaction, after its writes and before its commit, with the answer the
+   * batch will give: an import job records its progress and row results here, so that they commit (or
+   * roll back) together with the rows. It may run more than once (a retried transaction).
+   */
+  beforeCommit?: (em: EntityManager, response: SyncResponse) => Promise<void>;
 }
 
 /** Rows per look-up by id: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
@@ -167,7 +173,7 @@ export class GoodsBatchWriter {
       for (;;) {
         try {
           const lastRound = round >= MEDIA_ROUNDS;
-          const { outcomes, released, seen } = await this.transactions.run(async (em) => {
+          const { outcomes, released, seen, answer } = await this.transactions.run(async (em) => {
             await lockCatalog(em, tenant.id);
             // Without images, elements are validated in segments inside the transaction while the
             // previous segment's statements run (on MySQL/MariaDB the database works meanwhile).
@@ -204,14 +210,19 @@ export class GoodsBatchWriter {
             }
             if (pending) released.push(...(await pending));
             if (state.changed) await bumpCatalogVersion(em, tenant.id);
+            let answer: SyncResponse | undefined;
+            if (options.beforeCommit) {
+              answer = await this.envelope(tenant, outcomes, slicer);
+              await options.beforeCommit(em, answer);
+            }
             // The commit writes the whole batch out (SQLite: to its WAL file): give it a slice of its own.
             await slicer.yield();
-            return { outcomes, released, seen: state.seen };
+            return { outcomes, released, seen: state.seen, answer };
           });
           await this.media.releaseFiles(released);
           // One call for the whole batch: campaigns holding changed items tell their viewers (one event each).
           await this.changeHooks.changed(tenant, seen);
-          const response = await this.envelope(tenant, outcomes, slicer);
+          const response = answer ?? (await this.envelope(tenant, outcomes, slicer));
           const source = options.source ?? 'sync';
           if (response.createCount) this.metrics.goodsRows.inc({ source, outcome: 'CREATE' }, response.createCount);
           if (response.updateCount) this.metrics.goodsRows.inc({ source, outcome: 'UPDATE' }, response.updateCount);

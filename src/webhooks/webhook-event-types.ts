@@ -24,18 +24,19 @@ export interface WebhookEventMap {
   /** The tracked stock of a campaign item reached 0. */
   'campaign.stockDepleted': { campaignKey: string; goodsId: string; sku: string; updatedAt: number };
   /**
-   * An import finished: how many rows were created, updated and refused. `source` says which kind (a
-   * direct spreadsheet upload today; an import-jobs module records its job completions as `job`, with
-   * its `jobId`).
+   * An import finished: a spreadsheet upload applied at once (`source: "spreadsheet"`), or an import job
+   * (`source: "job"`, with its `jobId`; `state` failed when the job stopped, `error` says why).
    */
   'import.completed': {
     source: 'spreadsheet' | 'job';
     jobId?: string;
+    state: 'succeeded' | 'failed';
     fileName: string | null;
     total: number;
     created: number;
     updated: number;
     failed: number;
+    error: string | null;
     finishedAt: number;
   };
 }

@@ -622,6 +622,26 @@ if (chromiumMissing && !required) {
       expect(await operator.locator(`#stock-${goodsIds.mug}`).inputValue()).toBe('3');
     });
 
+    it('console: uploads a 30,000-row spreadsheet; the progress bar follows the import job to 100 %', async () => {
+      const lines = ['sku,name,url,originalPrice'];
+      for (let i = 1; i <= 30_000; i++) lines.push(`BULK-${i},Bulk item ${i},https://shop.example.com/bulk/${i},${1000 + i}`);
+      lines.push('BULK-BAD,Bad price,https://shop.example.com/bulk/bad,not a price');
+      await operator.locator('#import-file').setInputFiles({ name: 'bulk.csv', mimeType: 'text/csv', buffer: Buffer.from(lines.join('\n')) });
+      await Promise.all([
+        operator.waitForResponse((r) => r.request().method() === 'POST' && r.url().includes('/excel?async=true') && r.status() === 202),
+        operator.getByRole('button', { name: 'Upload and import' }).click(),
+      ]);
+      await operator.waitForFunction(() => document.querySelector('#import-label')?.textContent === 'Import finished: 100 %', undefined, { timeout: 120_000 });
+      expect(await operator.locator('#import-progress').evaluate((bar) => (bar as unknown as { value: number }).value)).toBe(100);
+      expect(await operator.locator('#import-counts').textContent()).toBe('30,001 of 30,001 rows · 30,000 created · 0 updated · 1 failed');
+      await expect(operator.getByRole('button', { name: 'Download failed rows (CSV)' }).isVisible()).resolves.toBe(true);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await operator
+        .locator('#import-h')
+        .locator('xpath=..')
+        .screenshot({ path: join(ARTIFACTS, 'console-import.png') });
+    }, 180_000);
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');

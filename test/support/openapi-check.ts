@@ -42,7 +42,7 @@ interface Operation {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 /** Response headers the API sets on purpose: when sent, the document must declare them. */
-const DECLARED_HEADERS = ['retry-after', 'x-ignored-columns', 'content-disposition'];
+const DECLARED_HEADERS = ['retry-after', 'x-ignored-columns', 'content-disposition', 'idempotent-replayed'];
 
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -4,6 +4,8 @@ import { AddCampaigns1763900000000 } from './1763900000000-AddCampaigns';
 import { AddPreviousSecretKey1764000000000 } from './1764000000000-AddPreviousSecretKey';
 import { AddStock1764100000000 } from './1764100000000-AddStock';
 import { AddWebhooks1764200000000 } from './1764200000000-AddWebhooks';
+import { AddIdempotencyKeys1764300000000 } from './1764300000000-AddIdempotencyKeys';
+import { AddImportJobs1764400000000 } from './1764400000000-AddImportJobs';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -13,4 +15,6 @@ export const MIGRATIONS = [
   AddPreviousSecretKey1764000000000,
   AddStock1764100000000,
   AddWebhooks1764200000000,
+  AddIdempotencyKeys1764300000000,
+  AddImportJobs1764400000000,
 ];

@@ -1,0 +1,113 @@
+import { Logger } from '@nestjs/common';
+import { DelayedError, Job, Queue, Worker } from 'bullmq';
+import Redis from 'ioredis';
+import { redactCredentials } from '../common/util/redact';
+
+/** Longest an enqueue may wait for Redis (the job stays queued in the database and is enqueued again later). */
+const ADD_TIMEOUT_MS = 2000;
+
+/** Longest the queue's close may wait for Redis on shutdown. */
+const CLOSE_TIMEOUT_MS = 5000;
+
+/** What the worker does with a job: run it, or tell the queue to come back later. */
+export type QueueVerdict = { kind: 'done' } | { kind: 'later'; delayMs: number };
+
+/**
+ * The BullMQ side of import jobs, when REDIS_URL is set (docs/decisions/0009): the database keeps every
+ * job and its progress; Redis only hands each job to one worker across the nodes. The queue holds job
+ * ids (BullMQ job id `import-<database id>`, so adding one twice is a no-op while it waits or runs); a worker that
+ * dies loses its lock, and BullMQ's stalled-job check hands the job to another worker.
+ */
+export class ImportJobQueue {
+  private readonly logger = new Logger('ImportJobQueue');
+  private readonly queue: Queue;
+  private readonly queueConnection: Redis;
+  private worker: Worker | null = null;
+  private workerConnection: Redis | null = null;
+
+  constructor(
+    private readonly url: string,
+    private readonly prefix: string,
+    private readonly lockMs: number,
+  ) {
+    this.queueConnection = this.connect(false);
+    this.queue = new Queue('import-jobs', { connection: this.queueConnection, prefix });
+    this.queue.on('error', (err) => this.logger.warn(redactCredentials(`queue: ${err.message}`)));
+  }
+
+  /** Puts a job in the queue (a no-op when it is there already). Bounded by ADD_TIMEOUT_MS. */
+  async add(jobId: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.queue.add('import', { jobId }, { jobId: `import-${jobId}`, removeOnComplete: true, removeOnFail: true }),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`Redis did not take the job within ${ADD_TIMEOUT_MS} ms`)), ADD_TIMEOUT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Starts this node's worker: `process` runs one job at a time per slot, `concurrency` slots. */
+  start(concurrency: number, process: (jobId: number) => Promise<QueueVerdict>): void {
+    this.workerConnection = this.connect(true);
+    this.worker = new Worker(
+      'import-jobs',
+      async (job: Job<{ jobId: number }>, token?: string) => {
+        const verdict = await process(Number(job.data.jobId));
+        if (verdict.kind === 'later') {
+          await job.moveToDelayed(Date.now() + verdict.delayMs, token);
+          throw new DelayedError();
+        }
+      },
+      {
+        connection: this.workerConnection,
+        prefix: this.prefix,
+        concurrency,
+        lockDuration: this.lockMs,
+        stalledInterval: Math.max(1000, Math.floor(this.lockMs / 2)),
+      },
+    );
+    this.worker.on('error', (err) => this.logger.warn(redactCredentials(`worker: ${err.message}`)));
+  }
+
+  /** Stops taking jobs and waits for the running ones (they stop after their current chunk). */
+  async close(): Promise<void> {
+    // Bounded: with Redis unreachable, BullMQ's close would wait for it.
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+    });
+    await Promise.race([
+      (async () => {
+        await this.worker?.close().catch(() => undefined);
+        await this.queue.close().catch(() => undefined);
+      })(),
+      deadline,
+    ]);
+    clearTimeout(timer);
+    for (const connection of [this.workerConnection, this.queueConnection]) connection?.disconnect();
+  }
+
+  /** A worker's blocking connection must retry forever (BullMQ's rule); the queue's commands fail after one retry (and add() has its own deadline). */
+  private connect(blocking: boolean): Redis {
+    const client = new Redis(this.url, {
+      maxRetriesPerRequest: blocking ? null : 1,
+      // BullMQ sends its first commands (script loading) before the connection is up.
+      enableOfflineQueue: true,
+      connectTimeout: 5000,
+      retryStrategy: (attempt) => Math.min(100 * 2 ** Math.min(attempt, 5), 3000),
+    });
+    let down = false;
+    client.on('error', (err: Error) => {
+      if (!down) this.logger.warn(redactCredentials(`redis: ${err.message}`));
+      down = true;
+    });
+    client.on('ready', () => {
+      down = false;
+    });
+    return client;
+  }
+}

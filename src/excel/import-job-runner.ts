@@ -1,0 +1,507 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { Tenant, tenantOf } from '../auth/decorators';
+import { AppConfig } from '../config/app-config';
+import { Customer } from '../customers/entities/customer.entity';
+import { insertRows } from '../database/bulk-sql';
+import { isDatabaseUnavailable } from '../database/database-errors';
+import { Transactions } from '../database/transactions';
+import { Lifecycle } from '../lifecycle/lifecycle.service';
+import { LiveNotifier } from '../live/live-notifier';
+import { SyncResponse, UploadGoodsRowResult } from '../sync/dto/sync-response.dto';
+import { GoodsBatchWriter } from '../sync/goods-batch-writer';
+import { ImportJobRow } from './entities/import-job-row.entity';
+import { ImportJob } from './entities/import-job.entity';
+import { GoodsSheetRow, SheetFile, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
+import { ImportJobEvents } from './import-job-events';
+import { WebhookEvents } from '../webhooks/webhook-events';
+import { ImportJobQueue, QueueVerdict } from './import-job-queue';
+import { SheetError } from './sheet-error';
+
+/** Least time between two progress events of one job (final states are always sent). */
+export const PROGRESS_INTERVAL_MS = 500;
+/** Result rows per INSERT (five values each). */
+const RESULT_ROWS_PER_INSERT = 100;
+/** A stored row result longer than this (JSON, bytes) has its long texts cut (a TEXT column holds 64 kB on MySQL). */
+const MAX_RESULT_BYTES = 60_000;
+/** Event-loop budget of a job's file reading between turns (jobs run beside other customers' requests). */
+const JOB_BREATHE_MS = 5;
+/** An upload file in DATA_DIR/imports that no queued or running job names is removed after this long. */
+const ORPHAN_AGE_MS = 60 * 60 * 1000;
+
+/** The node's claim on the job was lost (its lease ran out and another node took it): stop, write nothing more. */
+class LeaseLost extends Error {}
+
+/** The file name under DATA_DIR/imports of a job's upload (multer names it; see SpreadsheetUploadInterceptor). */
+export function isUploadName(name: string): boolean {
+  return /^[0-9a-f-]{36}\.upload$/.test(name);
+}
+
+/** A row result as stored: the JSON the synchronous import answers, long texts cut when it would not fit. */
+export function storedResult(result: UploadGoodsRowResult): string {
+  const json = JSON.stringify(result);
+  if (Buffer.byteLength(json) <= MAX_RESULT_BYTES) return json;
+  const cut: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(result)) cut[key] = typeof value === 'string' && value.length > 1000 ? `${value.slice(0, 1000)}…` : value;
+  return JSON.stringify(cut);
+}
+
+/**
+ * Runs spreadsheet import jobs in the background, on every node, from the database (the embedded
+ * default; docs/decisions/0009): an idle node polls for a queued job (or a running one whose lease ran
+ * out: its node died) and claims it with a conditional UPDATE, so exactly one node runs it. At most
+ * IMPORT_JOB_CONCURRENCY jobs run per process, and never two of one customer at once (a customer's
+ * second job waits while others' jobs run).
+ *
+ * A job reads its file twice: a survey (type, header, limits, row count; nothing written, so a refused
+ * file writes nothing), then the rows, applied IMPORT_JOB_CHUNK_ROWS at a time by the sync's batch
+ * writer. Each chunk's transaction also records the job's progress (the last sheet row applied, the
+ * counts, the row results) under the condition that this node still owns the job and that nobody moved
+ * its progress meanwhile: a chunk commits together with its progress or not at all, so a job resumed
+ * after a crash or a restart goes on after the last committed chunk and applies every row exactly once.
+ */
+@Injectable()
+export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ImportJobRunner.name);
+  /** This process's id in `owner`. */
+  readonly nodeId = randomUUID();
+  private readonly running = new Map<number, Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private polling = false;
+  private stopping = false;
+  private readonly lastProgress = new Map<number, number>();
+  /** With REDIS_URL: BullMQ hands the jobs out; without, this node polls the database. */
+  private queue: ImportJobQueue | null = null;
+
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly config: AppConfig,
+    private readonly writer: GoodsBatchWriter,
+    private readonly events: ImportJobEvents,
+    private readonly notifier: LiveNotifier,
+    private readonly lifecycle: Lifecycle,
+    private readonly webhooks: WebhookEvents,
+  ) {}
+
+  get dir(): string {
+    return this.config.importJobs.dir;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const { url, prefix } = this.config.redis;
+    if (url) {
+      this.queue = new ImportJobQueue(url, `${prefix}:bull`, this.config.importJobs.leaseMs);
+      this.queue.start(this.config.importJobs.concurrency, (jobId) => this.process(jobId));
+    }
+    // With BullMQ the timer enqueues what the database holds (a job whose enqueue failed, one left by a
+    // shutdown or a crash); without it, it claims jobs itself.
+    this.timer = setInterval(() => this.kick(), this.queue ? Math.max(this.config.importJobs.pollMs, 2000) : this.config.importJobs.pollMs);
+    this.timer.unref();
+    this.kick();
+    this.removeOrphans().catch((err: unknown) => this.logger.warn(`orphan upload clean-up failed: ${String(err)}`));
+  }
+
+  /** Shutdown: take no more jobs; the jobs running stop after their current chunk and go back to the queue. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.running.size) this.logger.log(`waiting for ${this.running.size} import job(s) to commit their current chunk`);
+    await Promise.allSettled([...this.running.values()]);
+    await this.queue?.close();
+  }
+
+  /** A job was queued in the database: hand it to BullMQ, or look for work now. */
+  submitted(jobId: number): void {
+    if (!this.queue) {
+      this.kick();
+      return;
+    }
+    // Should Redis not take it now, the timer enqueues it later (the database keeps it queued).
+    this.queue
+      .add(jobId)
+      .catch((err: unknown) => this.logger.warn(`import job ${jobId} not enqueued yet: ${err instanceof Error ? err.message : String(err)}`));
+  }
+
+  /** Looks for work now (after an upload, when a job ends, and on the timer). */
+  kick(): void {
+    if (this.polling || this.stopped) return;
+    this.polling = true;
+    (this.queue ? this.enqueueWaiting() : this.fill())
+      .catch((err: unknown) => {
+        if (!isDatabaseUnavailable(err)) this.logger.warn(`import job poll failed: ${err instanceof Error ? err.message : String(err)}`);
+      })
+      .finally(() => {
+        this.polling = false;
+      });
+  }
+
+  private get stopped(): boolean {
+    return this.stopping || this.lifecycle.isDraining;
+  }
+
+  private async fill(): Promise<void> {
+    while (!this.stopped && this.running.size < this.config.importJobs.concurrency) {
+      const job = await this.claim();
+      if (!job) return;
+      void this.start(job);
+    }
+  }
+
+  /** Runs a claimed job, known to shutdown until it ends. */
+  private start(job: ImportJob): Promise<void> {
+    const run = this.run(job)
+      .catch((err: unknown) => this.logger.error(`import job ${job.id} stopped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`))
+      .finally(() => {
+        this.running.delete(job.id);
+        this.lastProgress.delete(job.id);
+        if (!this.queue) this.kick();
+      });
+    this.running.set(job.id, run);
+    return run;
+  }
+
+  /** Jobs that may run now (queued, or running under a lease that ran out), oldest first. */
+  private waiting(now: number): Promise<ImportJob[]> {
+    return this.transactions.manager
+      .createQueryBuilder(ImportJob, 'j')
+      .where("j.state = 'queued' OR (j.state = 'running' AND (j.leaseUntil IS NULL OR j.leaseUntil < :now))", { now })
+      .orderBy('j.id', 'ASC')
+      .limit(50)
+      .getMany();
+  }
+
+  /** Customers with a job running under a live lease (on any node). */
+  private async busyCustomers(now: number): Promise<Set<number>> {
+    const rows = await this.transactions.manager
+      .createQueryBuilder(ImportJob, 'j')
+      .select('j.customerId', 'customerId')
+      .where("j.state = 'running' AND j.leaseUntil >= :now", { now })
+      .getRawMany<{ customerId: number | string }>();
+    return new Set(rows.map((r) => Number(r.customerId)));
+  }
+
+  /**
+   * Claims the oldest job that may run, of a customer with no job running under a live lease (a
+   * customer's second job waits while others run).
+   */
+  private async claim(): Promise<ImportJob | null> {
+    const now = Date.now();
+    const candidates = await this.waiting(now);
+    if (!candidates.length) return null;
+    const busy = await this.busyCustomers(now);
+    for (const job of candidates) {
+      if (busy.has(job.customerId)) continue;
+      const claimed = await this.tryClaim(job.id, now);
+      if (claimed) return claimed;
+    }
+    return null;
+  }
+
+  /** The conditional UPDATE that lets exactly one node have the job; the job as claimed, or null. */
+  private async tryClaim(jobId: number, now: number): Promise<ImportJob | null> {
+    const leaseUntil = Date.now() + this.config.importJobs.leaseMs;
+    const claimed = await this.transactions.run((tx) =>
+      tx
+        .createQueryBuilder()
+        .update(ImportJob)
+        .set({ state: 'running', owner: this.nodeId, leaseUntil, attempts: () => 'attempts + 1', startedAt: new Date() })
+        .where("id = :id AND (state = 'queued' OR (state = 'running' AND (leaseUntil IS NULL OR leaseUntil < :now)))", { id: jobId, now })
+        .execute(),
+    );
+    if (claimed.affected !== 1) return null;
+    const job = await this.transactions.manager.findOneBy(ImportJob, { id: jobId });
+    if (!job || job.owner !== this.nodeId) return null;
+    this.logger.log(`import job ${job.id} of customer ${job.customerId} claimed${job.lastRow ? ` (resuming after sheet row ${job.lastRow})` : ''}`);
+    return job;
+  }
+
+  /** BullMQ: puts the jobs that may run into the queue (a no-op for those already there). */
+  private async enqueueWaiting(): Promise<void> {
+    for (const job of await this.waiting(Date.now())) await (this.queue as ImportJobQueue).add(job.id);
+  }
+
+  /** BullMQ's worker: claims and runs the job, or asks the queue to hand it out again later. */
+  private async process(jobId: number): Promise<QueueVerdict> {
+    const retry = Math.max(500, this.config.importJobs.pollMs);
+    if (this.stopped) return { kind: 'later', delayMs: retry };
+    const now = Date.now();
+    const job = await this.transactions.manager.findOneBy(ImportJob, { id: jobId });
+    if (!job || job.state === 'succeeded' || job.state === 'failed') return { kind: 'done' };
+    if (job.state === 'running' && job.leaseUntil !== null && job.leaseUntil >= now) {
+      return { kind: 'later', delayMs: Math.max(retry, job.leaseUntil - now + 100) };
+    }
+    if ((await this.busyCustomers(now)).has(job.customerId)) return { kind: 'later', delayMs: retry };
+    const claimed = await this.tryClaim(jobId, now);
+    if (!claimed) return { kind: 'later', delayMs: retry };
+    await this.start(claimed);
+    return { kind: 'done' };
+  }
+
+  private async run(job: ImportJob): Promise<void> {
+    let lost = false;
+    // The lease is renewed with every chunk; this keeps it while a chunk or the survey takes long.
+    const renew = setInterval(
+      () => {
+        this.renewLease(job).then(
+          (held) => {
+            if (!held) lost = true;
+          },
+          () => undefined,
+        );
+      },
+      Math.max(250, Math.floor(this.config.importJobs.leaseMs / 3)),
+    );
+    renew.unref();
+    try {
+      const customer = await this.transactions.manager.findOneBy(Customer, { id: job.customerId });
+      if (!customer) return; // deleted with its customer
+      const tenant = tenantOf(customer, job.baseUrl);
+      const file: SheetFile = { path: join(this.dir, job.filePath), filename: job.fileName, mimetype: job.mimeType ?? undefined };
+      if (!(await stat(file.path).catch(() => null))) {
+        await this.fail(job, `The uploaded file is gone (was DATA_DIR shared by every node?); ${this.appliedSoFar(job)}`);
+        return;
+      }
+      const limits: SheetLimits = {
+        maxRows: this.config.importJobs.maxRows,
+        maxUncompressedBytes: this.config.limits.excelMaxUncompressedBytes,
+        timeoutMs: this.config.importJobs.readTimeoutMs,
+      };
+      let survey;
+      try {
+        survey = await surveyGoodsSheet(file, limits, JOB_BREATHE_MS);
+      } catch (err) {
+        if (err instanceof SheetError) {
+          await this.fail(job, `${err.message}; ${this.appliedSoFar(job)}`);
+          return;
+        }
+        throw err;
+      }
+      if (job.rowsTotal !== survey.dataRows) {
+        await this.update(job, { rowsTotal: survey.dataRows });
+        job.rowsTotal = survey.dataRows;
+      }
+      this.progress(job, true);
+      let chunk: GoodsSheetRow[] = [];
+      for await (const row of streamGoodsSheet(file, survey, limits, JOB_BREATHE_MS)) {
+        if (row.row <= job.lastRow) continue; // applied before a restart
+        chunk.push(row);
+        if (chunk.length < this.config.importJobs.chunkRows) continue;
+        if (lost) throw new LeaseLost();
+        await this.applyChunk(job, tenant, chunk);
+        chunk = [];
+        if (this.stopped) {
+          await this.release(job);
+          return;
+        }
+      }
+      if (chunk.length) {
+        if (lost) throw new LeaseLost();
+        await this.applyChunk(job, tenant, chunk);
+      }
+      await this.finish(job, 'succeeded', null);
+    } catch (err) {
+      if (err instanceof LeaseLost) {
+        this.logger.warn(`import job ${job.id}: this node's claim ran out and another node took the job; stopped here`);
+        return;
+      }
+      if (isDatabaseUnavailable(err)) {
+        // Nothing of the chunk committed; the lease runs out and the job is resumed (here or elsewhere).
+        this.logger.warn(`import job ${job.id} paused: the database is unavailable (${err instanceof Error ? err.message : String(err)})`);
+        return;
+      }
+      if (err instanceof SheetError) {
+        await this.fail(job, `${err.message}; ${this.appliedSoFar(job)}`);
+        return;
+      }
+      this.logger.error(`import job ${job.id} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      await this.fail(job, `An unexpected error stopped the job; ${this.appliedSoFar(job)}`).catch(() => undefined);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** One chunk of rows applied, with the job's progress and the rows' results in the same transaction. */
+  private async applyChunk(job: ImportJob, tenant: Tenant, rows: GoodsSheetRow[]): Promise<void> {
+    const lastRow = rows[rows.length - 1].row;
+    let committed: SyncResponse | undefined;
+    await this.writer.apply(
+      tenant,
+      rows.map((r) => ({ row: r.row, data: r.values })),
+      {
+        refreshMedia: job.refreshMedia,
+        source: 'spreadsheet',
+        beforeCommit: async (em, response) => {
+          await this.recordChunk(em, job, lastRow, response);
+          committed = response;
+        },
+      },
+    );
+    if (!committed) return;
+    job.rowsDone += committed.totalCount;
+    job.createCount += committed.createCount;
+    job.updateCount += committed.updateCount;
+    job.failCount += committed.failCount;
+    job.lastRow = lastRow;
+    this.progress(job);
+  }
+
+  private async recordChunk(em: EntityManager, job: ImportJob, lastRow: number, response: SyncResponse): Promise<void> {
+    const moved = await em
+      .createQueryBuilder()
+      .update(ImportJob)
+      .set({
+        lastRow,
+        rowsDone: job.rowsDone + response.totalCount,
+        createCount: job.createCount + response.createCount,
+        updateCount: job.updateCount + response.updateCount,
+        failCount: job.failCount + response.failCount,
+        leaseUntil: Date.now() + this.config.importJobs.leaseMs,
+      })
+      .where("id = :id AND owner = :owner AND state = 'running' AND lastRow = :previous", { id: job.id, owner: this.nodeId, previous: job.lastRow })
+      .execute();
+    if (moved.affected !== 1) throw new LeaseLost();
+    const results = response.results.map((result, n) =>
+      Object.assign(new ImportJobRow(), { jobId: job.id, seq: job.rowsDone + n, row: result.row, status: result.status, result: storedResult(result) }),
+    );
+    for (let i = 0; i < results.length; i += RESULT_ROWS_PER_INSERT) await insertRows(em, ImportJobRow, results.slice(i, i + RESULT_ROWS_PER_INSERT));
+  }
+
+  private async renewLease(job: ImportJob): Promise<boolean> {
+    const renewed = await this.transactions.run((em) =>
+      em
+        .createQueryBuilder()
+        .update(ImportJob)
+        .set({ leaseUntil: Date.now() + this.config.importJobs.leaseMs })
+        .where("id = :id AND owner = :owner AND state = 'running'", { id: job.id, owner: this.nodeId })
+        .execute(),
+    );
+    return renewed.affected === 1;
+  }
+
+  /** Changes this node's running job (only while it still owns it). */
+  private async update(job: ImportJob, values: Partial<Pick<ImportJob, 'rowsTotal'>>): Promise<void> {
+    const updated = await this.transactions.run((em) =>
+      em
+        .createQueryBuilder()
+        .update(ImportJob)
+        .set(values)
+        .where("id = :id AND owner = :owner AND state = 'running'", { id: job.id, owner: this.nodeId })
+        .execute(),
+    );
+    if (updated.affected !== 1) throw new LeaseLost();
+  }
+
+  /** Shutdown between two chunks: back to the queue, for this node after its restart or for another one. */
+  private async release(job: ImportJob): Promise<void> {
+    await this.transactions.run((em) =>
+      em
+        .createQueryBuilder()
+        .update(ImportJob)
+        .set({ state: 'queued', owner: null, leaseUntil: null })
+        .where("id = :id AND owner = :owner AND state = 'running'", { id: job.id, owner: this.nodeId })
+        .execute(),
+    );
+    this.logger.log(`import job ${job.id} left resumable after sheet row ${job.lastRow} (${job.rowsDone} rows applied)`);
+  }
+
+  private fail(job: ImportJob, error: string): Promise<void> {
+    return this.finish(job, 'failed', error);
+  }
+
+  /** The job's final state, committed (only while this node owns it); then its file goes and the end is announced. */
+  private async finish(job: ImportJob, state: 'succeeded' | 'failed', error: string | null): Promise<void> {
+    const finishedAt = new Date();
+    const done = await this.transactions.run(async (em) => {
+      const result = await em
+        .createQueryBuilder()
+        .update(ImportJob)
+        .set({ state, error, finishedAt, owner: null, leaseUntil: null })
+        .where("id = :id AND owner = :owner AND state = 'running'", { id: job.id, owner: this.nodeId })
+        .execute();
+      // The webhook event commits with the final state, or not at all (the outbox, docs/webhooks.md).
+      if (result.affected === 1) {
+        await this.webhooks.record(job.customerId, em, 'import.completed', {
+          source: 'job',
+          jobId: String(job.id),
+          state,
+          fileName: job.fileName,
+          total: job.rowsDone,
+          created: job.createCount,
+          updated: job.updateCount,
+          failed: job.failCount,
+          error,
+          finishedAt: finishedAt.getTime(),
+        });
+      }
+      return result;
+    });
+    if (done.affected !== 1) throw new LeaseLost();
+    job.state = state;
+    job.error = error;
+    job.finishedAt = finishedAt;
+    await rm(join(this.dir, job.filePath), { force: true }).catch((err: unknown) => this.logger.warn(`import job ${job.id}: file not removed: ${String(err)}`));
+    this.logger.log(
+      `import job ${job.id} ${state}: ${job.rowsDone} row(s) (${job.createCount} created, ${job.updateCount} updated, ${job.failCount} failed)${error ? `: ${error}` : ''}`,
+    );
+    this.progress(job, true);
+    await this.events.completed({
+      jobId: job.id,
+      customerId: job.customerId,
+      state,
+      fileName: job.fileName,
+      rowsTotal: job.rowsTotal,
+      rowsDone: job.rowsDone,
+      createCount: job.createCount,
+      updateCount: job.updateCount,
+      failCount: job.failCount,
+      error,
+      finishedAt,
+    });
+  }
+
+  private appliedSoFar(job: ImportJob): string {
+    return job.rowsDone ? `the rows up to sheet row ${job.lastRow} (${job.rowsDone} rows) were applied, the rest not` : 'no row was applied';
+  }
+
+  /** `import.progress` to the customer's operators, at most every PROGRESS_INTERVAL_MS per job (final states always). */
+  private progress(job: ImportJob, force = false): void {
+    const now = Date.now();
+    if (!force && now - (this.lastProgress.get(job.id) ?? 0) < PROGRESS_INTERVAL_MS) return;
+    this.lastProgress.set(job.id, now);
+    this.notifier.toOperators(job.customerId, 'import.progress', {
+      jobId: job.id,
+      state: job.state,
+      rowsDone: job.rowsDone,
+      rowsTotal: job.rowsTotal,
+      createCount: job.createCount,
+      updateCount: job.updateCount,
+      failCount: job.failCount,
+      error: job.error,
+    });
+  }
+
+  /** Upload files left by a crash between the upload and its job's insert (or a lost clean-up). */
+  private async removeOrphans(): Promise<void> {
+    const names = (await readdir(this.dir)).filter(isUploadName);
+    if (!names.length) return;
+    const live = new Set(
+      (
+        await this.transactions.manager
+          .createQueryBuilder(ImportJob, 'j')
+          .select('j.filePath', 'filePath')
+          .where("j.state IN ('queued', 'running')")
+          .getRawMany<{ filePath: string }>()
+      ).map((r) => r.filePath),
+    );
+    for (const name of names) {
+      if (live.has(name)) continue;
+      const info = await stat(join(this.dir, name)).catch(() => null);
+      if (info && Date.now() - info.mtimeMs > ORPHAN_AGE_MS) await rm(join(this.dir, name), { force: true });
+    }
+  }
+}

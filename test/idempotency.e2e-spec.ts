@@ -1,0 +1,337 @@
+import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
+import { IdempotencyService } from '../src/idempotency/idempotency.service';
+import { describeTwoNodes } from './support/cluster-app';
+import { useImageServer } from './support/image-server';
+import { xlsx } from './support/sheet-fixtures';
+import { describeEngines, holdWriteLock, TestApp, TestCustomer } from './support/test-app';
+
+/** Idempotency-Key on authenticated writes (docs/api-reference.md, Idempotency keys). */
+
+type Body = Record<string, unknown>;
+
+const item = (n: number | string, extra: Body = {}): Body => ({
+  name: `Item ${n}`,
+  sku: `IK-${n}`,
+  url: `https://shop.example.com/goods/IK-${n}`,
+  ...extra,
+});
+
+const images = useImageServer();
+
+async function countGoods(t: TestApp, customerId: number): Promise<number> {
+  const [{ n }] = await t.dataSource.query<Array<{ n: number | string }>>('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [customerId]);
+  return Number(n);
+}
+
+describeEngines(
+  'Idempotency-Key',
+  __filename,
+  (ctx) => {
+    let C: TestCustomer;
+    let D: TestCustomer;
+    const goods = (c: TestCustomer, rest = '') => `/v1/goods/${c.accessKey}${rest}`;
+    const register = (c: TestCustomer, body: unknown, key?: string) => {
+      let req = ctx().http.post(goods(c)).set('Authorization', c.auth());
+      if (key !== undefined) req = req.set('Idempotency-Key', key);
+      return req.send(body as object);
+    };
+
+    beforeAll(async () => {
+      C = await ctx().createCustomer('Idem C');
+      D = await ctx().createCustomer('Idem D');
+    });
+
+    it('a retried register answers the first answer byte for byte, with Idempotent-Replayed, and creates one item', async () => {
+      const first = await register(C, item(1), 'reg-1').buffer(true);
+      expect(first.status).toBe(200);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const second = await register(C, item(1), 'reg-1').buffer(true);
+      expect(second.status).toBe(200);
+      expect(second.headers['idempotent-replayed']).toBe('true');
+      expect(second.headers['content-type']).toBe(first.headers['content-type']);
+      expect(second.text).toBe(first.text);
+      expect(second.headers['x-request-id']).not.toBe(first.headers['x-request-id']);
+      expect(await countGoods(ctx(), C.id)).toBe(1);
+      // Without the key the same body is a new request: 409, the sku is taken.
+      expect((await register(C, item(1))).status).toBe(409);
+    });
+
+    it('a stored 4xx answer is replayed too (the request was wrong, it stays wrong)', async () => {
+      const first = await register(C, { name: 'no sku' }, 'bad-1');
+      expect(first.status).toBe(400);
+      const again = await register(C, { name: 'no sku' }, 'bad-1');
+      expect(again.status).toBe(400);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toEqual(first.body);
+    });
+
+    it('the same key with another body, path, method or query is 422 in the error shape', async () => {
+      expect((await register(C, item(2), 'mix-1')).status).toBe(200);
+      const otherBody = await register(C, item(3), 'mix-1');
+      expect(otherBody.status).toBe(422);
+      expect(otherBody.body).toEqual({ _s: -422, _e: expect.stringMatching(/different request/) });
+      const otherQuery = await ctx()
+        .http.post(`${goods(C)}?refreshMedia=true`)
+        .set('Authorization', C.auth())
+        .set('Idempotency-Key', 'mix-1')
+        .send(item(2));
+      expect(otherQuery.status).toBe(422);
+      const otherRoute = await ctx().http.put(goods(C, '/sku')).set('Authorization', C.auth()).set('Idempotency-Key', 'mix-1').send(item(2));
+      expect(otherRoute.status).toBe(422);
+      expect(await countGoods(ctx(), C.id)).toBe(2);
+    });
+
+    it('keys are checked: empty, over 255 characters or not printable ASCII is 400 -510, and nothing is written', async () => {
+      for (const key of ['x'.repeat(256), 'caf\u00e9']) {
+        const res = await register(C, item(4), key);
+        expect(res.status).toBe(400);
+        expect(res.body._s).toBe(-510);
+      }
+      expect((await register(C, item(4), 'x'.repeat(255))).status).toBe(200);
+      expect((await register(C, item(5), '')).status).toBe(400);
+      expect(await countGoods(ctx(), C.id)).toBe(3);
+    });
+
+    it('keys are per customer and case-sensitive: the same key of two customers runs twice', async () => {
+      const c = await register(C, item(6), 'shared-key');
+      const d = await register(D, item(6), 'shared-key');
+      expect(c.status).toBe(200);
+      expect(d.status).toBe(200);
+      expect(d.headers['idempotent-replayed']).toBeUndefined();
+      expect(d.body.id).not.toBe(c.body.id);
+      const upper = await register(C, item(7), 'SHARED-KEY');
+      expect(upper.status).toBe(200);
+      expect(upper.headers['idempotent-replayed']).toBeUndefined();
+    });
+
+    it('a request without a token is 401 and does not take the key', async () => {
+      const res = await ctx().http.post(goods(C)).set('Idempotency-Key', 'no-token').send(item(8));
+      expect(res.status).toBe(401);
+      const real = await register(C, item(8), 'no-token');
+      expect(real.status).toBe(200);
+      expect(real.headers['idempotent-replayed']).toBeUndefined();
+    });
+
+    it('while the first request runs, the same key is 409 with Retry-After; once it ends the retry replays it', async () => {
+      const tag = `idem-running-${ctx().engine}`;
+      const hold = images().hold(tag);
+      const body = item(9, { mediaUrl: images().url1(`/held/${tag}/photo.jpg`) });
+      const first = register(C, body, 'slow-1').then((r) => r);
+      await hold.arrived;
+      const during = await register(C, body, 'slow-1');
+      expect(during.status).toBe(409);
+      expect(during.body).toEqual({ _s: -409, _e: expect.stringMatching(/still running/) });
+      expect(during.headers['retry-after']).toBe('1');
+      hold.release();
+      const done = await first;
+      expect(done.status).toBe(200);
+      expect(done.body.medias).toHaveLength(1);
+      const after = await register(C, body, 'slow-1');
+      expect(after.status).toBe(200);
+      expect(after.headers['idempotent-replayed']).toBe('true');
+      expect(after.body).toEqual(done.body);
+      expect(images().hits(`/held/${tag}/photo.jpg`, 1)).toBe(1);
+    });
+
+    it('a 503 (database unavailable) is not stored: the key is free again and the retry runs', async () => {
+      const release = await holdWriteLock(ctx(), C.id);
+      let refused: Response;
+      try {
+        refused = await register(C, item(10), 'outage-1');
+      } finally {
+        await release();
+      }
+      expect(refused.status).toBe(503);
+      const retried = await register(C, item(10), 'outage-1');
+      expect(retried.status).toBe(200);
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      const [{ n }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM goods WHERE customerId = ? AND sku = ?', [C.id, 'IK-10']);
+      expect(Number(n)).toBe(1);
+    });
+
+    it('expired keys are ignored, and swept', async () => {
+      expect((await register(C, item(11), 'old-1')).status).toBe(200);
+      // Age the key past its TTL (as if a day had gone by).
+      await ctx().dataSource.query('UPDATE idempotency_keys SET expiresAt = ? WHERE customerId = ?', [Date.now() - 1, C.id]);
+      const [{ n: before }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM idempotency_keys WHERE customerId = ?', [C.id]);
+      expect(Number(before)).toBeGreaterThan(0);
+      // An expired key is not replayed: the request runs again (here: the sku is taken now, 409).
+      const again = await register(C, item(11), 'old-1');
+      expect(again.status).toBe(409);
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+      await ctx().dataSource.query('UPDATE idempotency_keys SET expiresAt = ? WHERE customerId = ?', [Date.now() - 1, C.id]);
+      expect(await ctx().app.get(IdempotencyService).sweep()).toBeGreaterThan(0);
+      const [{ n: keys }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM idempotency_keys WHERE customerId = ?', [C.id]);
+      const [{ n: parts }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM idempotency_key_parts WHERE customerId = ?', [C.id]);
+      expect([Number(keys), Number(parts)]).toEqual([0, 0]);
+    });
+
+    it('a running key whose lease ran out (its node died) is taken over', async () => {
+      await ctx().dataSource.query(
+        'INSERT INTO idempotency_keys (customerId, keyHash, fingerprint, owner, statusCode, headers, bodyParts, leaseUntil, expiresAt) VALUES (?, ?, ?, ?, NULL, NULL, NULL, ?, ?)',
+        [C.id, 'a'.repeat(64), 'f'.repeat(64), 'dead-node-owner', Date.now() - 1, Date.now() + 3_600_000],
+      );
+      const { keyHashOf } = await import('../src/idempotency/idempotency-request');
+      await ctx().dataSource.query('UPDATE idempotency_keys SET keyHash = ? WHERE owner = ?', [keyHashOf('dead-1'), 'dead-node-owner']);
+      const res = await register(C, item(12), 'dead-1');
+      expect(res.status).toBe(200);
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+    });
+
+    it('a spreadsheet import retried with the same key is applied once (the file is fingerprinted)', async () => {
+      const sheet = await xlsx([
+        ['sku', 'name', 'url'],
+        ['XL-1', 'Sheet item 1', 'https://shop.example.com/xl/1'],
+        ['XL-2', 'Sheet item 2', 'https://shop.example.com/xl/2'],
+      ]);
+      const upload = (bytes: Buffer, key: string) =>
+        ctx().http.post(goods(D, '/excel')).set('Authorization', D.auth()).set('Idempotency-Key', key).attach('file', bytes, 'goods.xlsx');
+      const first = await upload(sheet, 'sheet-1');
+      expect(first.status).toBe(200);
+      expect(first.body.createCount).toBe(2);
+      const retry = await upload(sheet, 'sheet-1');
+      expect(retry.status).toBe(200);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body).toEqual(first.body);
+      const [{ n }] = await ctx().dataSource.query("SELECT COUNT(*) AS n FROM goods WHERE customerId = ? AND sku LIKE 'XL-%'", [D.id]);
+      expect(Number(n)).toBe(2);
+      const updated = await ctx().http.get(goods(D, '/sku')).query({ value: 'XL-1' }).set('Authorization', D.auth());
+      expect(updated.body.name).toBe('Sheet item 1');
+      // Another file with the same key: 422.
+      const other = await xlsx([
+        ['sku', 'name', 'url'],
+        ['XL-3', 'Sheet item 3', 'https://shop.example.com/xl/3'],
+      ]);
+      expect((await upload(other, 'sheet-1')).status).toBe(422);
+    });
+
+    it('other writes are covered too: sync, console, campaign goods, sales status and deletes', async () => {
+      const sync = () =>
+        ctx()
+          .http.post(goods(D, '/sync'))
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'sync-1')
+          .send([item('S1')]);
+      const s1 = await sync();
+      expect(s1.status).toBe(200);
+      expect((await sync()).headers['idempotent-replayed']).toBe('true');
+      const create = () =>
+        ctx().http.post(`/v1/console/${D.accessKey}/campaigns`).set('Authorization', D.auth()).set('Idempotency-Key', 'camp-1').send({ title: 'Idem live' });
+      const c1 = await create();
+      expect(c1.status).toBe(200);
+      const c2 = await create();
+      expect(c2.headers['idempotent-replayed']).toBe('true');
+      expect(c2.body.campaignKey).toBe(c1.body.campaignKey);
+      const [{ n }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM campaigns WHERE customerId = ?', [D.id]);
+      expect(Number(n)).toBe(1);
+      const goodsId = s1.body.results[0].id as number;
+      const del = () =>
+        ctx()
+          .http.delete(goods(D, `/${goodsId}/sku`))
+          .query({ value: 'IK-S1' })
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'del-1');
+      const d1 = await del();
+      expect(d1.status).toBe(200);
+      const d2 = await del();
+      expect(d2.status).toBe(200);
+      expect(d2.headers['idempotent-replayed']).toBe('true');
+      // Campaign goods, stock and sales status (form and query parameters are fingerprinted too).
+      const sku = (await ctx().http.post(goods(D)).set('Authorization', D.auth()).send(item('S2'))).body as Body;
+      const campaignKey = c1.body.campaignKey as string;
+      const add = () =>
+        ctx()
+          .http.post(`/v1/console/${D.accessKey}/campaigns/${campaignKey}/goods`)
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'add-1')
+          .send({ goodsIds: [sku.id] });
+      expect((await add()).status).toBe(200);
+      expect((await add()).headers['idempotent-replayed']).toBe('true');
+      const stock = `${goods(D)}/campaign/${campaignKey}/stock`;
+      expect((await ctx().http.put(`${stock}/sku`).set('Authorization', D.auth()).send({ sku: 'IK-S2', stock: 10 })).status).toBe(200);
+      const take = (key: string) =>
+        ctx().http.post(`${stock}/sku/decrement`).set('Authorization', D.auth()).set('Idempotency-Key', key).type('form').send({ sku: 'IK-S2', quantity: '3' });
+      expect((await take('order-1')).body.stock).toBe(7);
+      const retried = await take('order-1');
+      expect([retried.headers['idempotent-replayed'], retried.body.stock]).toEqual(['true', 7]);
+      expect((await take('order-2')).body.stock).toBe(4);
+      const status = (value: string) =>
+        ctx()
+          .http.put(`${goods(D)}/campaign/${campaignKey}/salesStatus/sku`)
+          .query({ sku: 'IK-S2', salesStatus: value })
+          .set('Authorization', D.auth())
+          .set('Idempotency-Key', 'status-1');
+      expect((await status('SOLD_OUT')).status).toBe(200);
+      expect((await status('SOLD_OUT')).headers['idempotent-replayed']).toBe('true');
+      expect((await status('ON_SALE')).status).toBe(422);
+      // A read is not covered: the header is ignored.
+      const list = await ctx().http.get(goods(D)).set('Authorization', D.auth()).set('Idempotency-Key', 'x'.repeat(300));
+      expect(list.status).toBe(200);
+    });
+  },
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', DB_LOCK_TIMEOUT_MS: '1000' },
+);
+
+describeEngines(
+  'Idempotency-Key: answers over IDEMPOTENCY_MAX_RESPONSE_BYTES',
+  `${__filename}-small`,
+  (ctx) => {
+    it('an answer too large to keep is not replayed, and the request is not applied again (409)', async () => {
+      const C = await ctx().createCustomer('Small');
+      const sync = () =>
+        ctx()
+          .http.post(`/v1/goods/${C.accessKey}/sync`)
+          .set('Authorization', C.auth())
+          .set('Idempotency-Key', 'big-1')
+          .send(Array.from({ length: 20 }, (_, i) => item(`big-${i}`, { description: 'x'.repeat(200) })));
+      const first = await sync();
+      expect(first.status).toBe(200);
+      expect(first.text.length).toBeGreaterThan(1024);
+      const again = await sync();
+      expect(again.status).toBe(409);
+      expect(again.body).toEqual({ _s: -409, _e: expect.stringMatching(/was applied \(HTTP 200\) but its answer was too large to keep/) });
+      expect(await countGoods(ctx(), C.id)).toBe(20);
+      // A small answer still fits.
+      const small = () => ctx().http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).set('Idempotency-Key', 'small-1').send(item('s'));
+      expect((await small()).status).toBe(200);
+      expect((await small()).headers['idempotent-replayed']).toBe('true');
+    });
+  },
+  { IDEMPOTENCY_MAX_RESPONSE_BYTES: '1024' },
+);
+
+describeTwoNodes('Idempotency-Key on two nodes', __filename, 'Idem cluster', (cluster) => {
+  const register = (node: 'A' | 'B', n: number, key: string) =>
+    cluster[node].http
+      .post(`/v1/goods/${cluster.C.accessKey}`)
+      .set('Authorization', cluster.C.auth())
+      .set('Idempotency-Key', key)
+      .send(item(`N${n}`));
+
+  it('the same key sent to both nodes at once is applied exactly once', async () => {
+    const rounds = 12;
+    const pairs = await Promise.all(Array.from({ length: rounds }, (_, i) => Promise.all([register('A', i, `both-${i}`), register('B', i, `both-${i}`)])));
+    for (const [a, b] of pairs) {
+      const fresh = [a, b].filter((r) => r.status === 200 && r.headers['idempotent-replayed'] === undefined);
+      expect(fresh).toHaveLength(1);
+      const other = fresh[0] === a ? b : a;
+      // The other one either replays the answer or was told the key is in use.
+      if (other.status === 200) {
+        expect(other.headers['idempotent-replayed']).toBe('true');
+        expect(other.body).toEqual(fresh[0].body);
+      } else expect(other.status).toBe(409);
+    }
+    const [{ n }] = await cluster.A.app.get(DataSource).query<Array<{ n: string }>>('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [cluster.C.id]);
+    expect(Number(n)).toBe(rounds);
+  });
+
+  it('a key used on one node is replayed by the other', async () => {
+    const a = await register('A', 100, 'cross-1');
+    expect(a.status).toBe(200);
+    const b = await register('B', 100, 'cross-1');
+    expect(b.status).toBe(200);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    expect(b.body).toEqual(a.body);
+  });
+});

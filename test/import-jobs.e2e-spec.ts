@@ -1,0 +1,354 @@
+import { rmSync } from 'node:fs';
+import type { Response } from 'supertest';
+import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
+import { insertCustomer, ServerProcess } from './support/server-process';
+import { csv } from './support/sheet-fixtures';
+import { describeEngines, dropDatabase, ENGINES, engineUnavailable, testConfig, TestCustomer } from './support/test-app';
+
+/** Spreadsheet import jobs: POST .../excel?async=true (or over the synchronous limits) and GET .../excel/jobs (docs/api-reference.md). */
+
+type Row = Record<string, unknown> & { row: number; status: string; message: string | null };
+interface Job {
+  jobId: number;
+  state: string;
+  rowsTotal: number | null;
+  rowsDone: number;
+  totalCount: number;
+  createCount: number;
+  updateCount: number;
+  failCount: number;
+  error: string | null;
+  results?: Row[];
+  _s: number;
+}
+
+/** Synchronous limits lowered so that small files cross them; the job limits lowered for the 413 case. */
+const SETTINGS = {
+  UPLOAD_MAX_BYTES: String(1024 * 1024),
+  EXCEL_MAX_ROWS: '100',
+  IMPORT_JOB_MAX_BYTES: String(8 * 1024 * 1024),
+  IMPORT_JOB_POLL_MS: '100',
+  IMPORT_JOB_CHUNK_ROWS: '500',
+  IMPORT_JOB_KEEP: '3',
+};
+
+/** A goods sheet: rows 2.. with sku/name/url/price; every `failEvery`th row has a bad price (a FAIL row). */
+function sheet(prefix: string, rows: number, failEvery = 0): Buffer {
+  const lines: Array<Array<string | number>> = [['sku', 'name', 'url', 'originalPrice']];
+  for (let i = 1; i <= rows; i++) {
+    const bad = failEvery > 0 && i % failEvery === 0;
+    lines.push([`${prefix}-${i}`, `상품 ${i}`, `https://shop.example.com/${prefix}/${i}`, bad ? 'not a price' : 1000 + i]);
+  }
+  return csv(lines);
+}
+
+function expectError(res: Response, status: number, code: number, message?: RegExp): void {
+  expect({ status: res.status, _s: res.body._s }).toEqual({ status, _s: code });
+  if (message) expect(res.body._e).toMatch(message);
+}
+
+/** A row result without what differs between two customers' imports of the same sheet (ids, currency). */
+function comparable(row: Row): Record<string, unknown> {
+  const { id: _id, ...rest } = row;
+  return rest;
+}
+
+describeEngines(
+  'spreadsheet import jobs',
+  __filename,
+  (ctx) => {
+    afterEach(() => closeAllViewers());
+
+    function upload(c: TestCustomer, file: Buffer, filename: string, query = '') {
+      return ctx()
+        .http.post(`/v1/goods/${c.accessKey}/excel${query}`)
+        .set('Authorization', c.auth())
+        .attach('file', file, { filename, contentType: 'text/csv' });
+    }
+
+    async function job(c: TestCustomer, jobId: number, query = ''): Promise<Job> {
+      const res = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs/${jobId}${query}`).set('Authorization', c.auth());
+      if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${JSON.stringify(res.body)}`);
+      return res.body as Job;
+    }
+
+    async function finished(c: TestCustomer, jobId: number, timeoutMs = 60_000): Promise<Job> {
+      return eventually(
+        () => job(c, jobId),
+        (j) => j.state === 'succeeded' || j.state === 'failed',
+        timeoutMs,
+        100,
+      );
+    }
+
+    /** Every row result of a job, page by page. */
+    async function allResults(c: TestCustomer, jobId: number): Promise<Row[]> {
+      const rows: Row[] = [];
+      for (let page = 1; ; page++) {
+        const part = await job(c, jobId, `?page=${page}&count=1000`);
+        rows.push(...(part.results ?? []));
+        if ((part.results ?? []).length < 1000) return rows;
+      }
+    }
+
+    async function goodsCount(customerId: number): Promise<number> {
+      const [{ n }] = await ctx().dataSource.query('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [customerId]);
+      return Number(n);
+    }
+
+    it('async=true: 202 with the job and a Location; it ends succeeded with the counts and results of a synchronous import', async () => {
+      const a = await ctx().createCustomer();
+      const b = await ctx().createCustomer();
+      const file = sheet('SAME', 60, 7);
+      const sync = await upload(a, file, 'goods.csv').expect(200);
+
+      const res = await upload(b, file, 'goods.csv', '?async=true');
+      expect(res.status).toBe(202);
+      const queued = res.body as Job;
+      expect(queued).toMatchObject({ state: 'queued', rowsDone: 0, _s: 0 });
+      expect(res.headers.location).toBe(`/v1/goods/${b.accessKey}/excel/jobs/${queued.jobId}`);
+
+      const done = await finished(b, queued.jobId);
+      expect(done).toMatchObject({
+        state: 'succeeded',
+        rowsTotal: 60,
+        rowsDone: 60,
+        totalCount: sync.body.totalCount,
+        createCount: sync.body.createCount,
+        updateCount: sync.body.updateCount,
+        failCount: sync.body.failCount,
+        error: null,
+      });
+      expect(done.failCount).toBe(8);
+      expect((await allResults(b, queued.jobId)).map(comparable)).toEqual((sync.body.results as Row[]).map(comparable));
+      expect(await goodsCount(b.id)).toBe(52);
+    }, 60_000);
+
+    it('a file over the synchronous row limit becomes a job; its failures CSV lists the FAIL rows', async () => {
+      const c = await ctx().createCustomer();
+      const res = await upload(c, sheet('ROWS', 250, 50), 'rows.csv');
+      expect(res.status).toBe(202);
+      const done = await finished(c, res.body.jobId);
+      expect(done).toMatchObject({ state: 'succeeded', rowsDone: 250, createCount: 245, failCount: 5 });
+
+      const failures = await ctx()
+        .http.get(`/v1/goods/${c.accessKey}/excel/jobs/${done.jobId}/failures.csv`)
+        .set('Authorization', c.auth())
+        .buffer(true)
+        .parse((r, cb) => {
+          let text = '';
+          r.setEncoding('utf8');
+          r.on('data', (chunk: string) => (text += chunk));
+          r.on('end', () => cb(null, text));
+        });
+      expect(failures.status).toBe(200);
+      expect(failures.headers['content-type']).toMatch(/^text\/csv/);
+      expect(failures.headers['content-disposition']).toContain(`import-job-${done.jobId}-failures.csv`);
+      const lines = (failures.body as string)
+        .replace(/^\uFEFF/, '')
+        .trim()
+        .split('\r\n');
+      expect(lines[0]).toBe('row,message,id,sku,url,name,brand,description,mediaUrl,originalPrice,discountedPrice,discountPercentage');
+      expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(['51', '101', '151', '201', '251']);
+      expect(lines[1]).toContain('ROWS-50');
+      expect(lines[1]).toContain('not a price');
+    }, 60_000);
+
+    it("lists only the customer's jobs; another customer's job id is 404", async () => {
+      const a = await ctx().createCustomer();
+      const b = await ctx().createCustomer();
+      const res = await upload(a, sheet('MINE', 5), 'mine.csv', '?async=true').expect(202);
+      await finished(a, res.body.jobId);
+
+      const listA = await ctx().http.get(`/v1/goods/${a.accessKey}/excel/jobs`).set('Authorization', a.auth()).expect(200);
+      expect(listA.body).toMatchObject({ totalCount: 1, _s: 0 });
+      expect(listA.body.results[0]).toMatchObject({ jobId: res.body.jobId, fileName: 'mine.csv', state: 'succeeded' });
+      expect(listA.body.results[0].results).toBeUndefined();
+      const listB = await ctx().http.get(`/v1/goods/${b.accessKey}/excel/jobs`).set('Authorization', b.auth()).expect(200);
+      expect(listB.body).toEqual({ results: [], totalCount: 0, _s: 0 });
+
+      expectError(await ctx().http.get(`/v1/goods/${b.accessKey}/excel/jobs/${res.body.jobId}`).set('Authorization', b.auth()), 404, -404);
+      expectError(await ctx().http.get(`/v1/goods/${b.accessKey}/excel/jobs/${res.body.jobId}/failures.csv`).set('Authorization', b.auth()), 404, -404);
+      expectError(await ctx().http.get(`/v1/goods/${a.accessKey}/excel/jobs/abc`).set('Authorization', a.auth()), 400, -510, /jobId/);
+    }, 60_000);
+
+    it('keeps the IMPORT_JOB_KEEP most recent jobs of a customer: older ones go with their results', async () => {
+      const c = await ctx().createCustomer();
+      const ids: number[] = [];
+      for (let n = 1; n <= 5; n++) {
+        const res = await upload(c, sheet(`KEEP${n}`, 3), `keep-${n}.csv`, '?async=true').expect(202);
+        ids.push(res.body.jobId as number);
+        await finished(c, res.body.jobId as number);
+      }
+      const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
+      expect(list.body.results.map((j: Job) => j.jobId)).toEqual([ids[4], ids[3], ids[2]]);
+      expectError(await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs/${ids[0]}`).set('Authorization', c.auth()), 404, -404);
+      const [{ n }] = await ctx().dataSource.query(`SELECT COUNT(*) AS n FROM import_job_rows WHERE jobId IN (?, ?)`, [ids[0], ids[1]]);
+      expect(Number(n)).toBe(0);
+      expect(await goodsCount(c.id)).toBe(15);
+    }, 60_000);
+
+    it('a file over the job limit → 413 in the error shape; a file that is no spreadsheet → 415; nothing is queued', async () => {
+      const c = await ctx().createCustomer();
+      const big = Buffer.concat([Buffer.from('sku,name\n'), Buffer.alloc(8 * 1024 * 1024, 'x')]);
+      expectError(await upload(c, big, 'big.csv'), 413, -413, /8 MB/);
+      expectError(await upload(c, Buffer.from('%PDF-1.7 ...'), 'doc.pdf', '?async=true'), 415, -415);
+      const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
+      expect(list.body.totalCount).toBe(0);
+    }, 60_000);
+
+    it('a 50,000-row job: progress over HTTP and to operator sockets; other customers are served meanwhile; every row applied once', async () => {
+      const c = await ctx().createCustomer();
+      const other = await ctx().createCustomer();
+      await upload(other, sheet('OTHER', 20), 'other.csv').expect(200);
+      const base = await listenOn(ctx().app);
+      const campaign = await ctx().http.post(`/v1/console/${c.accessKey}/campaigns`).set('Authorization', c.auth()).send({ title: 'Import watch' }).expect(200);
+      const operator = await Viewer.connect(base, { accessKey: c.accessKey, campaignKey: campaign.body.campaignKey, role: 'operator', token: c.token() });
+
+      const res = await upload(c, sheet('BIG', 50_000), 'big.csv').expect(202);
+      const seen: number[] = [];
+      let served = 0;
+      for (;;) {
+        const j = await job(c, res.body.jobId, '?count=1');
+        seen.push(j.rowsDone);
+        const list = await ctx().http.get(`/v1/goods/${other.accessKey}`).set('Authorization', other.auth());
+        expect(list.status).toBe(200);
+        expect(list.body.totalCount).toBe(20);
+        served += 1;
+        if (j.state === 'succeeded' || j.state === 'failed') break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(seen[seen.length - 1]).toBe(50_000);
+      for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThanOrEqual(seen[i - 1]);
+      expect(new Set(seen).size).toBeGreaterThan(2);
+      expect(served).toBeGreaterThan(2);
+
+      const done = await job(c, res.body.jobId);
+      expect(done).toMatchObject({ state: 'succeeded', rowsTotal: 50_000, rowsDone: 50_000, createCount: 50_000, failCount: 0 });
+      expect(await goodsCount(c.id)).toBe(50_000);
+
+      await operator.waitFor((e) => e.type === 'import.progress' && e.payload.state === 'succeeded', 10_000);
+      const progress = operator.events.filter((e) => e.type === 'import.progress').map((e) => e.payload);
+      expect(progress.length).toBeGreaterThan(2);
+      expect(progress.every((p) => p.jobId === res.body.jobId)).toBe(true);
+      const counts = progress.map((p) => p.rowsDone as number);
+      for (let i = 1; i < counts.length; i++) expect(counts[i]).toBeGreaterThanOrEqual(counts[i - 1]);
+      expect(progress[progress.length - 1]).toMatchObject({ state: 'succeeded', rowsDone: 50_000, rowsTotal: 50_000, createCount: 50_000, error: null });
+    }, 240_000);
+  },
+  SETTINGS,
+);
+
+/**
+ * The service as a real process, killed with SIGKILL in the middle of a job: the restarted process
+ * resumes after the last committed chunk, and every row is applied exactly once.
+ */
+for (const engine of ENGINES) {
+  const down = engineUnavailable(engine);
+  const run = down && process.env.REQUIRE_SERVICES !== '1' ? describe.skip : describe;
+  run(`import job survives SIGKILL [${engine}]`, () => {
+    let server: ServerProcess | undefined;
+    let env: Record<string, string>;
+    let dataDir = '';
+    let database = '';
+
+    beforeAll(async () => {
+      if (down) throw new Error(`${engine} server required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
+      const setup = await testConfig(engine, `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`, {
+        ...SETTINGS,
+        IMPORT_JOB_LEASE_MS: '2000',
+        LOG_LEVEL: 'log',
+      });
+      env = setup.env;
+      dataDir = setup.dataDir;
+      database = setup.database;
+    });
+
+    afterAll(async () => {
+      await server?.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+      if (engine === 'mysql' && database) await dropDatabase(database);
+    });
+
+    it('resumes after the last committed chunk and applies every row exactly once', async () => {
+      server = await ServerProcess.start(env);
+      const c = await insertCustomer(env);
+      const form = new FormData();
+      form.append('file', new Blob([sheet('KILL', 50_000)], { type: 'text/csv' }), 'kill.csv');
+      const accepted = await fetch(`${server.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
+      expect(accepted.status).toBe(202);
+      const { jobId } = (await accepted.json()) as Job;
+      const read = async (s: ServerProcess) =>
+        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+
+      const midway = await eventually(
+        () => read(server as ServerProcess),
+        (j) => j.rowsDone >= 5_000,
+        120_000,
+        50,
+      );
+      expect(midway.state).toBe('running');
+      server.signal('SIGKILL');
+      await server.stopped();
+
+      server = await ServerProcess.start(env);
+      const done = await eventually(
+        () => read(server as ServerProcess),
+        (j) => j.state === 'succeeded' || j.state === 'failed',
+        180_000,
+        200,
+      );
+      expect(done).toMatchObject({ state: 'succeeded', rowsTotal: 50_000, rowsDone: 50_000, createCount: 50_000, updateCount: 0, failCount: 0 });
+
+      // Each sheet row became exactly one goods item, with that row's own values.
+      const countsSql =
+        'SELECT COUNT(*) AS n, COUNT(DISTINCT sku) AS skus, SUM(CASE WHEN name = CONCAT(?, SUBSTR(sku, 6)) THEN 1 ELSE 0 END) AS named FROM goods';
+      let stats: { n: number; skus: number; named: number };
+      if (engine === 'mysql') {
+        const { createConnection } = await import('mysql2/promise');
+        const { mysqlServer } = await import('./support/test-app');
+        const conn = await createConnection({ ...mysqlServer, database: env.DB_NAME });
+        const [rows] = await conn.query(countsSql, ['상품 ']);
+        await conn.end();
+        stats = (rows as Array<{ n: number; skus: number; named: number }>)[0];
+      } else {
+        const Database = (await import('better-sqlite3')).default;
+        const db = new Database(`${env.DATA_DIR}/livegoods.sqlite`, { readonly: true });
+        stats = db.prepare(countsSql.replace('CONCAT(?, SUBSTR(sku, 6))', '(? || SUBSTR(sku, 6))')).get('상품 ') as { n: number; skus: number; named: number };
+        db.close();
+      }
+      expect({ n: Number(stats.n), skus: Number(stats.skus), named: Number(stats.named) }).toEqual({ n: 50_000, skus: 50_000, named: 50_000 });
+    }, 420_000);
+
+    it('SIGTERM: the running chunk commits, the job goes back to the queue, and the next start finishes it', async () => {
+      await server?.kill();
+      server = await ServerProcess.start(env);
+      const c = await insertCustomer(env, 'Graceful');
+      const form = new FormData();
+      form.append('file', new Blob([sheet('TERM', 30_000)], { type: 'text/csv' }), 'term.csv');
+      const accepted = await fetch(`${server.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
+      expect(accepted.status).toBe(202);
+      const { jobId } = (await accepted.json()) as Job;
+      const read = async (s: ServerProcess) =>
+        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+      await eventually(
+        () => read(server as ServerProcess),
+        (j) => j.rowsDone >= 2_000,
+        120_000,
+        50,
+      );
+      server.signal('SIGTERM');
+      expect(await server.stopped()).toEqual({ code: 0, signal: null });
+      expect(server.output).toMatch(new RegExp(`import job ${jobId} left resumable after sheet row \\d+`));
+
+      server = await ServerProcess.start(env);
+      const done = await eventually(
+        () => read(server as ServerProcess),
+        (j) => j.state === 'succeeded' || j.state === 'failed',
+        180_000,
+        200,
+      );
+      expect(done).toMatchObject({ state: 'succeeded', rowsDone: 30_000, createCount: 30_000, updateCount: 0, failCount: 0 });
+    }, 420_000);
+  });
+}
