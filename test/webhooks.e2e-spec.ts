@@ -368,6 +368,35 @@ describeEngines(
         expect(onlyStatus.received.map((x) => x.event.type)).toEqual(['campaign.status']);
       });
 
+      it('an import job records import.completed (source job) with the state it ended in', async () => {
+        const c = await ctx().createCustomer();
+        const r = await receiver();
+        await subscribe(c, r, ['import.completed']);
+        const sheet = await xlsx([
+          ['sku', 'url', 'name'],
+          ['JOB-1', 'https://shop.example.com/job/1', 'Queued'],
+          ['JOB-2', 'https://shop.example.com/job/2', 'Queued too'],
+        ] as ExcelJS.CellValue[][]);
+        const queued = await ctx()
+          .http.post(`/v1/goods/${c.accessKey}/excel`)
+          .query({ async: 'true' })
+          .set('Authorization', c.auth())
+          .attach('file', sheet, 'jobs.xlsx');
+        expect(queued.status).toBe(202);
+        await r.until('the job event', () => r.received.length >= 1, 60_000);
+        expect(r.received[0].event.data).toMatchObject({
+          source: 'job',
+          jobId: String(queued.body.jobId),
+          state: 'succeeded',
+          fileName: 'jobs.xlsx',
+          total: 2,
+          created: 2,
+          updated: 0,
+          failed: 0,
+          error: null,
+        });
+      });
+
       it('records nothing for a refused change, nor for an inactive endpoint', async () => {
         const c = await ctx().createCustomer();
         const r = await receiver();
