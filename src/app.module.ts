@@ -20,6 +20,7 @@ import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
 import { ENTITIES } from './schema';
 import { SyncModule } from './sync/sync.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({
   imports: [
@@ -44,6 +45,7 @@ import { SyncModule } from './sync/sync.module';
     PublicCampaignsModule,
     HealthModule,
     PagesModule,
+    WebhooksModule,
   ],
 })
 export class AppModule {}

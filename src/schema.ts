@@ -8,6 +8,8 @@ import { ImportJob } from './excel/entities/import-job.entity';
 import { Goods } from './goods/entities/goods.entity';
 import { IdempotencyKey, IdempotencyKeyPart } from './idempotency/entities/idempotency-key.entity';
 import { Media } from './media/entities/media.entity';
+import { WebhookDelivery } from './webhooks/entities/webhook-delivery.entity';
+import { WebhookEndpoint } from './webhooks/entities/webhook-endpoint.entity';
 
 /**
  * Every entity of the application: handed to the data source by the composition root (AppModule, the
@@ -25,4 +27,6 @@ export const ENTITIES = [
   IdempotencyKeyPart,
   ImportJob,
   ImportJobRow,
+  WebhookEndpoint,
+  WebhookDelivery,
 ];

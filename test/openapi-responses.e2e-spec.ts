@@ -424,6 +424,36 @@ describeEngines(
       });
     });
 
+    it('webhooks: register, list, one, change, rotate the secret, the delivery log, replay, delete; 400 and 404 answers', async () => {
+      const hooks = (rest = '') => `/v1/console/${C.accessKey}/webhooks${rest}`;
+      const created = await call('post', hooks(), {
+        auth: C,
+        json: { url: 'https://hooks.example.com/livegoods', events: ['campaign.status', 'goods.salesStatus'], description: 'Orders' },
+      });
+      expectStatus(created, 200);
+      const id = created.body.webhookId as number;
+      expectStatus(await call('get', hooks(), { auth: C }), 200);
+      expectStatus(await call('get', hooks(`/${id}`), { auth: C }), 200);
+      expectStatus(await call('patch', hooks(`/${id}`), { auth: C, json: { description: null, active: true } }), 200);
+      expectStatus(await call('post', hooks(`/${id}/secret`), { auth: C }), 200);
+
+      const key = (await call('post', consoleApi(), { auth: C, json: { title: 'Hooked' } })).body.campaignKey as string;
+      expectStatus(await call('put', consoleApi(`/${key}/status`), { auth: C, json: { campaignStatus: 'ONAIR' } }), 200);
+      const log = await call('get', hooks(`/${id}/deliveries`), { auth: C, query: { page: '1', count: '10' } });
+      expectStatus(log, 200);
+      expect(log.body.totalCount).toBe(1);
+      expectStatus(await call('get', hooks(`/${id}/deliveries`), { auth: C, query: { state: 'delivered' } }), 200);
+      const deliveryId = log.body.results[0].deliveryId as number;
+      expectStatus(await call('post', hooks(`/${id}/deliveries/${deliveryId}/replay`), { auth: C }), 200);
+
+      expectStatus(await call('post', hooks(), { auth: C, json: { url: 'ftp://hooks.example.com', events: ['nope'] } }), 400);
+      expectStatus(await call('get', hooks(`/${id}/deliveries`), { auth: C, query: { state: 'lost' } }), 400);
+      expectStatus(await call('get', hooks('/999999999'), { auth: C }), 404);
+      expectStatus(await call('post', hooks(`/${id}/deliveries/999999999/replay`), { auth: C }), 404);
+      expectStatus(await call('delete', hooks(`/${id}`), { auth: C }), 200);
+      expectStatus(await call('delete', hooks(`/${id}`), { auth: C }), 404);
+    });
+
     it('health: liveness, readiness, metrics', async () => {
       expectStatus(await call('get', '/health'), 200);
       expectStatus(await call('get', '/health/ready'), 200);

@@ -10,6 +10,7 @@ import { findGoodsOrFail, GoodsLocator } from '../goods/goods-lookup';
 import type { PendingEvent } from '../live/live-events';
 import { notInCampaign } from './campaign-goods.service';
 import { SalesStatusParams } from './dto/campaign-goods-requests.dto';
+import { WebhookEvents } from '../webhooks/webhook-events';
 
 /**
  * PUT …/salesStatus/{id|url|sku}: the status, the pinned notice and the chat line are stored in one
@@ -22,6 +23,7 @@ export class SalesStatusService {
     private readonly writer: CampaignWriter,
     private readonly campaigns: CampaignsService,
     private readonly views: CampaignViews,
+    private readonly webhooks: WebhookEvents,
   ) {}
 
   update(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: SalesStatusParams): Promise<CampaignGoodsResponse> {
@@ -35,6 +37,17 @@ export class SalesStatusService {
       const adminName = adminNameOf(params.name, campaign, tenant);
       const adminId = tenant.operator.sub ?? '';
       await em.update(CampaignGoods, { campaignId: campaign.id, goodsId: goods.id }, { salesStatus: params.salesStatus, adminName, adminId, updatedAt: now });
+      if (link.salesStatus !== params.salesStatus) {
+        await this.webhooks.record(tenant.id, em, 'goods.salesStatus', {
+          campaignKey,
+          goodsId: String(goods.id),
+          salesStatus: params.salesStatus,
+          previousSalesStatus: link.salesStatus,
+          source: 'manual',
+          adminName,
+          updatedAt: now.getTime(),
+        });
+      }
 
       const events: PendingEvent[] = [];
       if (params.notify !== false) {

@@ -13,6 +13,7 @@ import { notInCampaign } from './campaign-goods.service';
 import { locatorOf } from './sales-status.service';
 import { MAX_STOCK, SetStockParams, StockDeltaParams, StockParams } from './dto/campaign-goods-requests.dto';
 import { statusOfStock } from './stock-status';
+import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** Thrown to roll the fast path of a decrement or increment back: it must run under the campaign lock. */
 const NEEDS_EVENTS = new Error('the stock change needs the campaign lock');
@@ -37,6 +38,7 @@ export class StockService {
     private readonly transactions: Transactions,
     private readonly writer: CampaignWriter,
     private readonly views: CampaignViews,
+    private readonly webhooks: WebhookEvents,
   ) {}
 
   set(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: SetStockParams): Promise<CampaignGoodsResponse> {
@@ -74,7 +76,9 @@ export class StockService {
         const after = await this.reread(em, before);
         const derived = statusOfStock(after.stock, after.almostSoldOutAt);
         if (derived && derived !== after.salesStatus) throw NEEDS_EVENTS;
-        return this.answer(em, tenant, after);
+        const answer = await this.answer(em, tenant, after);
+        await this.recordDepletion(tenant, em, campaignKey, before, after, answer);
+        return answer;
       });
     } catch (err) {
       if (err !== NEEDS_EVENTS) throw err;
@@ -103,6 +107,15 @@ export class StockService {
         const adminName = adminNameOf(params.name, campaign, tenant);
         const status = { salesStatus: derived, adminName, adminId: tenant.operator.sub ?? '', updatedAt: now };
         await em.update(CampaignGoods, key, status);
+        await this.webhooks.record(tenant.id, em, 'goods.salesStatus', {
+          campaignKey,
+          goodsId: String(goodsId),
+          salesStatus: derived,
+          previousSalesStatus: before.salesStatus,
+          source: 'stock',
+          adminName,
+          updatedAt: now.getTime(),
+        });
         Object.assign(after, status);
         if (notify) {
           events.push({
@@ -111,7 +124,27 @@ export class StockService {
           });
         }
       }
-      return { result: await this.answer(em, tenant, after), events };
+      const answer = await this.answer(em, tenant, after);
+      await this.recordDepletion(tenant, em, campaignKey, before, after, answer);
+      return { result: answer, events };
+    });
+  }
+
+  /** campaign.stockDepleted for the shop's systems when a tracked stock has just reached 0 (in the change's transaction). */
+  private async recordDepletion(
+    tenant: Tenant,
+    em: EntityManager,
+    campaignKey: string,
+    before: Pick<CampaignGoods, 'stock'>,
+    after: CampaignGoods,
+    answer: CampaignGoodsResponse,
+  ): Promise<void> {
+    if (after.stock !== 0 || before.stock === 0) return;
+    await this.webhooks.record(tenant.id, em, 'campaign.stockDepleted', {
+      campaignKey,
+      goodsId: String(after.goodsId),
+      sku: answer.goods.sku,
+      updatedAt: after.updatedAt.getTime(),
     });
   }
 

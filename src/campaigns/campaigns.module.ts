@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { CustomersModule } from '../customers/customers.module';
 import { GoodsModule } from '../goods/goods.module';
 import { LiveModule } from '../live/live.module';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 import { LIVE_SOURCE } from '../live/live-source';
 import { CampaignEventLog } from './campaign-event-log';
 import { CampaignGoodsDeletion } from './campaign-goods-deletion';
@@ -17,7 +18,7 @@ import { ConsoleController } from './console.controller';
  * log), the writer every campaign change goes through, and what the viewer channel reads.
  */
 @Module({
-  imports: [LiveModule, CustomersModule, GoodsModule],
+  imports: [LiveModule, CustomersModule, GoodsModule, WebhooksModule],
   controllers: [ConsoleController],
   providers: [CampaignWriter, CampaignsService, CampaignViews, CampaignEventLog, CampaignLiveSource, CampaignGoodsDeletion, CampaignGoodsUpdates],
   exports: [CampaignWriter, CampaignsService, CampaignViews, CampaignLiveSource],

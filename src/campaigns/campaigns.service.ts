@@ -21,6 +21,7 @@ import {
 import { CampaignStatusDto, ChatDto, CreateCampaignDto, ListCampaignsQuery, UpdateCampaignDto } from './dto/campaign-requests.dto';
 import { CampaignChat } from './entities/campaign-chat.entity';
 import { Campaign, CampaignStatus } from './entities/campaign.entity';
+import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** The only moves of the status machine. */
 const NEXT: Record<CampaignStatus, CampaignStatus | null> = { READY: 'ONAIR', ONAIR: 'CLOSED', CLOSED: null };
@@ -69,6 +70,7 @@ export class CampaignsService {
     private readonly views: CampaignViews,
     private readonly counter: ViewerCounter,
     private readonly notifier: LiveNotifier,
+    private readonly webhooks: WebhookEvents,
   ) {}
 
   async create(tenant: Tenant, body: CreateCampaignDto): Promise<CampaignResponse> {
@@ -156,6 +158,7 @@ export class CampaignsService {
         );
       }
       const now = new Date();
+      const previousStatus = campaign.campaignStatus as 'READY' | 'ONAIR';
       campaign.campaignStatus = body.campaignStatus;
       if (body.campaignStatus === 'ONAIR') campaign.startedAt = now;
       if (body.campaignStatus === 'CLOSED') campaign.endedAt = now;
@@ -165,6 +168,13 @@ export class CampaignsService {
         { id: campaign.id },
         { campaignStatus: campaign.campaignStatus, startedAt: campaign.startedAt, endedAt: campaign.endedAt, updatedAt: now },
       );
+      await this.webhooks.record(tenant.id, em, 'campaign.status', {
+        campaignKey,
+        campaignStatus: body.campaignStatus as 'ONAIR' | 'CLOSED',
+        previousStatus,
+        startedAt: campaign.startedAt?.getTime() ?? null,
+        endedAt: campaign.endedAt?.getTime() ?? null,
+      });
       const event: PendingEvent = {
         type: 'campaign.status',
         payload: { campaignStatus: campaign.campaignStatus, startedAt: campaign.startedAt?.getTime() ?? null, endedAt: campaign.endedAt?.getTime() ?? null },

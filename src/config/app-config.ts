@@ -98,6 +98,19 @@ export interface RedisConfig {
   prefix: string;
 }
 
+export interface WebhookConfig {
+  allowPrivateHosts: boolean;
+  /** Host names and CIDR ranges reachable even when private. */
+  allowedHosts: string[];
+  timeoutMs: number;
+  concurrency: number;
+  pollMs: number;
+  retryBaseMs: number;
+  retryMaxDelayMs: number;
+  retryWindowMs: number;
+  retentionDays: number;
+}
+
 export interface AuthConfig {
   /** TOKEN_MAX_TTL in seconds: a token's exp may be at most this far ahead (plus the clock skew). */
   tokenMaxTtlSeconds: number;
@@ -128,6 +141,7 @@ export class AppConfig {
     readonly rateLimit: RateLimitConfig,
     readonly auth: AuthConfig,
     readonly idempotency: IdempotencyConfig,
+    readonly webhooks: WebhookConfig,
   ) {}
 
   static fromEnv(raw: Record<string, unknown>): AppConfig {
@@ -215,6 +229,19 @@ export class AppConfig {
         ttlMs: (parseDuration(env.IDEMPOTENCY_TTL) as number) * 1000,
         leaseMs: (parseDuration(env.IDEMPOTENCY_LEASE) as number) * 1000,
         maxResponseBytes: env.IDEMPOTENCY_MAX_RESPONSE_BYTES,
+      },
+      {
+        allowPrivateHosts: env.WEBHOOK_ALLOW_PRIVATE_HOSTS,
+        allowedHosts: env.WEBHOOK_ALLOWED_HOSTS.split(',')
+          .map((h) => h.trim().toLowerCase())
+          .filter(Boolean),
+        timeoutMs: env.WEBHOOK_TIMEOUT_MS,
+        concurrency: env.WEBHOOK_CONCURRENCY,
+        pollMs: env.WEBHOOK_POLL_MS,
+        retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,
+        retryMaxDelayMs: env.WEBHOOK_RETRY_MAX_DELAY_MS,
+        retryWindowMs: env.WEBHOOK_RETRY_WINDOW * 1000,
+        retentionDays: env.WEBHOOK_RETENTION_DAYS,
       },
     );
   }

@@ -408,6 +408,66 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(10_000_000)
   RATE_LIMIT_LIVE_CONNECTIONS = 300;
+  /**
+   * Webhook targets may be private, loopback or link-local addresses, and may use plain http (tests,
+   * closed networks). Off: https only, globally routable addresses only (the media fetcher's rules).
+   */
+  @Transform(toBool)
+  @IsBoolean()
+  WEBHOOK_ALLOW_PRIVATE_HOSTS = false;
+
+  /** Comma-separated host names and CIDR ranges webhook targets may resolve to even though they are private (still https only). */
+  @IsString()
+  WEBHOOK_ALLOWED_HOSTS = '';
+
+  /** Longest wait, in milliseconds, for a receiver's answer (connecting included); past it the try counts as failed. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(60_000)
+  WEBHOOK_TIMEOUT_MS = 10_000;
+
+  /** Deliveries one node sends at the same time. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  WEBHOOK_CONCURRENCY = 16;
+
+  /** How often, in milliseconds, each node looks for due deliveries (it also looks right after its own commits). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  WEBHOOK_POLL_MS = 1000;
+
+  /** First retry delay in milliseconds; each further one doubles (with jitter), up to WEBHOOK_RETRY_MAX_DELAY_MS. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS = 30_000;
+
+  /** Longest delay between two tries, in milliseconds. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(86_400_000)
+  WEBHOOK_RETRY_MAX_DELAY_MS = 3_600_000;
+
+  /** How long after the event a delivery is still retried, in seconds; then it is marked failed. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(7 * 86_400)
+  WEBHOOK_RETRY_WINDOW = 86_400;
+
+  /** Days delivered and failed deliveries stay in the delivery log before they are deleted. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  WEBHOOK_RETENTION_DAYS = 7;
 }
 
 export class ConfigValidationError extends Error {}

@@ -1,6 +1,7 @@
 import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import type { BetterSqlite3ConnectionOptions } from 'typeorm/driver/better-sqlite3/BetterSqlite3ConnectionOptions';
 import { AppConfig } from '../config/app-config';
 import { DatabaseUnavailable } from './database-errors';
@@ -61,8 +62,12 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
     return this.serial ? work(this.manager) : this.dataSource.transaction('REPEATABLE READ', work);
   }
 
-  run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    if (!this.serial) return this.withDeadline(work);
+  /**
+   * A write transaction. `isolation` applies on MySQL only (SQLite transactions are serializable):
+   * READ COMMITTED takes no gap locks, for queue-like claims that must not block concurrent inserts.
+   */
+  run<T>(work: (manager: EntityManager) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
+    if (!this.serial) return this.withDeadline(work, isolation);
     const result = this.tail.then(() => this.dataSource.transaction(work));
     this.tail = result.catch(() => undefined);
     return result;
@@ -73,7 +78,7 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
     if (this.reader?.isInitialized) await this.reader.destroy();
   }
 
-  private async withDeadline<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+  private async withDeadline<T>(work: (manager: EntityManager) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
     const limitMs = this.config.database.transactionTimeoutMs;
     const runner = this.dataSource.createQueryRunner();
     let expired = false;
@@ -84,7 +89,7 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
     }, limitMs);
     try {
       await runner.connect();
-      await runner.startTransaction();
+      await runner.startTransaction(isolation);
       const result = await work(runner.manager);
       if (expired) throw new DatabaseUnavailable(`the transaction took longer than ${limitMs} ms`);
       await runner.commitTransaction();

@@ -11,6 +11,7 @@ import { detectFileFormat, GoodsSheet, parseGoodsSheet } from './goods-sheet.par
 import { buildGoodsTemplate } from './goods-template';
 import { ImportJobsService, StoredUpload } from './import-jobs.service';
 import { SheetError, SheetRefusal } from './sheet-error';
+import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** The multipart file part as multer hands it over (disk storage, see SpreadsheetUploadInterceptor). */
 export type UploadedSheet = StoredUpload;
@@ -63,6 +64,7 @@ export class ExcelService {
     private readonly writer: GoodsBatchWriter,
     private readonly config: AppConfig,
     private readonly jobs: ImportJobsService,
+    private readonly webhooks: WebhookEvents,
   ) {}
 
   async import(tenant: Tenant, file: UploadedSheet | undefined, options: ImportOptions = {}): Promise<ExcelImportResult> {
@@ -110,6 +112,18 @@ export class ExcelService {
         sheet.rows.map((r) => ({ row: r.row, data: r.values })),
         { refreshMedia: !!options.refreshMedia, dryRun: !!options.dryRun, source: 'spreadsheet' },
       );
+      // The rows are committed by now (the writer works in slices); the event follows in its own transaction.
+      await this.webhooks.recordNow(tenant.id, 'import.completed', {
+        source: 'spreadsheet',
+        state: 'succeeded',
+        fileName: file.originalname?.slice(0, 255) || null,
+        total: response.totalCount,
+        created: response.createCount,
+        updated: response.updateCount,
+        failed: response.failCount,
+        error: null,
+        finishedAt: Date.now(),
+      });
       return { kind: 'applied', response, ignoredColumns: sheet.ignoredColumns };
     } finally {
       if (!handedOver) await rm(file.path, { force: true });

@@ -16,7 +16,7 @@ import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobRow } from './entities/import-job-row.entity';
 import { ImportJob } from './entities/import-job.entity';
 import { GoodsSheetRow, SheetFile, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
-import { ImportJobEvents } from './import-job-events';
+import { WebhookEvents } from '../webhooks/webhook-events';
 import { ImportJobQueue, QueueVerdict } from './import-job-queue';
 import { SheetError } from './sheet-error';
 
@@ -79,9 +79,9 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     private readonly transactions: Transactions,
     private readonly config: AppConfig,
     private readonly writer: GoodsBatchWriter,
-    private readonly events: ImportJobEvents,
     private readonly notifier: LiveNotifier,
     private readonly lifecycle: Lifecycle,
+    private readonly webhooks: WebhookEvents,
   ) {}
 
   get dir(): string {
@@ -414,14 +414,30 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
   /** The job's final state, committed (only while this node owns it); then its file goes and the end is announced. */
   private async finish(job: ImportJob, state: 'succeeded' | 'failed', error: string | null): Promise<void> {
     const finishedAt = new Date();
-    const done = await this.transactions.run((em) =>
-      em
+    const done = await this.transactions.run(async (em) => {
+      const result = await em
         .createQueryBuilder()
         .update(ImportJob)
         .set({ state, error, finishedAt, owner: null, leaseUntil: null })
         .where("id = :id AND owner = :owner AND state = 'running'", { id: job.id, owner: this.nodeId })
-        .execute(),
-    );
+        .execute();
+      // The webhook event commits with the final state, or not at all (the outbox, docs/webhooks.md).
+      if (result.affected === 1) {
+        await this.webhooks.record(job.customerId, em, 'import.completed', {
+          source: 'job',
+          jobId: String(job.id),
+          state,
+          fileName: job.fileName,
+          total: job.rowsDone,
+          created: job.createCount,
+          updated: job.updateCount,
+          failed: job.failCount,
+          error,
+          finishedAt: finishedAt.getTime(),
+        });
+      }
+      return result;
+    });
     if (done.affected !== 1) throw new LeaseLost();
     job.state = state;
     job.error = error;
@@ -431,19 +447,6 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       `import job ${job.id} ${state}: ${job.rowsDone} row(s) (${job.createCount} created, ${job.updateCount} updated, ${job.failCount} failed)${error ? `: ${error}` : ''}`,
     );
     this.progress(job, true);
-    await this.events.completed({
-      jobId: job.id,
-      customerId: job.customerId,
-      state,
-      fileName: job.fileName,
-      rowsTotal: job.rowsTotal,
-      rowsDone: job.rowsDone,
-      createCount: job.createCount,
-      updateCount: job.updateCount,
-      failCount: job.failCount,
-      error,
-      finishedAt,
-    });
   }
 
   private appliedSoFar(job: ImportJob): string {

@@ -87,6 +87,27 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  readonly webhookDeliveries = new Counter({
+    name: 'livegoods_webhook_deliveries_total',
+    help: 'Webhook delivery tries this node made, by outcome: delivered (2xx), retry (failed, tried again later), failed (given up)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookEventsRecorded = new Counter({
+    name: 'livegoods_webhook_deliveries_recorded_total',
+    help: 'Webhook deliveries this node wrote to the outbox (one per event and subscribed endpoint), by event type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookSendDuration = new Histogram({
+    name: 'livegoods_webhook_send_duration_seconds',
+    help: 'Time from sending a webhook delivery to the receiver answer (or the timeout)',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
   readonly rateLimitRefusals = new Counter({
     name: 'livegoods_rate_limit_refusals_total',
     help: 'Requests and connections refused by a rate limit, by limit (ip, customer, auth-failures, live-connections)',

@@ -65,11 +65,17 @@ const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 /**
  * A suite on two app nodes sharing one MariaDB database and one Redis (SQLite cannot be shared between
- * processes): starts them (the first migrates the database) and a customer before the suite, closes
+ * processes), with `extra` settings: starts them (the first migrates the database) and a customer before the suite, closes
  * viewers after each test, and stops everything after it. A missing MariaDB or Redis skips the suite
  * (and says so), or fails it with REQUIRE_SERVICES=1.
  */
-export function describeTwoNodes(title: string, specFile: string, customerName: string, suite: (cluster: TwoNodes) => void): void {
+export function describeTwoNodes(
+  title: string,
+  specFile: string,
+  customerName: string,
+  suite: (cluster: TwoNodes) => void,
+  extra: Record<string, string> = {},
+): void {
   const down = [
     engineUnavailable('mysql') && `MariaDB/MySQL: ${engineUnavailable('mysql')}`,
     process.env.LG_REDIS_DOWN && `Redis: ${process.env.LG_REDIS_DOWN}`,
@@ -83,7 +89,7 @@ export function describeTwoNodes(title: string, specFile: string, customerName: 
 
     beforeAll(async () => {
       if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-      const setup = await testConfig('mysql', specFile, { REDIS_URL, REDIS_PREFIX: cluster.redisPrefix });
+      const setup = await testConfig('mysql', specFile, { REDIS_URL, REDIS_PREFIX: cluster.redisPrefix, ...extra });
       cluster.env = setup.env;
       dataDir = setup.dataDir;
       cluster.database = setup.database;

@@ -3,6 +3,7 @@ import { AddMedia1763800000000 } from './1763800000000-AddMedia';
 import { AddCampaigns1763900000000 } from './1763900000000-AddCampaigns';
 import { AddPreviousSecretKey1764000000000 } from './1764000000000-AddPreviousSecretKey';
 import { AddStock1764100000000 } from './1764100000000-AddStock';
+import { AddWebhooks1764200000000 } from './1764200000000-AddWebhooks';
 import { AddIdempotencyKeys1764300000000 } from './1764300000000-AddIdempotencyKeys';
 import { AddImportJobs1764400000000 } from './1764400000000-AddImportJobs';
 
@@ -13,6 +14,7 @@ export const MIGRATIONS = [
   AddCampaigns1763900000000,
   AddPreviousSecretKey1764000000000,
   AddStock1764100000000,
+  AddWebhooks1764200000000,
   AddIdempotencyKeys1764300000000,
   AddImportJobs1764400000000,
 ];

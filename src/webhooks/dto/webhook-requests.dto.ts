@@ -1,0 +1,69 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsDefined, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { BooleanField, HttpUrlField, IntQuery, WellFormedText } from '../../common/validation/decorators';
+import { DELIVERY_STATES, DeliveryState } from '../entities/webhook-delivery.entity';
+import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '../webhook-event-types';
+
+const EVENTS_TEXT = `one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}`;
+
+class WebhookFields {
+  @ApiPropertyOptional({ nullable: true, type: String, maxLength: 255, example: 'Order system (production)' })
+  @ValidateIf((o: WebhookFields) => o.description !== undefined && o.description !== null)
+  @IsString({ message: 'description must be a string' })
+  @MaxLength(255, { message: 'description must be at most 255 characters' })
+  @WellFormedText('description')
+  description?: string | null;
+
+  @BooleanField(
+    'active',
+    {},
+    { default: true, description: 'Inactive endpoints get no new events; their pending deliveries wait (retried on the usual schedule)' },
+  )
+  active?: boolean;
+}
+
+export class CreateWebhookDto extends WebhookFields {
+  @HttpUrlField('url', 2048, { required: true }, { example: 'https://shop.example.com/hooks/livegoods', description: 'https URL the events are POSTed to' })
+  url: string;
+
+  @ApiProperty({
+    type: [String],
+    enum: WEBHOOK_EVENT_TYPES,
+    example: ['goods.salesStatus', 'campaign.status'],
+    description: `The event types to send: ${EVENTS_TEXT}`,
+  })
+  @IsDefined({ message: 'events is required' })
+  @IsArray({ message: `events must be a list: ${EVENTS_TEXT}` })
+  @ArrayMinSize(1, { message: `events must name ${EVENTS_TEXT}` })
+  @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length, { message: `events must name ${EVENTS_TEXT}` })
+  @ArrayUnique({ message: 'events must not repeat a type' })
+  @IsIn(WEBHOOK_EVENT_TYPES, { each: true, message: `events must name ${EVENTS_TEXT}` })
+  events: WebhookEventType[];
+}
+
+export class UpdateWebhookDto extends WebhookFields {
+  @HttpUrlField('url', 2048, {}, { example: 'https://shop.example.com/hooks/livegoods', description: 'https URL the events are POSTed to' })
+  url?: string;
+
+  @ApiPropertyOptional({ type: [String], enum: WEBHOOK_EVENT_TYPES, example: ['goods.salesStatus'], description: `The event types to send: ${EVENTS_TEXT}` })
+  @IsOptional()
+  @IsArray({ message: `events must be a list: ${EVENTS_TEXT}` })
+  @ArrayMinSize(1, { message: `events must name ${EVENTS_TEXT}` })
+  @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length, { message: `events must name ${EVENTS_TEXT}` })
+  @ArrayUnique({ message: 'events must not repeat a type' })
+  @IsIn(WEBHOOK_EVENT_TYPES, { each: true, message: `events must name ${EVENTS_TEXT}` })
+  events?: WebhookEventType[];
+}
+
+export class ListWebhookDeliveriesQuery {
+  @IntQuery('page', 1, 1_000_000, { default: 1, description: 'Page number, from 1' })
+  page: number = 1;
+
+  @IntQuery('count', 1, 100, { default: 30, description: 'Deliveries per page (newest first)' }, { clamp: true })
+  count: number = 30;
+
+  @ApiPropertyOptional({ enum: DELIVERY_STATES, description: 'Only deliveries in this state' })
+  @IsOptional()
+  @IsIn(DELIVERY_STATES, { message: `state must be one of ${DELIVERY_STATES.join(', ')}` })
+  state?: DeliveryState;
+}
