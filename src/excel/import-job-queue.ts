@@ -73,7 +73,12 @@ export class ImportJobQueue {
     this.worker.on('error', (err) => this.logger.warn(redactCredentials(`worker: ${err.message}`)));
   }
 
-  /** Stops taking jobs and waits for the running ones (they stop after their current chunk). */
+  /**
+   * Stops the worker and the queue. The runner has already waited for its running jobs (they stop after
+   * their current chunk), so the worker closes without waiting for jobs (force): that also stops its lock
+   * renewal timer at once, which would otherwise keep the process alive whenever Redis is slow to answer
+   * the close.
+   */
   async close(): Promise<void> {
     // Bounded: with Redis unreachable, BullMQ's close would wait for it.
     let timer: NodeJS.Timeout | undefined;
@@ -82,7 +87,7 @@ export class ImportJobQueue {
     });
     await Promise.race([
       (async () => {
-        await this.worker?.close().catch(() => undefined);
+        await this.worker?.close(true).catch(() => undefined);
         await this.queue.close().catch(() => undefined);
       })(),
       deadline,
