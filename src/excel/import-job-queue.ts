@@ -9,6 +9,13 @@ const ADD_TIMEOUT_MS = 2000;
 /** Longest the queue's close may wait for Redis on shutdown. */
 const CLOSE_TIMEOUT_MS = 5000;
 
+/** BullMQ's worker, with a way to stop its lock renewal timer when its close cannot finish. */
+class ImportWorker extends Worker<{ jobId: number }> {
+  stopLockRenewal(): Promise<void> {
+    return this.lockManager.close();
+  }
+}
+
 /** What the worker does with a job: run it, or tell the queue to come back later. */
 export type QueueVerdict = { kind: 'done' } | { kind: 'later'; delayMs: number };
 
@@ -22,7 +29,7 @@ export class ImportJobQueue {
   private readonly logger = new Logger('ImportJobQueue');
   private readonly queue: Queue;
   private readonly queueConnection: Redis;
-  private worker: Worker | null = null;
+  private worker: ImportWorker | null = null;
   private workerConnection: Redis | null = null;
 
   constructor(
@@ -53,7 +60,7 @@ export class ImportJobQueue {
   /** Starts this node's worker: `process` runs one job at a time per slot, `concurrency` slots. */
   start(concurrency: number, process: (jobId: number) => Promise<QueueVerdict>): void {
     this.workerConnection = this.connect(true);
-    this.worker = new Worker(
+    this.worker = new ImportWorker(
       'import-jobs',
       async (job: Job<{ jobId: number }>, token?: string) => {
         const verdict = await process(Number(job.data.jobId));
@@ -73,12 +80,7 @@ export class ImportJobQueue {
     this.worker.on('error', (err) => this.logger.warn(redactCredentials(`worker: ${err.message}`)));
   }
 
-  /**
-   * Stops the worker and the queue. The runner has already waited for its running jobs (they stop after
-   * their current chunk), so the worker closes without waiting for jobs (force): that also stops its lock
-   * renewal timer at once, which would otherwise keep the process alive whenever Redis is slow to answer
-   * the close.
-   */
+  /** Stops taking jobs and waits for the running ones (they stop after their current chunk). */
   async close(): Promise<void> {
     // Bounded: with Redis unreachable, BullMQ's close would wait for it.
     let timer: NodeJS.Timeout | undefined;
@@ -87,12 +89,15 @@ export class ImportJobQueue {
     });
     await Promise.race([
       (async () => {
-        await this.worker?.close(true).catch(() => undefined);
+        await this.worker?.close().catch(() => undefined);
         await this.queue.close().catch(() => undefined);
       })(),
       deadline,
     ]);
     clearTimeout(timer);
+    // A close still waiting for Redis never reaches the step that stops the lock renewal timer, which
+    // would keep the process alive: stop it here.
+    await this.worker?.stopLockRenewal();
     for (const connection of [this.workerConnection, this.queueConnection]) connection?.disconnect();
   }
 
