@@ -59,6 +59,7 @@ const TAGS: [string, string][] = [
   ['Sales status', "Set a campaign item's sales status (ON_SALE, ALMOST_SOLD_OUT, SOLD_OUT), optionally with a notice or a chat line"],
   ['Stock', "A campaign item's stock: set it, take from it (orders), put back (returns, restocks); the sales status follows it"],
   ['Campaigns console', 'Campaigns (broadcasts) for operator tools: create, list, change, status moves, delete, chat and notice'],
+  ['Webhooks console', "Webhook endpoints that tell the shop's systems what happens: register, change, rotate the signing secret, delivery log, replay"],
   ['Campaign goods', 'The goods of a campaign: add, list, reorder, the item showing now, remove'],
   ['Public campaigns', 'Public broadcast information for players; no token'],
   ['Media', 'The hosted images and thumbnails; no token'],

@@ -280,12 +280,14 @@ export class OpenApiChecker {
 export function hygieneProblems(doc: Json): string[] {
   const problems: string[] = [];
   const typed = (s: Json | undefined) => !!s && ['type', 'oneOf', 'anyOf', '$ref'].some((k) => k in s);
+  const definedTags = new Set(((doc.tags as Json[] | undefined) ?? []).map((t) => String(t.name)));
   for (const [path, item] of Object.entries(doc.paths as Json)) {
     for (const method of METHODS) {
       const op = (item as Json)[method] as Json | undefined;
       if (!op) continue;
       const name = `${method.toUpperCase()} ${path}`;
       if (!Array.isArray(op.tags) || op.tags.length === 0) problems.push(`${name}: no tag`);
+      for (const tag of (op.tags as string[]) ?? []) if (!definedTags.has(tag)) problems.push(`${name}: tag ${tag} is not among the document's tags`);
       if (!op.summary) problems.push(`${name}: no summary`);
       if (!op.description) problems.push(`${name}: no description`);
       for (const p of (op.parameters as Json[]) ?? []) {
