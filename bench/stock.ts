@@ -16,7 +16,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { io, Socket } from 'socket.io-client';
-import { BenchServer, startServer } from './support';
+import { BenchServer, call, ok, startServer } from './support';
 
 const arg = (name: string, fallback: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const HOT = Number(arg('hot', '50'));
@@ -38,21 +38,6 @@ interface Figures {
   refusedOther: number;
   events: number;
   eventsExpected: number;
-}
-
-async function call(server: BenchServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: { authorization: server.auth, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
-
-async function ok<T = unknown>(server: BenchServer, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await call(server, method, path, body);
-  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body as T;
 }
 
 /** The status changes one item goes through from `stock` down to 0 with the threshold (ON_SALE → ALMOST_SOLD_OUT → SOLD_OUT). */

@@ -264,3 +264,20 @@ export function goodsElement(i: number, variant = 0): Record<string, unknown> {
     discountPercentage: 10,
   };
 }
+
+/** A JSON call to the bench customer's API on `server`: status and parsed body. */
+export async function call(server: BenchServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: { authorization: server.auth, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** The same, refusing any status but 200; the body. */
+export async function ok<T = unknown>(server: BenchServer, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await call(server, method, path, body);
+  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as T;
+}

@@ -22,7 +22,7 @@
 import http, { ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { BenchServer, startServer } from './support';
+import { BenchServer, call, ok, startServer } from './support';
 
 const arg = (name: string, fallback: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const EVENTS = Number(arg('events', '10000'));
@@ -92,21 +92,6 @@ class Receiver {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
-}
-
-async function call(server: BenchServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: { authorization: server.auth, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
-
-async function ok<T = unknown>(server: BenchServer, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await call(server, method, path, body);
-  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body as T;
 }
 
 const pct = (sorted: number[], p: number): number => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] : NaN);
