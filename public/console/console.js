@@ -39,6 +39,11 @@ async function api(method, path, body) {
   const headers = { Accept: 'application/json', Authorization: `Bearer ${session.token}` };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  return answerOf(res);
+}
+
+/** The JSON body of an answer (null when empty or not JSON); an ApiError when the status is not 2xx. */
+async function answerOf(res) {
   const text = await res.text();
   let data = null;
   try {
@@ -731,14 +736,7 @@ async function startImport(event) {
       const form = new FormData();
       form.append('file', file, file.name);
       const res = await fetch(`/v1/goods/${ak()}/excel?async=true`, { method: 'POST', headers: { Authorization: `Bearer ${session.token}` }, body: form });
-      const text = await res.text();
-      let data = null;
-      try {
-        data = text ? JSON.parse(text) : null;
-      } catch {
-        data = null;
-      }
-      if (!res.ok) throw new ApiError(res.status, data, text.slice(0, 200) || res.statusText);
+      const data = await answerOf(res);
       importing.jobId = data.jobId;
       showImport(data);
       importing.pollTimer = setInterval(() => void pollImport(), IMPORT_POLL_MS);
@@ -885,16 +883,7 @@ async function exportCatalog(format) {
   clearError();
   try {
     const res = await fetch(`/v1/goods/${ak()}/excel/export?format=${format}`, { headers: { Authorization: `Bearer ${session.token}` }, cache: 'no-store' });
-    if (!res.ok) {
-      const text = await res.text();
-      let data = null;
-      try {
-        data = JSON.parse(text);
-      } catch {
-        data = null;
-      }
-      throw new ApiError(res.status, data, text.slice(0, 200) || res.statusText);
-    }
+    if (!res.ok) await answerOf(res);
     const blob = await res.blob();
     const link = el('a', { href: URL.createObjectURL(blob), download: downloadName(res, format) });
     document.body.append(link);
