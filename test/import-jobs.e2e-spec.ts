@@ -252,6 +252,18 @@ for (const engine of ENGINES) {
     let dataDir = '';
     let database = '';
 
+    /** Uploads a CSV of `rows` goods named after `prefix` (a job: 202); its id and a reader of its state on any server process. */
+    async function submitJob(on: ServerProcess, c: { accessKey: string; auth: string }, prefix: string, rows: number) {
+      const form = new FormData();
+      form.append('file', new Blob([sheet(prefix, rows)], { type: 'text/csv' }), `${prefix.toLowerCase()}.csv`);
+      const accepted = await fetch(`${on.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
+      expect(accepted.status).toBe(202);
+      const { jobId } = (await accepted.json()) as Job;
+      const read = async (s: ServerProcess) =>
+        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+      return { jobId, read };
+    }
+
     beforeAll(async () => {
       if (down) throw new Error(`${engine} server required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
       const setup = await testConfig(engine, `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`, {
@@ -273,13 +285,7 @@ for (const engine of ENGINES) {
     it('resumes after the last committed chunk and applies every row exactly once', async () => {
       server = await ServerProcess.start(env);
       const c = await insertCustomer(env);
-      const form = new FormData();
-      form.append('file', new Blob([sheet('KILL', 50_000)], { type: 'text/csv' }), 'kill.csv');
-      const accepted = await fetch(`${server.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
-      expect(accepted.status).toBe(202);
-      const { jobId } = (await accepted.json()) as Job;
-      const read = async (s: ServerProcess) =>
-        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+      const { read } = await submitJob(server, c, 'KILL', 50_000);
 
       const midway = await eventually(
         () => read(server as ServerProcess),
@@ -324,13 +330,7 @@ for (const engine of ENGINES) {
       await server?.kill();
       server = await ServerProcess.start(env);
       const c = await insertCustomer(env, 'Graceful');
-      const form = new FormData();
-      form.append('file', new Blob([sheet('TERM', 30_000)], { type: 'text/csv' }), 'term.csv');
-      const accepted = await fetch(`${server.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
-      expect(accepted.status).toBe(202);
-      const { jobId } = (await accepted.json()) as Job;
-      const read = async (s: ServerProcess) =>
-        (await (await fetch(`${s.base}/v1/goods/${c.accessKey}/excel/jobs/${jobId}?count=1`, { headers: { Authorization: c.auth } })).json()) as Job;
+      const { jobId, read } = await submitJob(server, c, 'TERM', 30_000);
       await eventually(
         () => read(server as ServerProcess),
         (j) => j.rowsDone >= 2_000,
