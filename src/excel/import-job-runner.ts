@@ -15,7 +15,8 @@ import { SyncResponse, UploadGoodsRowResult } from '../sync/dto/sync-response.dt
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobRow } from './entities/import-job-row.entity';
 import { ImportJob } from './entities/import-job.entity';
-import { GoodsSheetRow, SheetFile, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
+import { GoodsSheetRow, SheetFile, SheetLimits } from './goods-sheet.parser';
+import { JobSheet, readJobSheet } from './sheet-reader';
 import { WebhookEvents } from '../webhooks/webhook-events';
 import { ImportJobQueue, QueueVerdict } from './import-job-queue';
 import { SheetError } from './sheet-error';
@@ -26,8 +27,6 @@ export const PROGRESS_INTERVAL_MS = 500;
 const RESULT_ROWS_PER_INSERT = 100;
 /** A stored row result longer than this (JSON, bytes) has its long texts cut (a TEXT column holds 64 kB on MySQL). */
 const MAX_RESULT_BYTES = 60_000;
-/** Event-loop budget of a job's file reading between turns (jobs run beside other customers' requests). */
-const JOB_BREATHE_MS = 5;
 /** An upload file in DATA_DIR/imports that no queued or running job names is removed after this long. */
 const ORPHAN_AGE_MS = 60 * 60 * 1000;
 
@@ -269,9 +268,11 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
         maxUncompressedBytes: this.config.limits.excelMaxUncompressedBytes,
         timeoutMs: this.config.importJobs.readTimeoutMs,
       };
-      let survey;
+      let sheet: JobSheet;
       try {
-        survey = await surveyGoodsSheet(file, limits, JOB_BREATHE_MS);
+        const t0 = Date.now();
+        sheet = await readJobSheet(file, limits, job.lastRow);
+        this.logger.warn(`XX survey ${Date.now() - t0} ms`);
       } catch (err) {
         if (err instanceof SheetError) {
           await this.fail(job, `${err.message}; ${this.appliedSoFar(job)}`);
@@ -279,27 +280,37 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
         }
         throw err;
       }
-      if (job.rowsTotal !== survey.dataRows) {
-        await this.update(job, { rowsTotal: survey.dataRows });
-        job.rowsTotal = survey.dataRows;
-      }
-      this.progress(job, true);
-      let chunk: GoodsSheetRow[] = [];
-      for await (const row of streamGoodsSheet(file, survey, limits, JOB_BREATHE_MS)) {
-        if (row.row <= job.lastRow) continue; // applied before a restart
-        chunk.push(row);
-        if (chunk.length < this.config.importJobs.chunkRows) continue;
-        if (lost) throw new LeaseLost();
-        await this.applyChunk(job, tenant, chunk);
-        chunk = [];
-        if (this.stopped) {
-          await this.release(job);
-          return;
+      try {
+        if (job.rowsTotal !== sheet.dataRows) {
+          await this.update(job, { rowsTotal: sheet.dataRows });
+          job.rowsTotal = sheet.dataRows;
         }
-      }
-      if (chunk.length) {
-        if (lost) throw new LeaseLost();
-        await this.applyChunk(job, tenant, chunk);
+        this.progress(job, true);
+        let chunk: GoodsSheetRow[] = [];
+        for await (const row of sheet.rows) {
+          if (row.row <= job.lastRow) continue; // applied before a restart
+          chunk.push(row);
+          if (chunk.length < this.config.importJobs.chunkRows) continue;
+          if (lost) throw new LeaseLost();
+          await this.applyChunk(job, tenant, chunk);
+          chunk = [];
+          if (this.stopped) {
+            await this.release(job);
+            return;
+          }
+        }
+        if (chunk.length) {
+          if (lost) throw new LeaseLost();
+          await this.applyChunk(job, tenant, chunk);
+        }
+        // A total counted quickly (the rows holding values) becomes the exact number of data rows.
+        const dataRows = sheet.finalDataRows;
+        if (dataRows !== undefined && dataRows !== job.rowsTotal) {
+          await this.update(job, { rowsTotal: dataRows });
+          job.rowsTotal = dataRows;
+        }
+      } finally {
+        await sheet.close();
       }
       await this.finish(job, 'succeeded', null);
     } catch (err) {

@@ -134,6 +134,38 @@ export class XlsxArchive {
     return stream;
   }
 
+  /**
+   * The first sheet's XML alone, inflated and counted against the cap like `stream()`'s (for a survey
+   * that needs neither the shared strings nor the styles). Failures are SheetErrors.
+   */
+  async *sheetXml(pace: () => Promise<void> = () => Promise.resolve()): AsyncGenerator<Buffer> {
+    const sheet = this.parts[this.parts.length - 1].entry;
+    let total = 0;
+    let data;
+    try {
+      data = await this.zip.openReadStreamPromise(sheet);
+    } catch (err) {
+      this.fail(err instanceof Error ? err : new Error(String(err)));
+      throw this.failure;
+    }
+    try {
+      for await (const chunk of data as AsyncIterable<Buffer>) {
+        total += chunk.length;
+        if (total > this.limits.maxUncompressedBytes) {
+          throw SheetError.tooLarge(`The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`);
+        }
+        await pace();
+        yield chunk;
+      }
+    } catch (err) {
+      if (err instanceof SheetError) throw err;
+      this.fail(err instanceof Error ? err : new Error(String(err)));
+      throw this.failure;
+    } finally {
+      data.destroy();
+    }
+  }
+
   close(): void {
     this.zip.close();
   }
