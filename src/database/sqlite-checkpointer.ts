@@ -2,12 +2,12 @@ import { Logger } from '@nestjs/common';
 import { Worker } from 'node:worker_threads';
 
 /** How often the checkpointer copies the WAL back into the database file. */
-export const CHECKPOINT_INTERVAL_MS = Number(process.env.XX_CI || 100);
+export const CHECKPOINT_INTERVAL_MS = 25;
 /**
  * WAL pages (4 kB) past which the writing connection checkpoints by itself at a commit, as SQLite does by
  * default at 1,000: only when the checkpointer does not keep up (or is gone, see `stop`).
  */
-export const FALLBACK_AUTOCHECKPOINT_PAGES = Number(process.env.XX_FB || 10_000);
+export const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
 /** SQLite's own default, put back when the checkpointer stops. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 

@@ -270,9 +270,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       };
       let sheet: JobSheet;
       try {
-        const t0 = Date.now();
         sheet = await readJobSheet(file, limits, job.lastRow);
-        this.logger.warn(`XX survey ${Date.now() - t0} ms`);
       } catch (err) {
         if (err instanceof SheetError) {
           await this.fail(job, `${err.message}; ${this.appliedSoFar(job)}`);
