@@ -54,9 +54,10 @@ export function storedResult(result: UploadGoodsRowResult): string {
  * IMPORT_JOB_CONCURRENCY jobs run per process, and never two of one customer at once (a customer's
  * second job waits while others' jobs run).
  *
- * A job reads its file twice: a survey (type, header, limits, row count; nothing written, so a refused
- * file writes nothing), then the rows, applied IMPORT_JOB_CHUNK_ROWS at a time by the sync's batch
- * writer. Each chunk's transaction also records the job's progress (the last sheet row applied, the
+ * A job's file is read on a worker thread (readJobSheet, docs/decisions/0012): first checked whole (type,
+ * header, limits, row count; nothing written, so a refused file writes nothing), then its rows, handed
+ * over while the previous ones are written and applied IMPORT_JOB_CHUNK_ROWS at a time by the sync's
+ * batch writer. Each chunk's transaction also records the job's progress (the last sheet row applied, the
  * counts, the row results) under the condition that this node still owns the job and that nobody moved
  * its progress meanwhile: a chunk commits together with its progress or not at all, so a job resumed
  * after a crash or a restart goes on after the last committed chunk and applies every row exactly once.

@@ -7,7 +7,7 @@ import { SheetError, SheetRefusal } from './sheet-error';
 const BATCH_ROWS = 500;
 /** Batches the worker may read ahead of the job (bounds the rows held in memory). */
 const READ_AHEAD_BATCHES = 4;
-/** The worker's heap: young and old generation limits, in MB (see docs/decisions/0010). */
+/** The worker's heap: young and old generation limits, in MB (see docs/decisions/0012). */
 const WORKER_YOUNG_MB = 16;
 const WORKER_OLD_MB = 256;
 
@@ -107,7 +107,7 @@ export async function countSheetRows(file: SheetFile, limits: SheetLimits): Prom
   }
 }
 
-function startWorker(input: SheetWorkerInput): { worker: Worker; next(): Promise<SheetWorkerMessage>; stop(): Promise<void> } {
+function startWorker(input: SheetWorkerInput): { worker: Worker; next: () => Promise<SheetWorkerMessage>; stop: () => Promise<void> } {
   const ext = extname(__filename);
   // Built code runs sheet-worker.js; the tests (TypeScript through ts-jest) run sheet-worker.ts through ts-node.
   const worker = new Worker(join(__dirname, `sheet-worker${ext}`), {

@@ -36,7 +36,7 @@ interface Part {
  * reaches the XML parser, and every byte that does is counted against the cap again.
  */
 export class XlsxArchive {
-  private failure?: Error;
+  private failure?: SheetError;
   private readonly failureListeners: Array<(err: Error) => void> = [];
 
   private constructor(
@@ -145,8 +145,7 @@ export class XlsxArchive {
     try {
       data = await this.zip.openReadStreamPromise(sheet);
     } catch (err) {
-      this.fail(err instanceof Error ? err : new Error(String(err)));
-      throw this.failure;
+      throw this.fail(err instanceof Error ? err : new Error(String(err)));
     }
     try {
       for await (const chunk of data as AsyncIterable<Buffer>) {
@@ -159,8 +158,7 @@ export class XlsxArchive {
       }
     } catch (err) {
       if (err instanceof SheetError) throw err;
-      this.fail(err instanceof Error ? err : new Error(String(err)));
-      throw this.failure;
+      throw this.fail(err instanceof Error ? err : new Error(String(err)));
     } finally {
       data.destroy();
     }
@@ -170,13 +168,15 @@ export class XlsxArchive {
     this.zip.close();
   }
 
-  private fail(err: Error): void {
-    if (this.failure) return;
+  /** Records the first failure (as a SheetError) and tells the listeners; returns the failure recorded. */
+  private fail(err: Error): SheetError {
+    if (this.failure) return this.failure;
     if (err instanceof SheetError) this.failure = err;
     else if (/too many bytes/.test(err.message)) {
       this.failure = SheetError.tooLarge(`A workbook part decompresses to more than it declares (${reason(err)}); refused as a possible zip bomb`);
     } else this.failure = SheetError.unsupported(`The workbook is corrupt (${reason(err)})`);
     for (const listener of this.failureListeners.splice(0)) listener(this.failure);
+    return this.failure;
   }
 
   private async *generate(pace: () => Promise<void>): AsyncGenerator<Buffer> {

@@ -47,7 +47,10 @@ describe('countXlsxRows', () => {
   });
 
   it('tells when the sheet has hyperlinks', async () => {
-    const bytes = await xlsx([['sku', 'url'], ['A', { text: 'Open', hyperlink: 'https://shop.example.com/a' }]]);
+    const bytes = await xlsx([
+      ['sku', 'url'],
+      ['A', { text: 'Open', hyperlink: 'https://shop.example.com/a' }],
+    ]);
     expect(await count(bytes)).toMatchObject({ valueRows: 1, hasLinks: true });
   });
 
