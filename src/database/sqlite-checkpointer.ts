@@ -81,10 +81,14 @@ export class SqliteCheckpointer {
     const worker = this.worker;
     this.worker = undefined;
     if (!worker) return;
+    // Referenced while it closes: an unreferenced worker and timer would let the process end mid-shutdown.
+    worker.ref();
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage('close');
-    const timeout = new Promise<void>((resolve) => setTimeout(resolve, 2000).unref());
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)));
     await Promise.race([exited, timeout]);
+    clearTimeout(timer);
     await worker.terminate();
   }
 
