@@ -11,3 +11,14 @@ export function statusOfStock(stock: number | null, almostSoldOutAt: number | nu
   if (almostSoldOutAt !== null && stock <= almostSoldOutAt) return 'ALMOST_SOLD_OUT';
   return 'ON_SALE';
 }
+
+/**
+ * statusOfStock in SQL (both engines), for a campaign_goods row's `almostSoldOutAt` and the stock given by
+ * the expression `stock` (e.g. `stock + ?`): lets one UPDATE apply a stock change only when the status it
+ * derives is the stored one (see StockService).
+ */
+export function statusOfStockSql(stock: string): string {
+  return (
+    `CASE WHEN ${stock} <= 0 THEN 'SOLD_OUT' ` + `WHEN almostSoldOutAt IS NOT NULL AND ${stock} <= almostSoldOutAt THEN 'ALMOST_SOLD_OUT' ELSE 'ON_SALE' END`
+  );
+}

@@ -1,18 +1,24 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager } from 'typeorm';
+import { EntityManager, QueryRunner } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import type { QueryResult } from 'typeorm/query-runner/QueryResult';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { CampaignViews } from '../campaigns/campaign-views';
-import { adminNameOf, CampaignWriter } from '../campaigns/campaign-writer';
+import { adminNameOf, campaignNotFound, CampaignWriter } from '../campaigns/campaign-writer';
 import { CampaignGoodsResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
+import type { Campaign } from '../campaigns/entities/campaign.entity';
+import { hydrateRows } from '../database/bulk-sql';
+import { sameKey } from '../database/engine';
+import { Media } from '../media/entities/media.entity';
 import { Transactions } from '../database/transactions';
 import { findGoodsOrFail, GoodsLocator } from '../goods/goods-lookup';
 import type { PendingEvent } from '../live/live-events';
 import { notInCampaign } from './campaign-goods.service';
 import { locatorOf } from './sales-status.service';
 import { MAX_STOCK, SetStockParams, StockDeltaParams, StockParams } from './dto/campaign-goods-requests.dto';
-import { statusOfStock } from './stock-status';
+import { statusOfStock, statusOfStockSql } from './stock-status';
 import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** Thrown to roll the fast path of a decrement or increment back: it must run under the campaign lock. */
@@ -54,36 +60,92 @@ export class StockService {
   }
 
   /**
-   * Most orders change no status and tell no viewer. Those run without the campaign lock (the fast path:
-   * the conditional UPDATE locks only the item's row, so orders of different items of one campaign do not
-   * wait for each other); when the new stock derives another status, or viewers see the count
-   * (showStock), that transaction is rolled back and the operation runs again under the campaign lock, as
-   * every change with events does (apply). The fast path holds the campaign row in share mode: fast paths
-   * run side by side, and never at the same time as a writer of the campaign (a writer locks the campaign
-   * row before any of its items, so neither can hold an item the other waits for).
+   * Most orders change no status and tell no viewer. Those take the fast path: one conditional UPDATE that
+   * applies the change only while the item's stored status is the one its new stock derives (and the stock
+   * stays within 0 … MAX_STOCK), so it can neither oversell nor leave a status behind; no campaign lock
+   * (the UPDATE locks only the item's row on MySQL), and the reads are plain statements with bound
+   * parameters (cached prepared statements on SQLite) around it. On MySQL the goods item and its media are
+   * read before the UPDATE, so the item's row lock is held for one short read and the commit only.
+   *
+   * When the UPDATE does not apply, the row says why: no such place (404), an untracked stock, or not
+   * enough left (409, nothing changed); otherwise the change derives another status, or viewers see the
+   * count (showStock), and it runs again under the campaign lock, as every change with events does (apply).
+   * The fast path holds the campaign row in share mode: fast paths run side by side, and never at the same
+   * time as a writer of the campaign (a writer locks the campaign row before any of its items, so neither
+   * can hold an item the other waits for), so a fast path never misses a showStock a writer turned on.
    */
   private async delta(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, delta: number): Promise<CampaignGoodsResponse> {
     const locator = locatorOf(by, params);
     try {
       return await this.transactions.run(async (em) => {
-        // The campaign row in share mode: orders run side by side, the campaign's writers (which lock it
-        // first, then its items) one at a time with them, so no two lock the same rows in opposite orders.
-        const campaign = await this.writer.find(em, tenant, campaignKey, 'share');
+        const campaign = await this.campaignForOrders(em, tenant, campaignKey);
         if (campaign.showStock && params.notify !== false) throw NEEDS_EVENTS;
-        const before = await this.placeOf(em, tenant, campaign.id, campaignKey, locator);
-        await this.add(em, before, delta, new Date());
-        // Read after the UPDATE, which holds the row's lock: the current status, not an older snapshot's.
-        const after = await this.reread(em, before);
-        const derived = statusOfStock(after.stock, after.almostSoldOutAt);
-        if (derived && derived !== after.salesStatus) throw NEEDS_EVENTS;
-        const answer = await this.answer(em, tenant, after);
-        await this.recordDepletion(tenant, em, campaignKey, before, after, answer);
+        const goods = await findGoodsOrFail(em, tenant.id, locator);
+        const [media] = hydrateRows(em, Media, await em.query('SELECT * FROM media WHERE goodsId = ?', [goods.id]));
+        const after = await this.addKeepingStatus(em, campaign.id, goods.id, delta, new Date());
+        if (!after) {
+          await this.refusal(em, campaign.id, campaignKey, goods.id, delta);
+          throw NEEDS_EVENTS;
+        }
+        const answer = toCampaignGoodsResponse({ link: after, goods, media: media ?? null }, tenant.currency, tenant.baseUrl);
+        await this.recordDepletion(tenant, em, campaignKey, { stock: (after.stock ?? 0) - delta }, after, answer);
         return answer;
       });
     } catch (err) {
       if (err !== NEEDS_EVENTS) throw err;
       return this.apply(tenant, campaignKey, by, params, { delta });
     }
+  }
+
+  /** The campaign of an order, read in share mode on MySQL (see delta): its id and showStock. */
+  private async campaignForOrders(em: EntityManager, tenant: Tenant, campaignKey: string): Promise<Pick<Campaign, 'id' | 'showStock'>> {
+    const lock = this.transactions.isMysql ? ' LOCK IN SHARE MODE' : '';
+    const rows: Array<{ id: number | string; campaignKey: string; showStock: number | boolean }> = await em.query(
+      `SELECT id, campaignKey, showStock FROM campaigns WHERE customerId = ? AND campaignKey = ?${lock}`,
+      [tenant.id, campaignKey],
+    );
+    const row = rows.find((r) => sameKey(r.campaignKey, campaignKey));
+    if (!row) throw campaignNotFound(campaignKey);
+    return { id: Number(row.id), showStock: Boolean(Number(row.showStock)) };
+  }
+
+  /**
+   * stock += delta in one UPDATE that applies only while the new stock stays within 0 … MAX_STOCK and
+   * derives the status the row already has; the row as it then stands (RETURNING on SQLite, a read of the
+   * row this transaction holds on MySQL), or null when it did not apply.
+   */
+  private async addKeepingStatus(em: EntityManager, campaignId: number, goodsId: number, delta: number, now: Date): Promise<CampaignGoods | null> {
+    const runner = em.queryRunner as QueryRunner;
+    const column = em.connection.getMetadata(CampaignGoods).findColumnWithPropertyName('updatedAt') as ColumnMetadata;
+    const updatedAt: unknown = em.connection.driver.preparePersistentValue(now, column);
+    const returning = this.transactions.isMysql ? '' : ' RETURNING *';
+    const result: QueryResult = await runner.query(
+      `UPDATE campaign_goods SET stock = stock + ?, updatedAt = ? WHERE campaignId = ? AND goodsId = ? AND stock IS NOT NULL ` +
+        `AND stock + ? >= 0 AND stock + ? <= ? AND salesStatus = ${statusOfStockSql('stock + ?')}${returning}`,
+      [delta, updatedAt, campaignId, goodsId, delta, delta, MAX_STOCK, delta, delta],
+      true,
+    );
+    const raw: Array<Record<string, unknown>> = returning
+      ? ((result.records ?? []) as Array<Record<string, unknown>>)
+      : result.affected === 1
+        ? await em.query('SELECT * FROM campaign_goods WHERE campaignId = ? AND goodsId = ?', [campaignId, goodsId])
+        : [];
+    return raw.length ? hydrateRows(em, CampaignGoods, raw)[0] : null;
+  }
+
+  /**
+   * Why a fast-path change did not apply, thrown: 404 for an item not in the campaign, 409 for an untracked
+   * stock or one the change would take out of 0 … MAX_STOCK. Returns when none of these holds (the change
+   * derives another status).
+   */
+  private async refusal(em: EntityManager, campaignId: number, campaignKey: string, goodsId: number, delta: number): Promise<void> {
+    const rows: Array<{ stock: number | string | null }> = await em.query('SELECT stock FROM campaign_goods WHERE campaignId = ? AND goodsId = ?', [
+      campaignId,
+      goodsId,
+    ]);
+    if (!rows.length) throw notInCampaign(goodsId, campaignKey);
+    const stock = rows[0].stock === null ? null : Number(rows[0].stock);
+    if (stock === null || stock + delta < 0 || stock + delta > MAX_STOCK) throw stockRefusal(goodsId, stock, delta);
   }
 
   private apply(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, change: Change): Promise<CampaignGoodsResponse> {
@@ -136,7 +198,7 @@ export class StockService {
     em: EntityManager,
     campaignKey: string,
     before: Pick<CampaignGoods, 'stock'>,
-    after: CampaignGoods,
+    after: Pick<CampaignGoods, 'stock' | 'goodsId' | 'updatedAt'>,
     answer: CampaignGoodsResponse,
   ): Promise<void> {
     if (after.stock !== 0 || before.stock === 0) return;
@@ -194,9 +256,13 @@ export class StockService {
     if (result.affected === 1) return true;
 
     const current = await em.findOne(CampaignGoods, { select: { stock: true }, where: { campaignId: link.campaignId, goodsId: link.goodsId } });
-    const stock = current?.stock ?? null;
-    if (stock === null) throw ApiException.conflict(`The stock of goods ${link.goodsId} is not tracked; set it first`);
-    if (delta < 0) throw ApiException.conflict(`Only ${stock} left of goods ${link.goodsId}; cannot take ${-delta}`);
-    throw ApiException.conflict(`The stock of goods ${link.goodsId} would exceed ${MAX_STOCK}`);
+    throw stockRefusal(link.goodsId, current?.stock ?? null, delta);
   }
+}
+
+/** The 409 of a stock change that cannot apply to `stock` (null: not tracked). */
+function stockRefusal(goodsId: number, stock: number | null, delta: number): ApiException {
+  if (stock === null) return ApiException.conflict(`The stock of goods ${goodsId} is not tracked; set it first`);
+  if (delta < 0) return ApiException.conflict(`Only ${stock} left of goods ${goodsId}; cannot take ${-delta}`);
+  return ApiException.conflict(`The stock of goods ${goodsId} would exceed ${MAX_STOCK}`);
 }
