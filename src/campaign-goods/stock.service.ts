@@ -1,19 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager, QueryRunner } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
-import type { QueryResult } from 'typeorm/query-runner/QueryResult';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { CampaignViews } from '../campaigns/campaign-views';
 import { adminNameOf, campaignNotFound, CampaignWriter } from '../campaigns/campaign-writer';
 import { CampaignGoodsResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
-import type { Campaign } from '../campaigns/entities/campaign.entity';
-import { hydrateRows } from '../database/bulk-sql';
+import { aliasedColumns, hydrateAliased, hydrateRows } from '../database/bulk-sql';
 import { sameKey } from '../database/engine';
 import { Media } from '../media/entities/media.entity';
 import { Transactions } from '../database/transactions';
-import { findGoodsOrFail, GoodsLocator } from '../goods/goods-lookup';
+import { findGoodsOrFail, goodsNotFound, GoodsLocator, locatorColumn } from '../goods/goods-lookup';
+import { Goods } from '../goods/entities/goods.entity';
 import type { PendingEvent } from '../live/live-events';
 import { notInCampaign } from './campaign-goods.service';
 import { locatorOf } from './sales-status.service';
@@ -61,76 +60,128 @@ export class StockService {
 
   /**
    * Most orders change no status and tell no viewer. Those take the fast path: one conditional UPDATE that
-   * applies the change only while the item's stored status is the one its new stock derives (and the stock
-   * stays within 0 … MAX_STOCK), so it can neither oversell nor leave a status behind; no campaign lock
-   * (the UPDATE locks only the item's row on MySQL), and the reads are plain statements with bound
-   * parameters (cached prepared statements on SQLite) around it. On MySQL the goods item and its media are
-   * read before the UPDATE, so the item's row lock is held for one short read and the commit only.
+   * applies the change only while the status the new stock derives is the one the item already has (and
+   * the stock stays within 0 … MAX_STOCK), so it can neither oversell nor leave a status behind, and takes
+   * no campaign lock: orders of one campaign, and of one item, wait for nothing but that item's row, for
+   * the length of that one statement. The reads around it are plain statements with bound parameters
+   * (cached prepared statements on SQLite).
    *
    * When the UPDATE does not apply, the row says why: no such place (404), an untracked stock, or not
    * enough left (409, nothing changed); otherwise the change derives another status, or viewers see the
    * count (showStock), and it runs again under the campaign lock, as every change with events does (apply).
-   * The fast path holds the campaign row in share mode: fast paths run side by side, and never at the same
-   * time as a writer of the campaign (a writer locks the campaign row before any of its items, so neither
-   * can hold an item the other waits for), so a fast path never misses a showStock a writer turned on.
    */
   private async delta(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, delta: number): Promise<CampaignGoodsResponse> {
     const locator = locatorOf(by, params);
+    const notify = params.notify !== false;
     try {
-      return await this.transactions.run(async (em) => {
-        const campaign = await this.campaignForOrders(em, tenant, campaignKey);
-        if (campaign.showStock && params.notify !== false) throw NEEDS_EVENTS;
-        const goods = await findGoodsOrFail(em, tenant.id, locator);
-        const [media] = hydrateRows(em, Media, await em.query('SELECT * FROM media WHERE goodsId = ?', [goods.id]));
-        const after = await this.addKeepingStatus(em, campaign.id, goods.id, delta, new Date());
-        if (!after) {
-          await this.refusal(em, campaign.id, campaignKey, goods.id, delta);
-          throw NEEDS_EVENTS;
-        }
-        const answer = toCampaignGoodsResponse({ link: after, goods, media: media ?? null }, tenant.currency, tenant.baseUrl);
-        await this.recordDepletion(tenant, em, campaignKey, { stock: (after.stock ?? 0) - delta }, after, answer);
-        return answer;
-      });
+      return this.transactions.isMysql
+        ? await this.fastOnMysql(tenant, campaignKey, locator, notify, delta)
+        : await this.transactions.run((em) => this.fastOnSqlite(em, tenant, campaignKey, locator, notify, delta));
     } catch (err) {
       if (err !== NEEDS_EVENTS) throw err;
       return this.apply(tenant, campaignKey, by, params, { delta });
     }
   }
 
-  /** The campaign of an order, read in share mode on MySQL (see delta): its id and showStock. */
-  private async campaignForOrders(em: EntityManager, tenant: Tenant, campaignKey: string): Promise<Pick<Campaign, 'id' | 'showStock'>> {
-    const lock = this.transactions.isMysql ? ' LOCK IN SHARE MODE' : '';
-    const rows: Array<{ id: number | string; campaignKey: string; showStock: number | boolean }> = await em.query(
-      `SELECT id, campaignKey, showStock FROM campaigns WHERE customerId = ? AND campaignKey = ?${lock}`,
-      [tenant.id, campaignKey],
+  /**
+   * SQLite: in a write transaction (they run one at a time, so nothing changes between its statements);
+   * the UPDATE hands the row back (RETURNING), and a stock just run out records campaign.stockDepleted
+   * in the same transaction.
+   */
+  private async fastOnSqlite(em: EntityManager, tenant: Tenant, campaignKey: string, locator: GoodsLocator, notify: boolean, delta: number) {
+    const { campaign, goods, media } = await this.orderContext(em, tenant, campaignKey, locator);
+    if (campaign.showStock && notify) throw NEEDS_EVENTS;
+    const rows: Array<Record<string, unknown>> = await em.query(
+      `UPDATE campaign_goods SET stock = stock + ?, updatedAt = ? WHERE campaignId = ? AND goodsId = ? AND stock IS NOT NULL ` +
+        `AND stock + ? BETWEEN 0 AND ? AND salesStatus = ${statusOfStockSql('stock + ?')} RETURNING *`,
+      [delta, this.datetime(em, new Date()), campaign.id, goods.id, delta, MAX_STOCK, delta, delta],
     );
-    const row = rows.find((r) => sameKey(r.campaignKey, campaignKey));
-    if (!row) throw campaignNotFound(campaignKey);
-    return { id: Number(row.id), showStock: Boolean(Number(row.showStock)) };
+    if (!rows.length) {
+      await this.refusal(em, campaign.id, campaignKey, goods.id, delta);
+      throw NEEDS_EVENTS;
+    }
+    const [after] = hydrateRows(em, CampaignGoods, rows);
+    const answer = toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl);
+    await this.recordDepletion(tenant, em, campaignKey, { stock: (after.stock ?? 0) - delta }, after, answer);
+    return answer;
   }
 
   /**
-   * stock += delta in one UPDATE that applies only while the new stock stays within 0 … MAX_STOCK and
-   * derives the status the row already has; the row as it then stands (RETURNING on SQLite, a read of the
-   * row this transaction holds on MySQL), or null when it did not apply.
+   * MySQL: no transaction. The campaign, the goods item, its media and its place are read first; the
+   * change is one statement on its own (autocommit), so the item's row lock, which every order of that
+   * item waits for, is held inside the database for that statement only, never across a round trip to
+   * this node. Besides the stock and the derived status, the UPDATE requires the status and threshold
+   * just read (so the answer built from that read is the row as the change left it; a status or threshold
+   * changed meanwhile sends the order to apply) and, unless notify is off, a campaign whose viewers do not
+   * see the stock: it reads the campaign row in share mode for that statement, so it either runs before a
+   * writer turning showStock on commits, or sees it on. The new stock comes back in the statement's own
+   * answer (LAST_INSERT_ID(expr) sets the OK packet's insert id). A change that would run the stock out
+   * goes to apply, which records campaign.stockDepleted in the change's transaction.
    */
-  private async addKeepingStatus(em: EntityManager, campaignId: number, goodsId: number, delta: number, now: Date): Promise<CampaignGoods | null> {
-    const runner = em.queryRunner as QueryRunner;
-    const column = em.connection.getMetadata(CampaignGoods).findColumnWithPropertyName('updatedAt') as ColumnMetadata;
-    const updatedAt: unknown = em.connection.driver.preparePersistentValue(now, column);
-    const returning = this.transactions.isMysql ? '' : ' RETURNING *';
-    const result: QueryResult = await runner.query(
-      `UPDATE campaign_goods SET stock = stock + ?, updatedAt = ? WHERE campaignId = ? AND goodsId = ? AND stock IS NOT NULL ` +
-        `AND stock + ? >= 0 AND stock + ? <= ? AND salesStatus = ${statusOfStockSql('stock + ?')}${returning}`,
-      [delta, updatedAt, campaignId, goodsId, delta, delta, MAX_STOCK, delta, delta],
-      true,
+  private async fastOnMysql(tenant: Tenant, campaignKey: string, locator: GoodsLocator, notify: boolean, delta: number) {
+    const em = this.transactions.manager;
+    const { campaign, goods, media, place } = await this.orderContext(em, tenant, campaignKey, locator);
+    if (campaign.showStock && notify) throw NEEDS_EVENTS;
+    const now = new Date();
+    // With notify, the campaign row is read (in share mode) before the item's, in the order every campaign
+    // writer locks them, so that the two never wait for each other in a cycle.
+    const tables = notify ? 'campaigns c STRAIGHT_JOIN campaign_goods cg ON cg.campaignId = c.id' : 'campaign_goods cg';
+    const done: { affectedRows: number; insertId: number | string } = await em.query(
+      `UPDATE ${tables} SET cg.stock = LAST_INSERT_ID(cg.stock + ?), cg.updatedAt = ? ` +
+        'WHERE cg.campaignId = ? AND cg.goodsId = ? AND cg.stock IS NOT NULL AND cg.stock + ? BETWEEN 1 AND ? ' +
+        `AND cg.salesStatus = ? AND cg.almostSoldOutAt <=> ? AND cg.salesStatus = ${statusOfStockSql('cg.stock + ?', 'cg.almostSoldOutAt')}` +
+        (notify ? ' AND c.id = ? AND c.showStock = 0' : ''),
+      [
+        delta,
+        this.datetime(em, now),
+        campaign.id,
+        goods.id,
+        delta,
+        MAX_STOCK,
+        place.salesStatus,
+        place.almostSoldOutAt,
+        delta,
+        delta,
+        ...(notify ? [campaign.id] : []),
+      ],
     );
-    const raw: Array<Record<string, unknown>> = returning
-      ? ((result.records ?? []) as Array<Record<string, unknown>>)
-      : result.affected === 1
-        ? await em.query('SELECT * FROM campaign_goods WHERE campaignId = ? AND goodsId = ?', [campaignId, goodsId])
-        : [];
-    return raw.length ? hydrateRows(em, CampaignGoods, raw)[0] : null;
+    if (done.affectedRows !== 1) {
+      await this.refusal(em, campaign.id, campaignKey, goods.id, delta);
+      throw NEEDS_EVENTS;
+    }
+    const after = Object.assign(place, { stock: Number(done.insertId), updatedAt: now });
+    return toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl);
+  }
+
+  /**
+   * Everything an order reads, in one statement: the campaign (its id and showStock), the goods item the
+   * locator names, its place in the campaign and its media. 404 -710 for an unknown campaign, -404 for an
+   * unknown item, -711 for an item not in the campaign, in that order.
+   */
+  private async orderContext(em: EntityManager, tenant: Tenant, campaignKey: string, locator: GoodsLocator) {
+    const [column, value] = locatorColumn(locator);
+    const rows: Array<Record<string, unknown>> = await em.query(
+      `SELECT c.id AS c_id, c.campaignKey AS c_campaignKey, c.showStock AS c_showStock, ${aliasedColumns(em, Goods, 'g')}, ` +
+        `${aliasedColumns(em, CampaignGoods, 'cg')}, ${aliasedColumns(em, Media, 'm')} FROM campaigns c ` +
+        `LEFT JOIN goods g ON g.customerId = c.customerId AND g.${column} = ? ` +
+        'LEFT JOIN campaign_goods cg ON cg.campaignId = c.id AND cg.goodsId = g.id LEFT JOIN media m ON m.goodsId = g.id ' +
+        'WHERE c.customerId = ? AND c.campaignKey = ?',
+      [value, tenant.id, campaignKey],
+    );
+    const row = rows.find((r) => sameKey(String(r.c_campaignKey), campaignKey));
+    if (!row) throw campaignNotFound(campaignKey);
+    const goods = hydrateAliased(em, Goods, 'g', row);
+    if (!goods) throw goodsNotFound(locator);
+    const place = hydrateAliased(em, CampaignGoods, 'cg', row);
+    if (!place) throw notInCampaign(goods.id, campaignKey);
+    const campaign = { id: Number(row.c_id), showStock: Boolean(Number(row.c_showStock)) };
+    return { campaign, goods, place, media: hydrateAliased(em, Media, 'm', row) };
+  }
+
+  /** A time as the engine stores a campaign_goods datetime (what TypeORM would write). */
+  private datetime(em: EntityManager, at: Date): unknown {
+    const column = em.connection.getMetadata(CampaignGoods).findColumnWithPropertyName('updatedAt') as ColumnMetadata;
+    return em.connection.driver.preparePersistentValue(at, column);
   }
 
   /**

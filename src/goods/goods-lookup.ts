@@ -11,16 +11,25 @@ function describe(locator: GoodsLocator): string {
   return locator.by === 'id' ? `id ${locator.id}` : locator.by === 'sku' ? `sku '${locator.sku}'` : `url '${locator.url}'`;
 }
 
+/** 404 -404 "Goods not found: sku 'X'". */
+export function goodsNotFound(locator: GoodsLocator): ApiException {
+  return ApiException.notFound(`Goods not found: ${describe(locator)}`);
+}
+
+/** The goods column a locator compares (through its hash index for sku and url) and the value it looks for. */
+export function locatorColumn(locator: GoodsLocator): ['id' | 'skuHash' | 'urlHash', number | string] {
+  return locator.by === 'id' ? ['id', locator.id] : locator.by === 'sku' ? ['skuHash', keyHash(locator.sku)] : ['urlHash', keyHash(locator.url)];
+}
+
 /**
  * The customer's goods item a locator names; 404 -404 "Goods not found: sku 'X'" when there is none. One
  * plain statement with bound parameters (TypeORM's find would write the ids into the SQL, one statement
  * text per item, which SQLite then prepares again and again).
  */
 export async function findGoodsOrFail(em: EntityManager, customerId: number, locator: GoodsLocator): Promise<Goods> {
-  const [column, value] =
-    locator.by === 'id' ? ['id', locator.id] : locator.by === 'sku' ? ['skuHash', keyHash(locator.sku)] : ['urlHash', keyHash(locator.url)];
+  const [column, value] = locatorColumn(locator);
   const rows: Array<Record<string, unknown>> = await em.query(`SELECT * FROM goods WHERE customerId = ? AND ${column} = ?`, [customerId, value]);
-  if (!rows.length) throw ApiException.notFound(`Goods not found: ${describe(locator)}`);
+  if (!rows.length) throw goodsNotFound(locator);
   return hydrateRows(em, Goods, rows)[0];
 }
 
