@@ -13,6 +13,9 @@
  *          --hot-stock=2000 --other-stock=20 --threshold=10 (almostSoldOutAt of every item)
  *          --mode=sqlite|cluster|both (default both) --redis=redis://127.0.0.1:6379
  *          --cpu-prof=<dir> (each server writes a V8 CPU profile there when it stops)
+ *          --rate-limits (rate limits on, as a trusted order backend would be configured: RATE_LIMIT_IP and
+ *          RATE_LIMIT_CUSTOMER at 10,000,000 per window, so every request still passes both limiters,
+ *          counted in Redis on two nodes; without it they are off, as in every bench)
  */
 
 import { loadavg } from 'node:os';
@@ -30,6 +33,9 @@ const MODE = arg('mode', 'both');
 const REDIS_URL = arg('redis', process.env.REDIS_URL || 'redis://127.0.0.1:6379');
 const CPU_PROF = arg('cpu-prof', '');
 const nodeArgs = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [];
+const LIMITS: Record<string, string> = process.argv.includes('--rate-limits')
+  ? { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_IP: '10000000', RATE_LIMIT_CUSTOMER: '10000000' }
+  : {};
 
 interface Figures {
   label: string;
@@ -156,12 +162,13 @@ function report(f: Figures): string {
 
 async function main(): Promise<void> {
   console.log(
-    `bench:stock — ${HOT} clients on one hot item of ${HOT_STOCK}, ${OTHERS} others of ${OTHER_STOCK} (one client each), almostSoldOutAt ${THRESHOLD}`,
+    `bench:stock — ${HOT} clients on one hot item of ${HOT_STOCK}, ${OTHERS} others of ${OTHER_STOCK} (one client each), almostSoldOutAt ${THRESHOLD}; ` +
+      `rate limits ${LIMITS.RATE_LIMIT_ENABLED ? 'on (10,000,000 per window)' : 'off'}`,
   );
   const results: Figures[] = [];
   let port = 3870;
   if (MODE === 'sqlite' || MODE === 'both') {
-    const server = await startServer('sqlite', port++, 'stock', { env: { REDIS_URL: '' }, nodeArgs });
+    const server = await startServer('sqlite', port++, 'stock', { env: { REDIS_URL: '', ...LIMITS }, nodeArgs });
     try {
       results.push(await measure('SQLite, one node', [server]));
       console.log(report(results[results.length - 1]));
@@ -170,7 +177,7 @@ async function main(): Promise<void> {
     }
   }
   if (MODE === 'cluster' || MODE === 'both') {
-    const a = await startServer('mysql', port++, 'stock', { env: { REDIS_URL }, nodeArgs });
+    const a = await startServer('mysql', port++, 'stock', { env: { REDIS_URL, ...LIMITS }, nodeArgs });
     let b: BenchServer | undefined;
     try {
       b = await startServer('mysql', port++, 'stock', { join: a, nodeArgs });

@@ -232,8 +232,9 @@ describeEngines(
         const lots = await counted(many);
         expect(await lastSeq(key)).toBe(seq + 2);
         expect(lots.length).toBe(few.length);
-        // Open campaigns, places, then one transaction (begin, commit): lock (MySQL), places, goods, media, the event (3).
-        expect(few.filter((q) => !/^(BEGIN|START|COMMIT)/.test(q))).toHaveLength(ctx().engine === 'mysql' ? 9 : 8);
+        // Open campaigns, places, then one transaction (begin, commit): lock (MySQL), places, goods, media, the event (2:
+        // the seq taken by the UPDATE itself, the insert).
+        expect(few.filter((q) => !/^(BEGIN|START|COMMIT)/.test(q))).toHaveLength(ctx().engine === 'mysql' ? 8 : 7);
         // Goods in no open campaign: the open campaigns and the places only.
         expect(await counted(many.slice(3))).toHaveLength(2);
       });
