@@ -39,6 +39,9 @@ type Change = { stock: number | null; almostSoldOutAt?: number | null } | { delt
  */
 @Injectable()
 export class StockService {
+  /** orderContext's statement for each locator column (the same text every time, built once). */
+  private readonly orderSql = new Map<string, string>();
+
   constructor(
     private readonly transactions: Transactions,
     private readonly writer: CampaignWriter,
@@ -160,14 +163,17 @@ export class StockService {
    */
   private async orderContext(em: EntityManager, tenant: Tenant, campaignKey: string, locator: GoodsLocator) {
     const [column, value] = locatorColumn(locator);
-    const rows: Array<Record<string, unknown>> = await em.query(
-      `SELECT c.id AS c_id, c.campaignKey AS c_campaignKey, c.showStock AS c_showStock, ${aliasedColumns(em, Goods, 'g')}, ` +
+    let sql = this.orderSql.get(column);
+    if (!sql) {
+      sql =
+        `SELECT c.id AS c_id, c.campaignKey AS c_campaignKey, c.showStock AS c_showStock, ${aliasedColumns(em, Goods, 'g')}, ` +
         `${aliasedColumns(em, CampaignGoods, 'cg')}, ${aliasedColumns(em, Media, 'm')} FROM campaigns c ` +
         `LEFT JOIN goods g ON g.customerId = c.customerId AND g.${column} = ? ` +
         'LEFT JOIN campaign_goods cg ON cg.campaignId = c.id AND cg.goodsId = g.id LEFT JOIN media m ON m.goodsId = g.id ' +
-        'WHERE c.customerId = ? AND c.campaignKey = ?',
-      [value, tenant.id, campaignKey],
-    );
+        'WHERE c.customerId = ? AND c.campaignKey = ?';
+      this.orderSql.set(column, sql);
+    }
+    const rows: Array<Record<string, unknown>> = await em.query(sql, [value, tenant.id, campaignKey]);
     const row = rows.find((r) => sameKey(String(r.c_campaignKey), campaignKey));
     if (!row) throw campaignNotFound(campaignKey);
     const goods = hydrateAliased(em, Goods, 'g', row);
