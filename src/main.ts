@@ -16,7 +16,7 @@ import { fallbackLogger, rootLoggerOf } from './logging/root-logger';
  * The heap grows by 30 % over what the last full garbage collection kept, instead of V8's default (up to
  * four times as much): with a live set of about 50 MB, bulk writes and import jobs (whose garbage of a
  * chunk outlives the young generation) let the heap reach 250 MB before a full collection; so it stays
- * near 110 MB (docs/decisions/0012). V8 reads this flag whenever it sets the next limit.
+ * near 110 MB (docs/decisions/0013). V8 reads this flag whenever it sets the next limit.
  */
 setFlagsFromString('--heap-growing-percent=30');
 

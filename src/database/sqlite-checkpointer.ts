@@ -32,7 +32,7 @@ parentPort.postMessage('ready');
 `;
 
 /**
- * Checkpoints an SQLite database in WAL mode on a thread of its own (docs/decisions/0012).
+ * Checkpoints an SQLite database in WAL mode on a thread of its own (docs/decisions/0013).
  *
  * By default SQLite checkpoints at a commit that finds the WAL over 1,000 pages: the committing
  * connection copies the WAL into the database file and syncs it, and better-sqlite3 does that on the

@@ -54,7 +54,7 @@ export function storedResult(result: UploadGoodsRowResult): string {
  * IMPORT_JOB_CONCURRENCY jobs run per process, and never two of one customer at once (a customer's
  * second job waits while others' jobs run).
  *
- * A job's file is read on a worker thread (readJobSheet, docs/decisions/0012): first checked whole (type,
+ * A job's file is read on a worker thread (readJobSheet, docs/decisions/0013): first checked whole (type,
  * header, limits, row count; nothing written, so a refused file writes nothing), then its rows, handed
  * over while the previous ones are written and applied IMPORT_JOB_CHUNK_ROWS at a time by the sync's
  * batch writer. Each chunk's transaction also records the job's progress (the last sheet row applied, the

@@ -7,7 +7,7 @@ import { SheetError, SheetRefusal } from './sheet-error';
 const BATCH_ROWS = 500;
 /** Batches the worker may read ahead of the job (bounds the rows held in memory). */
 const READ_AHEAD_BATCHES = 4;
-/** The worker's heap: young and old generation limits, in MB (see docs/decisions/0012). */
+/** The worker's heap: young and old generation limits, in MB (see docs/decisions/0013). */
 const WORKER_YOUNG_MB = 16;
 const WORKER_OLD_MB = 256;
 
