@@ -17,7 +17,7 @@
  * Options: --engines=sqlite,mysql  --count=10000  --job-rows=100000  --no-job / --job-only
  */
 import * as ExcelJS from 'exceljs';
-import { cpuSeconds, enginesFromArgs, fairnessLine, goodsElement, measureFairness, peakRssMb, startServer } from './support';
+import { cpuMs, enginesFromArgs, fairnessLine, goodsElement, measureFairness, peakRssMb, startServer } from './support';
 
 const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 10_000);
 const JOB_ROWS = Number(process.argv.find((a) => a.startsWith('--job-rows='))?.split('=')[1] ?? 100_000);
@@ -110,9 +110,9 @@ async function jobRuns(rows: string[]): Promise<void> {
     const server = await startServer(engine, port++, 'excel_job', { loopProbe: true });
     try {
       await warmUp(server.baseUrl, server.accessKey, server.auth);
-      const cpuBefore = cpuSeconds(server.pid);
+      const cpuBefore = cpuMs(server.pid);
       const { result, fairness } = await measureFairness(server, () => jobOnce(server.baseUrl, server.accessKey, server.auth, file, JOB_ROWS));
-      const cpu = cpuSeconds(server.pid) - cpuBefore;
+      const cpu = (cpuMs(server.pid) - cpuBefore) / 1000;
       const rate = Math.round((JOB_ROWS / result.ms) * 1000);
       rows.push(
         `${engine.padEnd(7)} job    ${String(JOB_ROWS).padStart(7)} rows  ${result.ms.toFixed(0).padStart(6)} ms  ${String(rate).padStart(6)} rows/s  ` +

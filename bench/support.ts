@@ -252,13 +252,6 @@ export function peakRssMb(pid: number): number {
   return match ? Math.round(Number(match[1]) / 1024) : NaN;
 }
 
-/** CPU time a process has used so far (user + system, all its threads), in seconds (Linux /proc). */
-export function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  // utime and stime are fields 14 and 15 of /proc/PID/stat (11 and 12 after the command name), in clock ticks.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 export function enginesFromArgs(): Engine[] {
   const arg = process.argv.find((a) => a.startsWith('--engines='));
   return arg ? (arg.slice('--engines='.length).split(',') as Engine[]) : ['sqlite', 'mysql'];
