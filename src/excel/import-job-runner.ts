@@ -12,6 +12,7 @@ import { Transactions } from '../database/transactions';
 import { Lifecycle } from '../lifecycle/lifecycle.service';
 import { LiveNotifier } from '../live/live-notifier';
 import { SyncResponse, UploadGoodsRowResult } from '../sync/dto/sync-response.dto';
+import { BatchElement, ParsedElement } from '../sync/element-parser';
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobRow } from './entities/import-job-row.entity';
 import { ImportJob } from './entities/import-job.entity';
@@ -62,6 +63,13 @@ export function storedResult(result: UploadGoodsRowResult): string {
  * its progress meanwhile: a chunk commits together with its progress or not at all, so a job resumed
  * after a crash or a restart goes on after the last committed chunk and applies every row exactly once.
  */
+/** A chunk of sheet rows as sync elements, with their validation under way. */
+interface ValidatedChunk {
+  lastRow: number;
+  elements: BatchElement[];
+  parsed: Promise<ParsedElement[]>;
+}
+
 @Injectable()
 export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ImportJobRunner.name);
@@ -285,22 +293,29 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
           job.rowsTotal = sheet.dataRows;
         }
         this.progress(job, true);
+        // Chunks are validated one ahead: the worker validates the next chunk while this one is written.
         let chunk: GoodsSheetRow[] = [];
+        let ready: ValidatedChunk | undefined;
         for await (const row of sheet.rows) {
           if (row.row <= job.lastRow) continue; // applied before a restart
           chunk.push(row);
           if (chunk.length < this.config.importJobs.chunkRows) continue;
-          if (lost) throw new LeaseLost();
-          await this.applyChunk(job, tenant, chunk);
+          const next = this.validated(chunk);
           chunk = [];
+          if (ready) {
+            if (lost) throw new LeaseLost();
+            await this.applyChunk(job, tenant, ready);
+          }
+          ready = next;
           if (this.stopped) {
             await this.release(job);
             return;
           }
         }
-        if (chunk.length) {
+        for (const last of [ready, chunk.length ? this.validated(chunk) : undefined]) {
+          if (!last) continue;
           if (lost) throw new LeaseLost();
-          await this.applyChunk(job, tenant, chunk);
+          await this.applyChunk(job, tenant, last);
         }
         // A total counted quickly (the rows holding values) becomes the exact number of data rows.
         const dataRows = sheet.finalDataRows;
@@ -333,22 +348,27 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
+  /** A chunk's elements, sent to the validator now. */
+  private validated(rows: GoodsSheetRow[]): ValidatedChunk {
+    const elements = rows.map((r) => ({ row: r.row, data: r.values }));
+    const parsed = this.writer.validate(elements);
+    parsed.catch(() => undefined); // awaited by applyChunk; not unhandled if the job stops first
+    return { lastRow: rows[rows.length - 1].row, elements, parsed };
+  }
+
   /** One chunk of rows applied, with the job's progress and the rows' results in the same transaction. */
-  private async applyChunk(job: ImportJob, tenant: Tenant, rows: GoodsSheetRow[]): Promise<void> {
-    const lastRow = rows[rows.length - 1].row;
+  private async applyChunk(job: ImportJob, tenant: Tenant, chunk: ValidatedChunk): Promise<void> {
+    const { lastRow, elements } = chunk;
     let committed: SyncResponse | undefined;
-    await this.writer.apply(
-      tenant,
-      rows.map((r) => ({ row: r.row, data: r.values })),
-      {
-        refreshMedia: job.refreshMedia,
-        source: 'spreadsheet',
-        beforeCommit: async (em, response) => {
-          await this.recordChunk(em, job, lastRow, response);
-          committed = response;
-        },
+    await this.writer.apply(tenant, elements, {
+      validated: chunk.parsed,
+      refreshMedia: job.refreshMedia,
+      source: 'spreadsheet',
+      beforeCommit: async (em, response) => {
+        await this.recordChunk(em, job, lastRow, response);
+        committed = response;
       },
-    );
+    });
     if (!committed) return;
     job.rowsDone += committed.totalCount;
     job.createCount += committed.createCount;

@@ -35,6 +35,11 @@ export interface BatchOptions {
    * roll back) together with the rows. It may run more than once (a retried transaction).
    */
   beforeCommit?: (em: EntityManager, response: SyncResponse) => Promise<void>;
+  /**
+   * The elements already validated (`validate`, same order): a caller that writes batch after batch
+   * (an import job) validates the next one on the worker while this one is written.
+   */
+  validated?: Promise<ParsedElement[]>;
 }
 
 /** Rows per look-up by id: ~25 bound values a row keeps SQLite and MySQL far below their limits. */
@@ -155,6 +160,11 @@ export class GoodsBatchWriter {
     private readonly validator: ElementValidator,
   ) {}
 
+  /** The elements validated (off the main thread for large batches), for `BatchOptions.validated`. */
+  validate(elements: BatchElement[]): Promise<ParsedElement[]> {
+    return this.validator.parse(elements, new TimeSlicer());
+  }
+
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
     // A batch of 10,000 costs a second or more of CPU: it runs in slices of ~5 ms so that other
     // customers' requests and live viewers are served in between (on SQLite too: reads there go
@@ -165,10 +175,10 @@ export class GoodsBatchWriter {
     // Decide once outside any transaction, only to learn which images to fetch: fetching can take
     // seconds and must not hold the catalog's write lock. Each distinct URL is fetched once.
     const setsImages = elements.some((e) => isRecord(e.data) && typeof e.data.mediaUrl === 'string');
-    let parsed: Parsed[] | undefined;
+    let parsed: Parsed[] | undefined = options.validated ? await options.validated : undefined;
     let fetched = new Map<string, MediaOutcome>();
     if (setsImages) {
-      parsed = await this.validator.parse(elements, slicer);
+      parsed ??= await this.validator.parse(elements, slicer);
       const preview = await this.plan(this.transactions.manager, tenant, parsed, slicer);
       fetched = await this.media.prepareAll(this.urlsToFetch(preview.items, refresh));
     }
