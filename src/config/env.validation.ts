@@ -214,7 +214,7 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(0)
   @Max(65536)
-  SEARCH_MEMORY_MB = 256;
+  SEARCH_MEMORY_MB = 512;
 
   /** Largest file one multipart upload (spreadsheet import) may carry, in bytes. */
   @Transform(toInt)

@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
 import { readCatalogVersion } from './goods-list.queries';
+import { PairIndex } from './search-pairs';
 
 /** Rows read per query while loading a corpus: each query is short, and requests run between them. */
 const LOAD_CHUNK = 5000;
@@ -26,6 +27,8 @@ interface Corpus {
   starts: Int32Array;
   folded?: string;
   foldedStarts?: Int32Array;
+  /** The pairs of the searched string: `folded` on MariaDB, `text` on SQLite. */
+  pairs: PairIndex;
   bytes: number;
 }
 
@@ -200,20 +203,29 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     this.corpora.delete(customerId);
     this.corpora.set(customerId, corpus);
 
-    let items: number[];
-    if (corpus.folded === undefined) {
-      items = itemsHolding(corpus.text, corpus.starts, keyword);
-    } else {
+    // The string searched: the texts themselves on SQLite, their collation weights on MariaDB.
+    let needle = keyword;
+    let exact: ((item: number) => boolean) | undefined;
+    if (corpus.folded !== undefined) {
       const weights = this.weights as CollationWeights;
       await weights.learn(this.transactions.manager, [keyword]);
-      const folded = weights.fold(keyword);
-      if (!supported(folded)) return undefined;
+      needle = weights.fold(keyword);
+      if (!supported(needle)) return undefined;
       const bytes = Buffer.byteLength(keyword, 'utf8');
       const { text, starts } = corpus;
-      items = itemsHolding(corpus.folded, corpus.foldedStarts as Int32Array, folded).filter((i) =>
-        weights.instr(text.slice(starts[i], starts[i + 1] - 1), bytes, folded),
-      );
+      exact = (i) => weights.instr(text.slice(starts[i], starts[i + 1] - 1), bytes, needle);
     }
+    const haystack = corpus.folded ?? corpus.text;
+    const starts = corpus.foldedStarts ?? corpus.starts;
+    let items: number[];
+    if (needle.length === 1) {
+      // One code unit: none of the items if no item holds it, else a pass over the whole string.
+      items = corpus.pairs.hasUnit(needle.charCodeAt(0)) ? itemsHolding(haystack, starts, needle) : [];
+    } else {
+      items = [];
+      for (const i of corpus.pairs.candidates(needle)) if (haystack.slice(starts[i], starts[i + 1] - 1).includes(needle)) items.push(i);
+    }
+    if (exact) items = items.filter(exact);
     const ids = new Array<number>(items.length);
     for (let k = 0; k < items.length; k++) ids[items.length - 1 - k] = corpus.ids[items[k]];
     return ids;
@@ -298,15 +310,17 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     }
     if ((await readCatalogVersion(em, customerId)) !== version || this.closed) return;
 
-    const corpus: Corpus = { version, ids: Float64Array.from(ids), text: texts.join(SEPARATOR), starts: startsOf(texts), bytes };
-    if (mysql) {
-      corpus.folded = foldedTexts.join(SEPARATOR);
-      corpus.foldedStarts = startsOf(foldedTexts);
-    }
-    // Flatten the joined strings now rather than on the first search.
-    corpus.text.indexOf(SEPARATOR + SEPARATOR);
-    corpus.folded?.indexOf(SEPARATOR + SEPARATOR);
-    this.install(customerId, corpus);
+    const text = texts.join(SEPARATOR);
+    const starts = startsOf(texts);
+    const folded = mysql ? foldedTexts.join(SEPARATOR) : undefined;
+    const foldedStarts = mysql ? startsOf(foldedTexts) : undefined;
+    const searched = folded ?? text;
+    // The pair index holds about one posting (4 bytes) per code unit.
+    if (bytes + 4 * searched.length > budget) return;
+    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
+    const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 20_000, pause);
+    if (!pairs || bytes + pairs.bytes > budget) return;
+    this.install(customerId, { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes });
   }
 
   /** Keeps the corpus, dropping the customer's previous one and then the least recently searched ones while over budget. */
