@@ -94,9 +94,9 @@ class CollationWeights {
 
   /** The weights of a text whose characters are all learnt. */
   fold(text: string): string {
-    let out = '';
-    for (const ch of text) out += this.weights.get(ch.codePointAt(0) as number) as string;
-    return out;
+    const parts: string[] = [];
+    for (const ch of text) parts.push(this.weights.get(ch.codePointAt(0) as number) as string);
+    return parts.join('');
   }
 
   /**
@@ -275,9 +275,10 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     const budget = this.config.limits.searchMemoryBytes;
     const version = await readCatalogVersion(em, customerId);
     if (version < expected) return;
+    // Each page is joined at once, so that the load holds a few long strings rather than two million short ones.
     const ids: number[] = [];
-    const texts: string[] = [];
-    const foldedTexts: string[] = [];
+    const pages = new Layout();
+    const foldedPages = new Layout();
     let bytes = 0;
     let after = 0;
     for (;;) {
@@ -286,21 +287,16 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
         'SELECT id, searchText FROM goods WHERE customerId = ? AND id > ? ORDER BY id LIMIT ?',
         [customerId, after, LOAD_CHUNK],
       );
-      if (mysql)
-        await (this.weights as CollationWeights).learn(
-          em,
-          rows.map((r) => r.searchText),
-        );
-      for (const row of rows) {
-        ids.push(Number(row.id));
-        texts.push(row.searchText);
-        // Two bytes a character (a string holding Hangul is stored two bytes a character), 8 an id, 4 a start.
-        bytes += 2 * row.searchText.length + 14;
-        if (mysql) {
-          const folded = (this.weights as CollationWeights).fold(row.searchText);
-          foldedTexts.push(folded);
-          bytes += 2 * folded.length + 6;
-        }
+      const texts = rows.map((r) => r.searchText);
+      for (const row of rows) ids.push(Number(row.id));
+      pages.add(texts);
+      // Two bytes a character (a string holding Hangul is stored two bytes a character), 8 an id, 4 a start.
+      bytes = 2 * pages.length + 12 * ids.length;
+      if (mysql) {
+        const weights = this.weights as CollationWeights;
+        await weights.learn(em, texts);
+        foldedPages.add(texts.map((t) => weights.fold(t)));
+        bytes += 2 * foldedPages.length + 4 * ids.length;
       }
       if (bytes > budget) return;
       if (rows.length < LOAD_CHUNK) break;
@@ -310,10 +306,8 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     }
     if ((await readCatalogVersion(em, customerId)) !== version || this.closed) return;
 
-    const text = texts.join(SEPARATOR);
-    const starts = startsOf(texts);
-    const folded = mysql ? foldedTexts.join(SEPARATOR) : undefined;
-    const foldedStarts = mysql ? startsOf(foldedTexts) : undefined;
+    const { text, starts } = pages.done();
+    const { text: folded, starts: foldedStarts } = mysql ? foldedPages.done() : { text: undefined, starts: undefined };
     const searched = folded ?? text;
     // The pair index holds about one posting (4 bytes) per code unit.
     if (bytes + 4 * searched.length > budget) return;
@@ -344,14 +338,27 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
   }
 }
 
-/** Start offsets of texts joined by one separator, plus the end of the last one + 1. */
-function startsOf(texts: string[]): Int32Array {
-  const starts = new Int32Array(texts.length + 1);
-  let at = 0;
-  for (let i = 0; i < texts.length; i++) {
-    starts[i] = at;
-    at += texts[i].length + 1;
+/** Texts joined by SEPARATOR, page by page, with the start offset of each (and the end of the last + 1). */
+class Layout {
+  private readonly pages: string[] = [];
+  private starts: number[] = [];
+  length = 0;
+
+  add(texts: string[]): void {
+    if (!texts.length) return;
+    for (const t of texts) {
+      this.starts.push(this.length);
+      this.length += t.length + 1;
+    }
+    this.pages.push(texts.join(SEPARATOR));
   }
-  starts[texts.length] = at;
-  return starts;
+
+  done(): { text: string; starts: Int32Array } {
+    const starts = Int32Array.from(this.starts);
+    const withEnd = new Int32Array(starts.length + 1);
+    withEnd.set(starts);
+    withEnd[starts.length] = this.length;
+    this.starts = [];
+    return { text: this.pages.join(SEPARATOR), starts: withEnd };
+  }
 }
