@@ -128,17 +128,17 @@ function databaseMb(server: BenchServer): string {
   return `, database file ${Math.round(bytes / 1024 / 1024)} MB`;
 }
 
-/** Searches once, then waits until /metrics shows a search corpus of `size` goods (false after 5 minutes). */
-async function corpusLoaded(server: BenchServer, searchPath: string, size: number): Promise<boolean> {
+/** Searches once, then waits until /metrics shows a search corpus of `size` goods: its bytes (undefined after 5 minutes). */
+async function corpusLoaded(server: BenchServer, searchPath: string, size: number): Promise<number | undefined> {
   await (await fetch(`${server.baseUrl}${searchPath}`, { headers: { authorization: server.auth } })).arrayBuffer();
   const until = performance.now() + 300_000;
   while (performance.now() < until) {
     const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
     const goods = /^livegoods_search_corpus_goods (\d+)/m.exec(metrics);
-    if (goods && Number(goods[1]) >= size) return true;
+    if (goods && Number(goods[1]) >= size) return Number(/^livegoods_search_corpus_bytes (\d+)/m.exec(metrics)?.[1] ?? 0);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return false;
+  return undefined;
 }
 
 async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> {
@@ -164,7 +164,7 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
     const loadStarted = performance.now();
     const corpus = await corpusLoaded(server, `${listPath}?searchKeyword=${encodeURIComponent(`warm-up ${size}`)}&page=1&count=30`, size);
     out(
-      `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
+      `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus !== undefined ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s, ${Math.round(corpus / 2 ** 20)} MB (${Math.round(corpus / size)} bytes a goods item)` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
     );
     const next = freshKeywords();
     const search = await measure({

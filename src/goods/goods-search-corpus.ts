@@ -327,6 +327,7 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     this.corpora.set(customerId, corpus);
     this.used += corpus.bytes;
     this.metrics.searchCorpusGoods.inc(corpus.ids.length);
+    this.metrics.searchCorpusBytes.inc(corpus.bytes);
   }
 
   private drop(customerId: number): void {
@@ -335,6 +336,7 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     this.corpora.delete(customerId);
     this.used -= corpus.bytes;
     this.metrics.searchCorpusGoods.dec(corpus.ids.length);
+    this.metrics.searchCorpusBytes.dec(corpus.bytes);
   }
 }
 

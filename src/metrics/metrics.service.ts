@@ -74,6 +74,12 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  readonly searchCorpusBytes = new Gauge({
+    name: 'livegoods_search_corpus_bytes',
+    help: 'Bytes held by the in-memory keyword search corpora of this node (what SEARCH_MEMORY_MB bounds)',
+    registers: [this.registry],
+  });
+
   readonly mediaFetches = new Counter({
     name: 'livegoods_media_fetches_total',
     help: 'Image fetches from goods mediaUrls, by outcome (ok, failed)',
