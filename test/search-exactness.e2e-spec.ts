@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import type request from 'supertest';
 import { DataSource } from 'typeorm';
 import { normalizeForSearch } from '../src/goods/goods-keys';
+import { GoodsSearchCorpus } from '../src/goods/goods-search-corpus';
 import { Metrics } from '../src/metrics/metrics.service';
 import { describeTwoNodes, expectOk } from './support/cluster-app';
 import { describeEngines } from './support/test-app';
@@ -240,3 +241,49 @@ describeTwoNodes('keyword search in memory with writes on another node', __filen
     await fromMemory();
   });
 });
+
+describeEngines(
+  'keyword search with a catalog over SEARCH_MEMORY_MB',
+  __filename,
+  (ctx) => {
+    it('keeps no corpus for a catalog that does not fit, and scans exactly', async () => {
+      const t = ctx();
+      const c = await t.createCustomer('Search over budget');
+      // About 6,000 items of 30+ characters: more than 1 MB with their pairs.
+      const elements = Array.from({ length: 6000 }, (_, i) => ({
+        name: `${NAMES[i % NAMES.length]} ${i}`,
+        brand: BRANDS[i % BRANDS.length],
+        sku: `BIG-${String(i).padStart(6, '0')}`,
+        url: `https://shop.example.com/big/${i}`,
+      }));
+      expectOk(await t.http.post(`/v1/goods/${c.accessKey}/sync`).set('Authorization', c.auth()).send(elements));
+      const corpus = t.app.get(GoodsSearchCorpus) as unknown as { load(customerId: number, version: number): Promise<void> };
+      // The load a search would start in the background, awaited here: it gives up past the budget.
+      await corpus.load(c.id, 0);
+      expect(await t.app.get(Metrics).searchCorpusGoods.get()).toMatchObject({ values: [{ value: 0 }] });
+      for (const keyword of ['strasse', '워치', 'sku', '12']) {
+        expect(await viaApi(t.http, c.accessKey, c.auth(), keyword)).toEqual(await viaInstr(t.dataSource, c.id, keyword));
+      }
+      expect(await memorySearches(t.app)).toBe(0);
+    });
+  },
+  { SEARCH_MEMORY_MB: '1' },
+);
+
+describeEngines(
+  'keyword search with SEARCH_MEMORY_MB=0',
+  __filename,
+  (ctx) => {
+    it('always scans', async () => {
+      const t = ctx();
+      const c = await t.createCustomer('Search off');
+      expectOk(await t.http.post(`/v1/goods/${c.accessKey}/sync`).set('Authorization', c.auth()).send(catalog(60)));
+      for (const keyword of KEYWORDS.slice(0, 20)) {
+        expect(await viaApi(t.http, c.accessKey, c.auth(), keyword)).toEqual(await viaInstr(t.dataSource, c.id, keyword));
+      }
+      expect(await memorySearches(t.app)).toBe(0);
+      expect(await t.app.get(Metrics).searchCorpusGoods.get()).toMatchObject({ values: [{ value: 0 }] });
+    });
+  },
+  { SEARCH_MEMORY_MB: '0' },
+);
