@@ -257,9 +257,9 @@ describeEngines(
         url: `https://shop.example.com/big/${i}`,
       }));
       expectOk(await t.http.post(`/v1/goods/${c.accessKey}/sync`).set('Authorization', c.auth()).send(elements));
-      const corpus = t.app.get(GoodsSearchCorpus) as unknown as { load(customerId: number, version: number): Promise<void> };
+      const corpus: unknown = t.app.get(GoodsSearchCorpus);
       // The load a search would start in the background, awaited here: it gives up past the budget.
-      await corpus.load(c.id, 0);
+      await (corpus as { load(customerId: number, version: number): Promise<void> }).load(c.id, 0);
       expect(await t.app.get(Metrics).searchCorpusGoods.get()).toMatchObject({ values: [{ value: 0 }] });
       for (const keyword of ['strasse', '워치', 'sku', '12']) {
         expect(await viaApi(t.http, c.accessKey, c.auth(), keyword)).toEqual(await viaInstr(t.dataSource, c.id, keyword));
