@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import type request from 'supertest';
 import { DataSource } from 'typeorm';
-import { normalizeForSearch } from '../src/goods/goods-keys';
+import { buildSearchText, normalizeForSearch } from '../src/goods/goods-keys';
 import { GoodsSearchCorpus } from '../src/goods/goods-search-corpus';
 import { Metrics } from '../src/metrics/metrics.service';
 import { describeTwoNodes, expectOk } from './support/cluster-app';
@@ -101,6 +101,29 @@ const KEYWORDS = [
   'zzz-none',
 ];
 
+/**
+ * More keywords, deterministic: substrings (1 to 5 characters) of the catalog's search texts, and the
+ * same with accents stripped, upper-cased, and `ß`/`ss` swapped either way.
+ */
+function sampledKeywords(count: number): string[] {
+  let state = 11;
+  const next = () => {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    return state / 2 ** 32;
+  };
+  const texts = catalog(NAMES.length * BRANDS.length).map((g) => buildSearchText(g.name as string, g.brand as string | null, g.sku as string));
+  const out: string[] = [];
+  while (out.length < count) {
+    const chars = Array.from(texts[Math.floor(next() * texts.length)]);
+    const length = 1 + Math.floor(next() * 5);
+    const from = Math.floor(next() * Math.max(1, chars.length - length));
+    const piece = chars.slice(from, from + length).join('');
+    const variants = [piece, piece.normalize('NFD').replace(/\p{M}/gu, ''), piece.toUpperCase(), piece.replace(/ß/g, 'ss'), piece.replace(/ss/g, 'ß')];
+    out.push(variants[Math.floor(next() * variants.length)]);
+  }
+  return out.filter((k) => k.trim() !== '');
+}
+
 interface Found {
   totalCount: number;
   ids: number[];
@@ -165,9 +188,10 @@ describeEngines('keyword search in memory matches INSTR on the database', __file
     await sync(catalog(260));
     const search = (keyword: string) => viaApi(t.http, c.accessKey, c.auth(), keyword);
 
+    const keywords = [...KEYWORDS, ...sampledKeywords(250)];
     const compareAll = async (expectMemory: boolean) => {
       const seen = new Set<string>();
-      for (const keyword of KEYWORDS) {
+      for (const keyword of keywords) {
         const before = await memorySearches(t.app);
         const found = await search(keyword);
         expect({ keyword, ...found }).toEqual({ keyword, ...(await viaInstr(t.dataSource, c.id, keyword)) });
