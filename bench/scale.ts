@@ -7,8 +7,9 @@
  *            size the list page without a keyword and a keyword never searched before (every request a
  *            new one: 3+ characters, two Hangul syllables, one Hangul syllable in turn), 10 connections
  *            (autocannon): req/s, p50, p99; server RSS and database size. Before the search figures, one
- *            search loads the customer's in-memory search corpus (SEARCH_MEMORY_MB): the time that takes
- *            is printed; the searches after it are matched in memory.
+ *            search loads the customer's in-memory search corpus (SEARCH_MEMORY_MB): the time that takes,
+ *            its size and the server's longest event-loop stall meanwhile are printed; the searches after
+ *            it are matched in memory.
  *   fan-out: bench:fanout at 1,000 / 5,000 / 10,000 viewers on one process (SQLite) and 20,000 viewers on
  *            two processes + Redis (MariaDB): p50, p99, delivered/expected, server peak RSS.
  *
@@ -161,10 +162,11 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
     out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
     // The first search loads the customer's in-memory search corpus in the background (searches are
     // scanned meanwhile): wait for it, and print how long it took.
+    await server.loopStallMs();
     const loadStarted = performance.now();
     const corpus = await corpusLoaded(server, `${listPath}?searchKeyword=${encodeURIComponent(`warm-up ${size}`)}&page=1&count=30`, size);
     out(
-      `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus !== undefined ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s, ${Math.round(corpus / 2 ** 20)} MB (${Math.round(corpus / size)} bytes a goods item)` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
+      `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus !== undefined ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s, ${Math.round(corpus / 2 ** 20)} MB (${Math.round(corpus / size)} bytes a goods item), longest event-loop stall meanwhile ${Math.round(await server.loopStallMs())} ms` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
     );
     const next = freshKeywords();
     const search = await measure({
@@ -210,7 +212,7 @@ async function main(): Promise<void> {
   let port = 3860;
   for (const engine of ENGINES) {
     if (!PARTS.has('sync') && !PARTS.has('catalog')) break;
-    const server = await startServer(engine, port++, 'scale');
+    const server = await startServer(engine, port++, 'scale', { loopProbe: true });
     try {
       if (PARTS.has('sync')) await syncCurve(engine, server);
       if (PARTS.has('catalog')) await catalogCurve(engine, server);

@@ -306,13 +306,22 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     }
     if ((await readCatalogVersion(em, customerId)) !== version || this.closed) return;
 
+    // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
+    // one string per turn, and each flattened now rather than in the first search that reads it.
+    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
     const { text, starts } = pages.done();
-    const { text: folded, starts: foldedStarts } = mysql ? foldedPages.done() : { text: undefined, starts: undefined };
+    text.indexOf(SEPARATOR + SEPARATOR);
+    let folded: string | undefined;
+    let foldedStarts: Int32Array | undefined;
+    if (mysql) {
+      if (!(await pause())) return;
+      ({ text: folded, starts: foldedStarts } = foldedPages.done());
+      folded.indexOf(SEPARATOR + SEPARATOR);
+    }
     const searched = folded ?? text;
     // The pair index holds about one posting (4 bytes) per code unit.
-    if (bytes + 4 * searched.length > budget) return;
-    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
-    const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 20_000, pause);
+    if (bytes + 4 * searched.length > budget || !(await pause())) return;
+    const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 10_000, pause);
     if (!pairs || bytes + pairs.bytes > budget) return;
     this.install(customerId, { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes });
   }
