@@ -132,6 +132,8 @@ function databaseMb(server: BenchServer): string {
 /** Searches once, then waits until /metrics shows a search corpus of `size` goods: its bytes (undefined after 5 minutes). */
 async function corpusLoaded(server: BenchServer, searchPath: string, size: number): Promise<number | undefined> {
   await (await fetch(`${server.baseUrl}${searchPath}`, { headers: { authorization: server.auth } })).arrayBuffer();
+  // From here on the stalls are the load's (the search above scanned, as every search did before it).
+  await server.loopStallMs();
   const until = performance.now() + 300_000;
   while (performance.now() < until) {
     const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
@@ -162,7 +164,6 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
     out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
     // The first search loads the customer's in-memory search corpus in the background (searches are
     // scanned meanwhile): wait for it, and print how long it took.
-    await server.loopStallMs();
     const loadStarted = performance.now();
     const corpus = await corpusLoaded(server, `${listPath}?searchKeyword=${encodeURIComponent(`warm-up ${size}`)}&page=1&count=30`, size);
     out(
