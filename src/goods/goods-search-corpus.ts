@@ -76,8 +76,8 @@ class CollationWeights {
       }
     }
     const pending = [...unknown];
-    for (let start = 0; start < pending.length; start += 200) {
-      const batch = pending.slice(start, start + 200);
+    for (let start = 0; start < pending.length; start += 1000) {
+      const batch = pending.slice(start, start + 1000);
       const columns = batch.map((_, i) => `HEX(WEIGHT_STRING(CONVERT(? USING utf8mb4) COLLATE ${FOLDED_COLLATION})) AS w${i}`);
       const rows: Array<Record<string, string | null>> = await em.query(
         `SELECT ${columns.join(', ')}`,
@@ -257,7 +257,15 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
         "SELECT VERSION() AS version, (SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'goods' AND COLUMN_NAME = 'searchText') AS collation",
       );
       const usable = /mariadb/i.test(rows[0]?.version ?? '') && rows[0]?.collation === FOLDED_COLLATION;
-      return usable ? new CollationWeights() : null;
+      if (!usable) return null;
+      // Every character of the Basic Multilingual Plane at once (64 queries, once per process), so that a
+      // search never waits for the server's answer about its keyword's characters; others are asked
+      // when first met (those outside the plane weigh as U+FFFD, and are left to the database anyway).
+      const weights = new CollationWeights();
+      let plane = '';
+      for (let cp = 0; cp < 0x10000; cp++) if (cp < 0xd800 || cp > 0xdfff) plane += String.fromCharCode(cp);
+      await weights.learn(this.transactions.manager, [plane]);
+      return weights;
     })().catch((err: unknown) => {
       this.weightsChecked = undefined;
       throw err;
