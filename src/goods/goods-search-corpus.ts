@@ -315,16 +315,14 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     if ((await readCatalogVersion(em, customerId)) !== version || this.closed) return;
 
     // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
-    // one string per turn, and each flattened now rather than in the first search that reads it.
+    // one string per turn.
     const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
     const { text, starts } = pages.done();
-    text.indexOf(SEPARATOR + SEPARATOR);
     let folded: string | undefined;
     let foldedStarts: Int32Array | undefined;
     if (mysql) {
       if (!(await pause())) return;
       ({ text: folded, starts: foldedStarts } = foldedPages.done());
-      folded.indexOf(SEPARATOR + SEPARATOR);
     }
     const searched = folded ?? text;
     // The pair index holds about one posting (4 bytes) per code unit.
@@ -378,6 +376,10 @@ class Layout {
     withEnd.set(starts);
     withEnd[starts.length] = this.length;
     this.starts = [];
-    return { text: this.pages.join(SEPARATOR), starts: withEnd };
+    const text = this.pages.join(SEPARATOR);
+    // Flattened now (rather than by the first search that reads it), so that the pages can go.
+    text.indexOf(SEPARATOR + SEPARATOR);
+    this.pages.length = 0;
+    return { text, starts: withEnd };
   }
 }
