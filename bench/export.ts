@@ -11,7 +11,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enginesFromArgs, goodsElement, SERVER_NODE_ARGS, startServer } from './support';
+import { cpuMs, enginesFromArgs, goodsElement, SERVER_NODE_ARGS, startServer } from './support';
 
 const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 100_000);
 const SLOW_KBPS = Number(process.argv.find((a) => a.startsWith('--slow-kbps='))?.split('=')[1] ?? 2000);
@@ -21,12 +21,6 @@ const SEED_BATCH = 10_000;
 function rssMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) / 1024 : NaN;
-}
-
-/** CPU time (user + system) of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** A fresh server process on the environment (database, DATA_DIR) of the seeded one, on another port. */

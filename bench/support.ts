@@ -1,4 +1,5 @@
 import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { promisify } from 'node:util';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -238,6 +239,12 @@ export function fairnessLine(f: FairnessFigures): string {
   );
 }
 
+/** CPU time (user + system) of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** Peak resident memory of a process so far (Linux VmHWM), in MB. */
 export function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -280,4 +287,44 @@ export async function ok<T = unknown>(server: BenchServer, method: string, path:
   const res = await call(server, method, path, body);
   if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
   return res.body as T;
+}
+
+/**
+ * One client of the bench customer's API on `server` over its own kept-alive HTTP/1.1 connection (node:http,
+ * one request at a time), as a shop's backend holds its connection pool open. Cheaper per request for the
+ * load generator than fetch(), whose shared pool, with 150 clients at once, opened new connections for
+ * requests while others sat idle.
+ */
+export class KeepAliveClient {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+  constructor(readonly server: BenchServer) {}
+
+  /** A JSON call: status and parsed body (the bench customer's token unless `auth` is false). */
+  call(method: string, path: string, body?: unknown, auth = true): Promise<{ status: number; body: unknown }> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string | number> = auth ? { authorization: this.server.auth } : {};
+    if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+    return new Promise((resolve, reject) => {
+      const req = request(`${this.server.baseUrl}${path}`, { method, agent: this.agent, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          try {
+            resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as unknown) : null });
+          } catch (err) {
+            reject(err instanceof Error ? err : new Error(String(err)));
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
 }

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import type { Response } from 'supertest';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
 import { insertCustomer, ServerProcess } from './support/server-process';
-import { csv } from './support/sheet-fixtures';
+import { csv, xlsx } from './support/sheet-fixtures';
 import { describeEngines, dropDatabase, ENGINES, engineUnavailable, testConfig, TestCustomer } from './support/test-app';
 
 /** Spreadsheet import jobs: POST .../excel?async=true (or over the synchronous limits) and GET .../excel/jobs (docs/api-reference.md). */
@@ -122,6 +122,29 @@ describeEngines(
       expect(done.failCount).toBe(8);
       expect((await allResults(b, queued.jobId)).map(comparable)).toEqual((sync.body.results as Row[]).map(comparable));
       expect(await goodsCount(b.id)).toBe(52);
+    }, 60_000);
+
+    it('an .xlsx job: rows without goods values are skipped and rowsTotal ends exact; a hyperlink gives a URL cell its value', async () => {
+      const a = await ctx().createCustomer();
+      const file = await xlsx([
+        ['sku', 'name', 'url', 'Note'],
+        ['XJ-1', 'One', 'https://shop.example.com/xj/1'],
+        [undefined, undefined, undefined, 'only an ignored column'],
+        [],
+        ['XJ-2', 'Two', 'https://shop.example.com/xj/2'],
+      ]);
+      const plain = await finished(a, (await upload(a, file, 'plain.xlsx', '?async=true').expect(202)).body.jobId);
+      expect(plain).toMatchObject({ state: 'succeeded', rowsTotal: 2, rowsDone: 2, createCount: 2, failCount: 0 });
+      expect((await allResults(a, plain.jobId)).map((r) => r.row)).toEqual([2, 5]);
+
+      const b = await ctx().createCustomer();
+      const linked = await xlsx([
+        ['sku', 'name', 'url'],
+        ['XL-1', 'Linked', { text: 'Open', hyperlink: 'https://shop.example.com/xl/1' }],
+      ]);
+      const done = await finished(b, (await upload(b, linked, 'linked.xlsx', '?async=true').expect(202)).body.jobId);
+      expect(done).toMatchObject({ state: 'succeeded', rowsTotal: 1, rowsDone: 1, createCount: 1 });
+      expect((await allResults(b, done.jobId))[0]).toMatchObject({ row: 2, status: 'CREATE', url: 'https://shop.example.com/xl/1' });
     }, 60_000);
 
     it('a file over the synchronous row limit becomes a job; its failures CSV lists the FAIL rows', async () => {

@@ -86,6 +86,23 @@ describeEngines('live campaigns: stock', __filename, (ctx) => {
     expect(Number((await campaignRow(key)).lastSeq)).toBe(snap.seq + 4);
   });
 
+  it('an order that changes no status answers the campaign item exactly as it is then stored, whichever the locator', async () => {
+    const { key, goods } = await liveCampaign(A, 2);
+    const g = goods[1];
+    expectOk(await stock(A, key, 'id', 'set', { goodsId: g.id, stock: 50, almostSoldOutAt: 5 }));
+    const listed = async () => ((await con(A).goods(key)).body.results as Payload[]).find((r) => r.goodsId === String(g.id));
+    for (const [by, locator, op, left] of [
+      ['sku', { sku: g.sku }, 'decrement', 47],
+      ['url', { url: g.url }, 'increment', 50],
+      ['id', { goodsId: g.id }, 'decrement', 47],
+    ] as const) {
+      const res = await stock(A, key, by, op, { ...locator, quantity: 3 });
+      expectOk(res);
+      expect(res.body).toMatchObject({ goodsId: String(g.id), stock: left, almostSoldOutAt: 5, salesStatus: 'ON_SALE' });
+      expect(res.body).toEqual(await listed());
+    }
+  });
+
   it('errors: 400 for a bad quantity or stock, 404 for unknown items, 409 for more than is left (nothing changes)', async () => {
     const { key, goods } = await liveCampaign(A, 1);
     const g = goods[0];

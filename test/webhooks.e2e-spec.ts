@@ -327,6 +327,29 @@ describeEngines(
         expectError(await api(other).replay(webhookId, original.deliveryId), 404, -404);
       });
 
+      it('campaign.stockDepleted also when an item marked SOLD_OUT by hand runs out of stock (no status change): once', async () => {
+        const c = await ctx().createCustomer();
+        const r = await receiver();
+        await subscribe(c, r, ['goods.salesStatus', 'campaign.stockDepleted']);
+        const { key, goods } = await live.liveCampaign(c, 1);
+        const goodsId = goods[0].id as number;
+        const stockPath = `/v1/goods/${c.accessKey}/campaign/${key}/stock/id`;
+        expectOk(await ctx().http.put(stockPath).set('Authorization', c.auth()).send({ goodsId, stock: 1 }));
+        expectOk(await salesStatus(c, key, goodsId, 'SOLD_OUT'));
+        const taken = await ctx().http.post(`${stockPath}/decrement`).set('Authorization', c.auth()).send({ goodsId });
+        expectOk(taken);
+        expect(taken.body).toMatchObject({ stock: 0, salesStatus: 'SOLD_OUT' });
+        expectError(await ctx().http.post(`${stockPath}/decrement`).set('Authorization', c.auth()).send({ goodsId }), 409, -409);
+
+        await r.until('both events', () => r.of('goods.salesStatus').length >= 1 && r.of('campaign.stockDepleted').length >= 1);
+        const rows = await ctx()
+          .dataSource.getRepository(WebhookDelivery)
+          .find({ where: { customerId: c.id } });
+        expect(rows.map((d) => d.eventType).sort()).toEqual(['campaign.stockDepleted', 'goods.salesStatus']);
+        expect(r.of('goods.salesStatus')[0].event.data).toMatchObject({ salesStatus: 'SOLD_OUT', previousSalesStatus: 'ON_SALE', source: 'manual' });
+        expect(r.of('campaign.stockDepleted')[0].event.data).toMatchObject({ campaignKey: key, goodsId: String(goodsId), sku: goods[0].sku });
+      });
+
       it('sends campaign.status, stock-derived goods.salesStatus, campaign.stockDepleted and import.completed, each only to subscribers', async () => {
         const c = await ctx().createCustomer();
         const all = await receiver();

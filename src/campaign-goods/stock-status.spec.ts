@@ -1,4 +1,5 @@
-import { statusOfStock } from './stock-status';
+import Database from 'better-sqlite3';
+import { statusOfStock, statusOfStockSql } from './stock-status';
 
 describe('statusOfStock', () => {
   it('is SOLD_OUT at 0, with or without a threshold', () => {
@@ -20,5 +21,20 @@ describe('statusOfStock', () => {
 
   it('derives nothing from untracked stock', () => {
     expect(statusOfStock(null, 5)).toBeNull();
+  });
+});
+
+describe('statusOfStockSql', () => {
+  it('derives in SQL what statusOfStock derives in code', () => {
+    const db = new Database(':memory:');
+    const query = db.prepare<[number, number | null], { status: string }>(
+      `SELECT ${statusOfStockSql('s')} AS status FROM (SELECT ? AS s, ? AS almostSoldOutAt)`,
+    );
+    for (const threshold of [null, 0, 1, 5, 1000]) {
+      for (const stock of [0, 1, 4, 5, 6, 999, 1000, 1001]) {
+        expect({ stock, threshold, status: query.get(stock, threshold)?.status }).toEqual({ stock, threshold, status: statusOfStock(stock, threshold) });
+      }
+    }
+    db.close();
   });
 });

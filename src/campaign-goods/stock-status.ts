@@ -11,3 +11,13 @@ export function statusOfStock(stock: number | null, almostSoldOutAt: number | nu
   if (almostSoldOutAt !== null && stock <= almostSoldOutAt) return 'ALMOST_SOLD_OUT';
   return 'ON_SALE';
 }
+
+/**
+ * statusOfStock in SQL (both engines), for the stock and threshold given by the expressions `stock` (e.g.
+ * `stock + ?`) and `almostSoldOutAt` (a campaign_goods row's column by default): lets one UPDATE apply a
+ * stock change only when the status it derives is the stored one (see StockService).
+ */
+export function statusOfStockSql(stock: string, almostSoldOutAt = 'almostSoldOutAt'): string {
+  const stage = `WHEN ${almostSoldOutAt} IS NOT NULL AND ${stock} <= ${almostSoldOutAt} THEN 'ALMOST_SOLD_OUT'`;
+  return `CASE WHEN ${stock} <= 0 THEN 'SOLD_OUT' ${stage} ELSE 'ON_SALE' END`;
+}

@@ -1,18 +1,23 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { CampaignViews } from '../campaigns/campaign-views';
-import { adminNameOf, CampaignWriter } from '../campaigns/campaign-writer';
+import { adminNameOf, campaignNotFound, CampaignWriter } from '../campaigns/campaign-writer';
 import { CampaignGoodsResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
+import { aliasedColumns, hydrateAliased, hydrateRows } from '../database/bulk-sql';
+import { sameKey } from '../database/engine';
+import { Media } from '../media/entities/media.entity';
 import { Transactions } from '../database/transactions';
-import { findGoodsOrFail, GoodsLocator } from '../goods/goods-lookup';
+import { findGoodsOrFail, goodsNotFound, GoodsLocator, locatorColumn } from '../goods/goods-lookup';
+import { Goods } from '../goods/entities/goods.entity';
 import type { PendingEvent } from '../live/live-events';
 import { notInCampaign } from './campaign-goods.service';
 import { locatorOf } from './sales-status.service';
 import { MAX_STOCK, SetStockParams, StockDeltaParams, StockParams } from './dto/campaign-goods-requests.dto';
-import { statusOfStock } from './stock-status';
+import { statusOfStock, statusOfStockSql } from './stock-status';
 import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** Thrown to roll the fast path of a decrement or increment back: it must run under the campaign lock. */
@@ -34,6 +39,9 @@ type Change = { stock: number | null; almostSoldOutAt?: number | null } | { delt
  */
 @Injectable()
 export class StockService {
+  /** orderContext's statement for each locator column (the same text every time, built once). */
+  private readonly orderSql = new Map<string, string>();
+
   constructor(
     private readonly transactions: Transactions,
     private readonly writer: CampaignWriter,
@@ -54,36 +62,147 @@ export class StockService {
   }
 
   /**
-   * Most orders change no status and tell no viewer. Those run without the campaign lock (the fast path:
-   * the conditional UPDATE locks only the item's row, so orders of different items of one campaign do not
-   * wait for each other); when the new stock derives another status, or viewers see the count
-   * (showStock), that transaction is rolled back and the operation runs again under the campaign lock, as
-   * every change with events does (apply). The fast path holds the campaign row in share mode: fast paths
-   * run side by side, and never at the same time as a writer of the campaign (a writer locks the campaign
-   * row before any of its items, so neither can hold an item the other waits for).
+   * Most orders change no status and tell no viewer. Those take the fast path: one conditional UPDATE that
+   * applies the change only while the status the new stock derives is the one the item already has (and
+   * the stock stays within 0 … MAX_STOCK), so it can neither oversell nor leave a status behind, and takes
+   * no campaign lock: orders of one campaign, and of one item, wait for nothing but that item's row, for
+   * the length of that one statement. The reads around it are plain statements with bound parameters
+   * (cached prepared statements on SQLite).
+   *
+   * When the UPDATE does not apply, the row says why: no such place (404), an untracked stock, or not
+   * enough left (409, nothing changed); otherwise the change derives another status, or viewers see the
+   * count (showStock), and it runs again under the campaign lock, as every change with events does (apply).
    */
   private async delta(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, delta: number): Promise<CampaignGoodsResponse> {
     const locator = locatorOf(by, params);
+    const notify = params.notify !== false;
     try {
-      return await this.transactions.run(async (em) => {
-        // The campaign row in share mode: orders run side by side, the campaign's writers (which lock it
-        // first, then its items) one at a time with them, so no two lock the same rows in opposite orders.
-        const campaign = await this.writer.find(em, tenant, campaignKey, 'share');
-        if (campaign.showStock && params.notify !== false) throw NEEDS_EVENTS;
-        const before = await this.placeOf(em, tenant, campaign.id, campaignKey, locator);
-        await this.add(em, before, delta, new Date());
-        // Read after the UPDATE, which holds the row's lock: the current status, not an older snapshot's.
-        const after = await this.reread(em, before);
-        const derived = statusOfStock(after.stock, after.almostSoldOutAt);
-        if (derived && derived !== after.salesStatus) throw NEEDS_EVENTS;
-        const answer = await this.answer(em, tenant, after);
-        await this.recordDepletion(tenant, em, campaignKey, before, after, answer);
-        return answer;
-      });
+      return this.transactions.isMysql
+        ? await this.fastOnMysql(tenant, campaignKey, locator, notify, delta)
+        : await this.transactions.run((em) => this.fastOnSqlite(em, tenant, campaignKey, locator, notify, delta));
     } catch (err) {
       if (err !== NEEDS_EVENTS) throw err;
       return this.apply(tenant, campaignKey, by, params, { delta });
     }
+  }
+
+  /**
+   * SQLite: in a write transaction (they run one at a time, so nothing changes between its statements);
+   * the UPDATE hands the row back (RETURNING), and a stock just run out records campaign.stockDepleted
+   * in the same transaction.
+   */
+  private async fastOnSqlite(em: EntityManager, tenant: Tenant, campaignKey: string, locator: GoodsLocator, notify: boolean, delta: number) {
+    const { campaign, goods, media } = await this.orderContext(em, tenant, campaignKey, locator);
+    if (campaign.showStock && notify) throw NEEDS_EVENTS;
+    const rows: Array<Record<string, unknown>> = await em.query(
+      `UPDATE campaign_goods SET stock = stock + ?, updatedAt = ? WHERE campaignId = ? AND goodsId = ? AND stock IS NOT NULL ` +
+        `AND stock + ? BETWEEN 0 AND ? AND salesStatus = ${statusOfStockSql('stock + ?')} RETURNING *`,
+      [delta, this.datetime(em, new Date()), campaign.id, goods.id, delta, MAX_STOCK, delta, delta],
+    );
+    if (!rows.length) {
+      await this.refusal(em, campaign.id, campaignKey, goods.id, delta);
+      throw NEEDS_EVENTS;
+    }
+    const [after] = hydrateRows(em, CampaignGoods, rows);
+    const answer = toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl);
+    await this.recordDepletion(tenant, em, campaignKey, { stock: (after.stock ?? 0) - delta }, after, answer);
+    return answer;
+  }
+
+  /**
+   * MySQL: no transaction. The campaign, the goods item, its media and its place are read first; the
+   * change is one statement on its own (autocommit), so the item's row lock, which every order of that
+   * item waits for, is held inside the database for that statement only, never across a round trip to
+   * this node. Besides the stock and the derived status, the UPDATE requires the status and threshold
+   * just read (so the answer built from that read is the row as the change left it; a status or threshold
+   * changed meanwhile sends the order to apply) and, unless notify is off, a campaign whose viewers do not
+   * see the stock: it reads the campaign row in share mode for that statement, so it either runs before a
+   * writer turning showStock on commits, or sees it on. The new stock comes back in the statement's own
+   * answer (LAST_INSERT_ID(expr) sets the OK packet's insert id). A change that would run the stock out
+   * goes to apply, which records campaign.stockDepleted in the change's transaction.
+   */
+  private async fastOnMysql(tenant: Tenant, campaignKey: string, locator: GoodsLocator, notify: boolean, delta: number) {
+    const em = this.transactions.manager;
+    const { campaign, goods, media, place } = await this.orderContext(em, tenant, campaignKey, locator);
+    if (campaign.showStock && notify) throw NEEDS_EVENTS;
+    const now = new Date();
+    // With notify, the campaign row is read (in share mode) before the item's, in the order every campaign
+    // writer locks them, so that the two never wait for each other in a cycle.
+    const tables = notify ? 'campaigns c STRAIGHT_JOIN campaign_goods cg ON cg.campaignId = c.id' : 'campaign_goods cg';
+    const done: { affectedRows: number; insertId: number | string } = await em.query(
+      `UPDATE ${tables} SET cg.stock = LAST_INSERT_ID(cg.stock + ?), cg.updatedAt = ? ` +
+        'WHERE cg.campaignId = ? AND cg.goodsId = ? AND cg.stock IS NOT NULL AND cg.stock + ? BETWEEN 1 AND ? ' +
+        `AND cg.salesStatus = ? AND cg.almostSoldOutAt <=> ? AND cg.salesStatus = ${statusOfStockSql('cg.stock + ?', 'cg.almostSoldOutAt')}` +
+        (notify ? ' AND c.id = ? AND c.showStock = 0' : ''),
+      [
+        delta,
+        this.datetime(em, now),
+        campaign.id,
+        goods.id,
+        delta,
+        MAX_STOCK,
+        place.salesStatus,
+        place.almostSoldOutAt,
+        delta,
+        delta,
+        ...(notify ? [campaign.id] : []),
+      ],
+    );
+    if (done.affectedRows !== 1) {
+      await this.refusal(em, campaign.id, campaignKey, goods.id, delta);
+      throw NEEDS_EVENTS;
+    }
+    const after = Object.assign(place, { stock: Number(done.insertId), updatedAt: now });
+    return toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl);
+  }
+
+  /**
+   * Everything an order reads, in one statement: the campaign (its id and showStock), the goods item the
+   * locator names, its place in the campaign and its media. 404 -710 for an unknown campaign, -404 for an
+   * unknown item, -711 for an item not in the campaign, in that order.
+   */
+  private async orderContext(em: EntityManager, tenant: Tenant, campaignKey: string, locator: GoodsLocator) {
+    const [column, value] = locatorColumn(locator);
+    let sql = this.orderSql.get(column);
+    if (!sql) {
+      sql =
+        `SELECT c.id AS c_id, c.campaignKey AS c_campaignKey, c.showStock AS c_showStock, ${aliasedColumns(em, Goods, 'g')}, ` +
+        `${aliasedColumns(em, CampaignGoods, 'cg')}, ${aliasedColumns(em, Media, 'm')} FROM campaigns c ` +
+        `LEFT JOIN goods g ON g.customerId = c.customerId AND g.${column} = ? ` +
+        'LEFT JOIN campaign_goods cg ON cg.campaignId = c.id AND cg.goodsId = g.id LEFT JOIN media m ON m.goodsId = g.id ' +
+        'WHERE c.customerId = ? AND c.campaignKey = ?';
+      this.orderSql.set(column, sql);
+    }
+    const rows: Array<Record<string, unknown>> = await em.query(sql, [value, tenant.id, campaignKey]);
+    const row = rows.find((r) => sameKey(String(r.c_campaignKey), campaignKey));
+    if (!row) throw campaignNotFound(campaignKey);
+    const goods = hydrateAliased(em, Goods, 'g', row);
+    if (!goods) throw goodsNotFound(locator);
+    const place = hydrateAliased(em, CampaignGoods, 'cg', row);
+    if (!place) throw notInCampaign(goods.id, campaignKey);
+    const campaign = { id: Number(row.c_id), showStock: Boolean(Number(row.c_showStock)) };
+    return { campaign, goods, place, media: hydrateAliased(em, Media, 'm', row) };
+  }
+
+  /** A time as the engine stores a campaign_goods datetime (what TypeORM would write). */
+  private datetime(em: EntityManager, at: Date): unknown {
+    const column = em.connection.getMetadata(CampaignGoods).findColumnWithPropertyName('updatedAt') as ColumnMetadata;
+    return em.connection.driver.preparePersistentValue(at, column);
+  }
+
+  /**
+   * Why a fast-path change did not apply, thrown: 404 for an item not in the campaign, 409 for an untracked
+   * stock or one the change would take out of 0 … MAX_STOCK. Returns when none of these holds (the change
+   * derives another status).
+   */
+  private async refusal(em: EntityManager, campaignId: number, campaignKey: string, goodsId: number, delta: number): Promise<void> {
+    const rows: Array<{ stock: number | string | null }> = await em.query('SELECT stock FROM campaign_goods WHERE campaignId = ? AND goodsId = ?', [
+      campaignId,
+      goodsId,
+    ]);
+    if (!rows.length) throw notInCampaign(goodsId, campaignKey);
+    const stock = rows[0].stock === null ? null : Number(rows[0].stock);
+    if (stock === null || stock + delta < 0 || stock + delta > MAX_STOCK) throw stockRefusal(goodsId, stock, delta);
   }
 
   private apply(tenant: Tenant, campaignKey: string, by: GoodsLocator['by'], params: StockParams, change: Change): Promise<CampaignGoodsResponse> {
@@ -136,7 +255,7 @@ export class StockService {
     em: EntityManager,
     campaignKey: string,
     before: Pick<CampaignGoods, 'stock'>,
-    after: CampaignGoods,
+    after: Pick<CampaignGoods, 'stock' | 'goodsId' | 'updatedAt'>,
     answer: CampaignGoodsResponse,
   ): Promise<void> {
     if (after.stock !== 0 || before.stock === 0) return;
@@ -194,9 +313,13 @@ export class StockService {
     if (result.affected === 1) return true;
 
     const current = await em.findOne(CampaignGoods, { select: { stock: true }, where: { campaignId: link.campaignId, goodsId: link.goodsId } });
-    const stock = current?.stock ?? null;
-    if (stock === null) throw ApiException.conflict(`The stock of goods ${link.goodsId} is not tracked; set it first`);
-    if (delta < 0) throw ApiException.conflict(`Only ${stock} left of goods ${link.goodsId}; cannot take ${-delta}`);
-    throw ApiException.conflict(`The stock of goods ${link.goodsId} would exceed ${MAX_STOCK}`);
+    throw stockRefusal(link.goodsId, current?.stock ?? null, delta);
   }
+}
+
+/** The 409 of a stock change that cannot apply to `stock` (null: not tracked). */
+function stockRefusal(goodsId: number, stock: number | null, delta: number): ApiException {
+  if (stock === null) return ApiException.conflict(`The stock of goods ${goodsId} is not tracked; set it first`);
+  if (delta < 0) return ApiException.conflict(`Only ${stock} left of goods ${goodsId}; cannot take ${-delta}`);
+  return ApiException.conflict(`The stock of goods ${goodsId} would exceed ${MAX_STOCK}`);
 }

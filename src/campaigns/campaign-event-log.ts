@@ -3,6 +3,7 @@ import { Between, EntityManager, In } from 'typeorm';
 import { CampaignEvent } from './entities/campaign-event.entity';
 import { Campaign } from './entities/campaign.entity';
 import { LiveEvent, PendingEvent } from '../live/live-events';
+import { isMysql } from '../database/engine';
 
 /** Events kept per campaign for resync; a viewer further behind gets a fresh snapshot instead. */
 export const EVENTS_KEPT = 500;
@@ -10,21 +11,13 @@ export const EVENTS_KEPT = 500;
 /**
  * Gives events their seq and records them, inside the caller's transaction. The seq comes from the
  * campaign row (`lastSeq`), so it is one sequence across all nodes; the row lock taken by that update
- * orders concurrent writers. Publishing happens after commit (LiveNotifier).
+ * orders concurrent writers (which hold it already: CampaignWriter locks the campaign first). Publishing happens after commit (LiveNotifier).
  */
 @Injectable()
 export class CampaignEventLog {
   async record(em: EntityManager, campaignId: number, events: PendingEvent[]): Promise<LiveEvent[]> {
     if (!events.length) return [];
-    await em
-      .createQueryBuilder()
-      .update(Campaign)
-      .set({ lastSeq: () => `lastSeq + ${events.length}` })
-      .where('id = :id', { id: campaignId })
-      .updateEntity(false)
-      .execute();
-    const rows: Array<{ lastSeq: number | string }> = await em.query('SELECT lastSeq FROM campaigns WHERE id = ?', [campaignId]);
-    const last = Number(rows[0]?.lastSeq ?? events.length);
+    const last = await this.advance(em, campaignId, events.length);
     const first = last - events.length + 1;
     const now = new Date();
     // Each event keeps its own type and payload, now with its seq.
@@ -38,6 +31,26 @@ export class CampaignEventLog {
       await em.query('DELETE FROM campaign_events WHERE campaignId = ? AND seq <= ?', [campaignId, last - EVENTS_KEPT]);
     }
     return recorded;
+  }
+
+  /**
+   * Moves the campaign's lastSeq on by `count` and answers the new one, from the UPDATE itself (RETURNING
+   * on SQLite, LAST_INSERT_ID(expr) on MySQL: the OK packet's insert id): one statement while the
+   * campaign's row lock is held, not an UPDATE and a SELECT.
+   */
+  private async advance(em: EntityManager, campaignId: number, count: number): Promise<number> {
+    if (isMysql(em)) {
+      const done: { insertId: number | string } = await em.query('UPDATE campaigns SET lastSeq = LAST_INSERT_ID(lastSeq + ?) WHERE id = ?', [
+        count,
+        campaignId,
+      ]);
+      return Number(done.insertId);
+    }
+    const rows: Array<{ lastSeq: number | string }> = await em.query('UPDATE campaigns SET lastSeq = lastSeq + ? WHERE id = ? RETURNING lastSeq', [
+      count,
+      campaignId,
+    ]);
+    return Number(rows[0]?.lastSeq ?? count);
   }
 
   /**

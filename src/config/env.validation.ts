@@ -249,7 +249,7 @@ export class EnvironmentVariables {
   @Max(4 * 1024 * 1024 * 1024)
   IMPORT_JOB_MAX_BYTES = 100 * 1024 * 1024;
 
-  /** Most data rows of a spreadsheet import job. */
+  /** Most data rows of a spreadsheet import job (an .xlsx with more rows holding values is refused at upload). */
   @Transform(toInt)
   @IsInt()
   @Min(1)
@@ -291,7 +291,7 @@ export class EnvironmentVariables {
   @Max(60_000)
   IMPORT_JOB_POLL_MS = 1000;
 
-  /** Longest one job may take to read its file (each of its two passes), in ms. */
+  /** Longest one job may take to read its file (each pass: the check before the first write, then the rows), in ms. */
   @Transform(toInt)
   @IsInt()
   @Min(1000)

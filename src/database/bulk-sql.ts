@@ -54,6 +54,28 @@ export function hydrateRows<T extends ObjectLiteral>(em: EntityManager, target: 
   });
 }
 
+/** `alias.col AS alias_col, …` for every column of the entity: its columns in a join, apart from the others'. */
+export function aliasedColumns<T extends ObjectLiteral>(em: EntityManager, target: EntityTarget<T>, alias: string): string {
+  const driver = em.connection.driver;
+  return em.connection
+    .getMetadata(target)
+    .columns.filter((c) => !c.isVirtual)
+    .map((c) => `${alias}.${driver.escape(c.databaseName)} AS ${driver.escape(`${alias}_${c.databaseName}`)}`)
+    .join(', ');
+}
+
+/**
+ * The entity a joined row holds under `alias` (selected with aliasedColumns), or null when the join found
+ * none (its primary key is null: an outer join's missing side).
+ */
+export function hydrateAliased<T extends ObjectLiteral>(em: EntityManager, target: EntityTarget<T>, alias: string, raw: Record<string, unknown>): T | null {
+  const metadata = em.connection.getMetadata(target);
+  if (metadata.primaryColumns.some((c) => raw[`${alias}_${c.databaseName}`] == null)) return null;
+  const row: Record<string, unknown> = {};
+  for (const column of metadata.columns) row[column.databaseName] = raw[`${alias}_${column.databaseName}`];
+  return hydrateRows(em, target, [row])[0];
+}
+
 /**
  * Sets `properties` of many existing rows, each to its own value, in one statement, on rows whose
  * `scope` column holds `scope.value` (the tenant) only. The caller has locked the rows.

@@ -6,6 +6,7 @@ import type { BetterSqlite3ConnectionOptions } from 'typeorm/driver/better-sqlit
 import { AppConfig } from '../config/app-config';
 import { DatabaseUnavailable } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
+import { SqliteCheckpointer } from './sqlite-checkpointer';
 
 /**
  * The one way services reach the database: `manager` for plain reads, `run()` for a write transaction,
@@ -27,6 +28,8 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
   private readonly serial: boolean;
   /** SQLite only: the read-only connection for reads outside a transaction. */
   private reader?: DataSource;
+  /** SQLite only: checkpoints the WAL on a thread of its own. */
+  private checkpointer?: SqliteCheckpointer;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -41,6 +44,10 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
     // journal mode is the file's (the writer set WAL).
     const options = this.dataSource.options as BetterSqlite3ConnectionOptions;
     this.reader = await new DataSource({ ...options, readonly: true, enableWAL: false, migrations: [] }).initialize();
+    this.checkpointer = new SqliteCheckpointer(options.database, async (pages) => {
+      await this.dataSource.query(`PRAGMA wal_autocheckpoint = ${Math.floor(pages)}`);
+    });
+    await this.checkpointer.start();
   }
 
   /** For reads outside a transaction: they see what has been committed. */
@@ -75,6 +82,7 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     mysqlGuardOf(this.dataSource)?.close();
+    await this.checkpointer?.stop();
     if (this.reader?.isInitialized) await this.reader.destroy();
   }
 

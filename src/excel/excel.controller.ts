@@ -43,9 +43,10 @@ export class ExcelController {
       'refused file is written.\n\n' +
       'A larger file (up to 100 MB and 200,000 data rows: IMPORT_JOB_MAX_BYTES, IMPORT_JOB_MAX_ROWS), or any file with ' +
       '`async=true`, becomes an import job: the answer is 202 with the job and a `Location` header naming ' +
-      'GET /v1/goods/{accessKey}/excel/jobs/{jobId}, where its progress and row results are read. The job reads the ' +
+      'GET /v1/goods/{accessKey}/excel/jobs/{jobId}, where its progress and row results are read. The job checks the ' +
       'whole file before it writes anything (a file over the row limit or with a bad header fails without writing), ' +
-      'then applies the rows in chunks. A file over the job size limit is 413; a customer with ' +
+      'then applies the rows in chunks. A file over the job size limit is 413, and so is an .xlsx with more rows ' +
+      'holding values below the header than the job row limit (counted at upload); a customer with ' +
       'IMPORT_JOB_MAX_PENDING jobs queued or running gets 429.\n\n' +
       'With dryRun=true the rows are checked and answered as an immediate upload would answer them, but nothing is ' +
       'written (a file that would become a job is 413 then; dryRun with async=true is 400). ' +

@@ -7,7 +7,8 @@ import { AppConfig } from '../config/app-config';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobResponse } from './dto/import-job.dto';
-import { detectFileFormat, GoodsSheet, parseGoodsSheet } from './goods-sheet.parser';
+import { detectFileFormat, GoodsSheet, parseGoodsSheet, SheetFile } from './goods-sheet.parser';
+import { countSheetRows } from './sheet-reader';
 import { buildGoodsTemplate } from './goods-template';
 import { ImportJobsService, StoredUpload } from './import-jobs.service';
 import { SheetError, SheetRefusal } from './sheet-error';
@@ -86,11 +87,14 @@ export class ExcelService {
           );
         }
         // A file that is surely no spreadsheet is refused now (415), not as a failed job later.
+        const stored = { path: file.path, filename: file.originalname, mimetype: file.mimetype };
         try {
-          await detectFileFormat({ path: file.path, filename: file.originalname, mimetype: file.mimetype });
+          await detectFileFormat(stored);
         } catch (err) {
           throw err instanceof SheetError ? apiExceptionOf(err) : err;
         }
+        // So is an .xlsx with more rows holding values than a job takes (413), counted quickly.
+        await this.refuseOverJobRows(stored);
         handedOver = true;
         return { kind: 'job', job: await this.jobs.create(tenant, file, { refreshMedia: options.refreshMedia }) } as const;
       };
@@ -127,6 +131,34 @@ export class ExcelService {
       return { kind: 'applied', response, ignoredColumns: sheet.ignoredColumns };
     } finally {
       if (!handedOver) await rm(file.path, { force: true });
+    }
+  }
+
+  /**
+   * Refuses (413) an .xlsx whose first sheet holds more rows with values below the header than
+   * IMPORT_JOB_MAX_ROWS: a job would read it only to fail. The quick count (XML only, on a worker thread)
+   * takes about 0.5 s per 100,000 rows; a file it cannot read is left to the job, which fails it saying why.
+   */
+  private async refuseOverJobRows(file: SheetFile): Promise<void> {
+    const maxRows = this.config.importJobs.maxRows;
+    let valueRows: number | null;
+    try {
+      valueRows = await countSheetRows(file, {
+        maxRows,
+        maxUncompressedBytes: this.config.limits.excelMaxUncompressedBytes,
+        timeoutMs: this.config.limits.excelParseTimeoutMs,
+      });
+    } catch (err) {
+      this.logger.debug(`row count at upload skipped: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    if (valueRows !== null && valueRows > maxRows) {
+      throw apiExceptionOf(
+        SheetError.tooManyRows(
+          `The sheet has ${valueRows.toLocaleString('en-US')} rows with values below the header, more than the ` +
+            `${maxRows.toLocaleString('en-US')} data rows one import job takes; split it into several files`,
+        ),
+      );
     }
   }
 

@@ -15,7 +15,8 @@ import { SyncResponse, UploadGoodsRowResult } from '../sync/dto/sync-response.dt
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobRow } from './entities/import-job-row.entity';
 import { ImportJob } from './entities/import-job.entity';
-import { GoodsSheetRow, SheetFile, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
+import { GoodsSheetRow, SheetFile, SheetLimits } from './goods-sheet.parser';
+import { JobSheet, readJobSheet } from './sheet-reader';
 import { WebhookEvents } from '../webhooks/webhook-events';
 import { ImportJobQueue, QueueVerdict } from './import-job-queue';
 import { SheetError } from './sheet-error';
@@ -26,8 +27,6 @@ export const PROGRESS_INTERVAL_MS = 500;
 const RESULT_ROWS_PER_INSERT = 100;
 /** A stored row result longer than this (JSON, bytes) has its long texts cut (a TEXT column holds 64 kB on MySQL). */
 const MAX_RESULT_BYTES = 60_000;
-/** Event-loop budget of a job's file reading between turns (jobs run beside other customers' requests). */
-const JOB_BREATHE_MS = 5;
 /** An upload file in DATA_DIR/imports that no queued or running job names is removed after this long. */
 const ORPHAN_AGE_MS = 60 * 60 * 1000;
 
@@ -55,9 +54,10 @@ export function storedResult(result: UploadGoodsRowResult): string {
  * IMPORT_JOB_CONCURRENCY jobs run per process, and never two of one customer at once (a customer's
  * second job waits while others' jobs run).
  *
- * A job reads its file twice: a survey (type, header, limits, row count; nothing written, so a refused
- * file writes nothing), then the rows, applied IMPORT_JOB_CHUNK_ROWS at a time by the sync's batch
- * writer. Each chunk's transaction also records the job's progress (the last sheet row applied, the
+ * A job's file is read on a worker thread (readJobSheet, docs/decisions/0013): first checked whole (type,
+ * header, limits, row count; nothing written, so a refused file writes nothing), then its rows, handed
+ * over while the previous ones are written and applied IMPORT_JOB_CHUNK_ROWS at a time by the sync's
+ * batch writer. Each chunk's transaction also records the job's progress (the last sheet row applied, the
  * counts, the row results) under the condition that this node still owns the job and that nobody moved
  * its progress meanwhile: a chunk commits together with its progress or not at all, so a job resumed
  * after a crash or a restart goes on after the last committed chunk and applies every row exactly once.
@@ -269,9 +269,9 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
         maxUncompressedBytes: this.config.limits.excelMaxUncompressedBytes,
         timeoutMs: this.config.importJobs.readTimeoutMs,
       };
-      let survey;
+      let sheet: JobSheet;
       try {
-        survey = await surveyGoodsSheet(file, limits, JOB_BREATHE_MS);
+        sheet = await readJobSheet(file, limits, job.lastRow);
       } catch (err) {
         if (err instanceof SheetError) {
           await this.fail(job, `${err.message}; ${this.appliedSoFar(job)}`);
@@ -279,27 +279,37 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
         }
         throw err;
       }
-      if (job.rowsTotal !== survey.dataRows) {
-        await this.update(job, { rowsTotal: survey.dataRows });
-        job.rowsTotal = survey.dataRows;
-      }
-      this.progress(job, true);
-      let chunk: GoodsSheetRow[] = [];
-      for await (const row of streamGoodsSheet(file, survey, limits, JOB_BREATHE_MS)) {
-        if (row.row <= job.lastRow) continue; // applied before a restart
-        chunk.push(row);
-        if (chunk.length < this.config.importJobs.chunkRows) continue;
-        if (lost) throw new LeaseLost();
-        await this.applyChunk(job, tenant, chunk);
-        chunk = [];
-        if (this.stopped) {
-          await this.release(job);
-          return;
+      try {
+        if (job.rowsTotal !== sheet.dataRows) {
+          await this.update(job, { rowsTotal: sheet.dataRows });
+          job.rowsTotal = sheet.dataRows;
         }
-      }
-      if (chunk.length) {
-        if (lost) throw new LeaseLost();
-        await this.applyChunk(job, tenant, chunk);
+        this.progress(job, true);
+        let chunk: GoodsSheetRow[] = [];
+        for await (const row of sheet.rows) {
+          if (row.row <= job.lastRow) continue; // applied before a restart
+          chunk.push(row);
+          if (chunk.length < this.config.importJobs.chunkRows) continue;
+          if (lost) throw new LeaseLost();
+          await this.applyChunk(job, tenant, chunk);
+          chunk = [];
+          if (this.stopped) {
+            await this.release(job);
+            return;
+          }
+        }
+        if (chunk.length) {
+          if (lost) throw new LeaseLost();
+          await this.applyChunk(job, tenant, chunk);
+        }
+        // A total counted quickly (the rows holding values) becomes the exact number of data rows.
+        const dataRows = sheet.finalDataRows;
+        if (dataRows !== undefined && dataRows !== job.rowsTotal) {
+          await this.update(job, { rowsTotal: dataRows });
+          job.rowsTotal = dataRows;
+        }
+      } finally {
+        await sheet.close();
       }
       await this.finish(job, 'succeeded', null);
     } catch (err) {

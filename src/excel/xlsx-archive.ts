@@ -36,7 +36,7 @@ interface Part {
  * reaches the XML parser, and every byte that does is counted against the cap again.
  */
 export class XlsxArchive {
-  private failure?: Error;
+  private failure?: SheetError;
   private readonly failureListeners: Array<(err: Error) => void> = [];
 
   private constructor(
@@ -134,17 +134,49 @@ export class XlsxArchive {
     return stream;
   }
 
+  /**
+   * The first sheet's XML alone, inflated and counted against the cap like `stream()`'s (for a survey
+   * that needs neither the shared strings nor the styles). Failures are SheetErrors.
+   */
+  async *sheetXml(pace: () => Promise<void> = () => Promise.resolve()): AsyncGenerator<Buffer> {
+    const sheet = this.parts[this.parts.length - 1].entry;
+    let total = 0;
+    let data;
+    try {
+      data = await this.zip.openReadStreamPromise(sheet);
+    } catch (err) {
+      throw this.fail(err instanceof Error ? err : new Error(String(err)));
+    }
+    try {
+      for await (const chunk of data as AsyncIterable<Buffer>) {
+        total += chunk.length;
+        if (total > this.limits.maxUncompressedBytes) {
+          throw SheetError.tooLarge(`The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`);
+        }
+        await pace();
+        yield chunk;
+      }
+    } catch (err) {
+      if (err instanceof SheetError) throw err;
+      throw this.fail(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      data.destroy();
+    }
+  }
+
   close(): void {
     this.zip.close();
   }
 
-  private fail(err: Error): void {
-    if (this.failure) return;
+  /** Records the first failure (as a SheetError) and tells the listeners; returns the failure recorded. */
+  private fail(err: Error): SheetError {
+    if (this.failure) return this.failure;
     if (err instanceof SheetError) this.failure = err;
     else if (/too many bytes/.test(err.message)) {
       this.failure = SheetError.tooLarge(`A workbook part decompresses to more than it declares (${reason(err)}); refused as a possible zip bomb`);
     } else this.failure = SheetError.unsupported(`The workbook is corrupt (${reason(err)})`);
     for (const listener of this.failureListeners.splice(0)) listener(this.failure);
+    return this.failure;
   }
 
   private async *generate(pace: () => Promise<void>): AsyncGenerator<Buffer> {

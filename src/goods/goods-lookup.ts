@@ -1,36 +1,36 @@
-import { EntityManager, FindOptionsWhere, In } from 'typeorm';
+import { EntityManager, In } from 'typeorm';
 import { ApiException } from '../common/errors/api.exception';
 import { Goods } from './entities/goods.entity';
 import { keyHash } from './goods-keys';
+import { hydrateRows } from '../database/bulk-sql';
 
 /** How a request names one goods item: by its id, its sku or its url. */
 export type GoodsLocator = { by: 'id'; id: number } | { by: 'sku'; sku: string } | { by: 'url'; url: string };
-
-/** The where-clause of a locator, within one customer's catalog (keys compared by their hash index). */
-export function locatorWhere(customerId: number, locator: GoodsLocator): FindOptionsWhere<Goods> {
-  switch (locator.by) {
-    case 'id':
-      return { customerId, id: locator.id };
-    case 'sku':
-      return { customerId, skuHash: keyHash(locator.sku) };
-    case 'url':
-      return { customerId, urlHash: keyHash(locator.url) };
-    default: {
-      const unreachable: never = locator;
-      return unreachable;
-    }
-  }
-}
 
 function describe(locator: GoodsLocator): string {
   return locator.by === 'id' ? `id ${locator.id}` : locator.by === 'sku' ? `sku '${locator.sku}'` : `url '${locator.url}'`;
 }
 
-/** The customer's goods item a locator names; 404 -404 "Goods not found: sku 'X'" when there is none. */
+/** 404 -404 "Goods not found: sku 'X'". */
+export function goodsNotFound(locator: GoodsLocator): ApiException {
+  return ApiException.notFound(`Goods not found: ${describe(locator)}`);
+}
+
+/** The goods column a locator compares (through its hash index for sku and url) and the value it looks for. */
+export function locatorColumn(locator: GoodsLocator): ['id' | 'skuHash' | 'urlHash', number | string] {
+  return locator.by === 'id' ? ['id', locator.id] : locator.by === 'sku' ? ['skuHash', keyHash(locator.sku)] : ['urlHash', keyHash(locator.url)];
+}
+
+/**
+ * The customer's goods item a locator names; 404 -404 "Goods not found: sku 'X'" when there is none. One
+ * plain statement with bound parameters (TypeORM's find would write the ids into the SQL, one statement
+ * text per item, which SQLite then prepares again and again).
+ */
 export async function findGoodsOrFail(em: EntityManager, customerId: number, locator: GoodsLocator): Promise<Goods> {
-  const goods = await em.findOne(Goods, { where: locatorWhere(customerId, locator) });
-  if (!goods) throw ApiException.notFound(`Goods not found: ${describe(locator)}`);
-  return goods;
+  const [column, value] = locatorColumn(locator);
+  const rows: Array<Record<string, unknown>> = await em.query(`SELECT * FROM goods WHERE customerId = ? AND ${column} = ?`, [customerId, value]);
+  if (!rows.length) throw goodsNotFound(locator);
+  return hydrateRows(em, Goods, rows)[0];
 }
 
 /**
