@@ -9,8 +9,11 @@ import { sign } from 'jsonwebtoken';
 
 export type Engine = 'sqlite' | 'mysql';
 
-/** V8 flags the server runs with in benchmarks: none, exactly as `npm start` and the Docker image run it. */
-export const SERVER_NODE_ARGS: string[] = [];
+/**
+ * Node flags of the bench servers: none, exactly as `npm start` and the Docker image run it, unless
+ * BENCH_CPU_PROF=<dir> asks for V8 CPU profiles (one .cpuprofile per thread, written when it stops).
+ */
+export const SERVER_NODE_ARGS: string[] = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
 
 const root = join(__dirname, '..');
 
