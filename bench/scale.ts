@@ -6,7 +6,10 @@
  *   catalog: the catalog grown to 10,000 / 100,000 / 1,000,000 goods (seeded through /sync); at each
  *            size the list page without a keyword and a keyword never searched before (every request a
  *            new one: 3+ characters, two Hangul syllables, one Hangul syllable in turn), 10 connections
- *            (autocannon): req/s, p50, p99; server RSS and database size.
+ *            (autocannon): req/s, p50, p99; server RSS and database size. Before the search figures, one
+ *            search loads the customer's in-memory search corpus (SEARCH_MEMORY_MB): the time that takes,
+ *            its size and the server's longest event-loop stall meanwhile are printed; the searches after
+ *            it are matched in memory.
  *   fan-out: bench:fanout at 1,000 / 5,000 / 10,000 viewers on one process (SQLite) and 20,000 viewers on
  *            two processes + Redis (MariaDB): p50, p99, delivered/expected, server peak RSS.
  *
@@ -126,6 +129,21 @@ function databaseMb(server: BenchServer): string {
   return `, database file ${Math.round(bytes / 1024 / 1024)} MB`;
 }
 
+/** Searches once, then waits until /metrics shows a search corpus of `size` goods: its bytes (undefined after 5 minutes). */
+async function corpusLoaded(server: BenchServer, searchPath: string, size: number): Promise<number | undefined> {
+  await (await fetch(`${server.baseUrl}${searchPath}`, { headers: { authorization: server.auth } })).arrayBuffer();
+  // From here on the stalls are the load's (the search above scanned, as every search did before it).
+  await server.loopStallMs();
+  const until = performance.now() + 300_000;
+  while (performance.now() < until) {
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    const goods = /^livegoods_search_corpus_goods (\d+)/m.exec(metrics);
+    if (goods && Number(goods[1]) >= size) return Number(/^livegoods_search_corpus_bytes (\d+)/m.exec(metrics)?.[1] ?? 0);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return undefined;
+}
+
 async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> {
   const headers = { authorization: server.auth };
   const listPath = `/v1/goods/${server.accessKey}`;
@@ -144,6 +162,13 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
     console.log(`${engine}: catalog at ${size} goods (seeded in ${seedS.toFixed(1)} s)`);
     await autocannon({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers, connections: 10, duration: 2 });
     out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
+    // The first search loads the customer's in-memory search corpus in the background (searches are
+    // scanned meanwhile): wait for it, and print how long it took.
+    const loadStarted = performance.now();
+    const corpus = await corpusLoaded(server, `${listPath}?searchKeyword=${encodeURIComponent(`warm-up ${size}`)}&page=1&count=30`, size);
+    out(
+      `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus !== undefined ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s, ${Math.round(corpus / 2 ** 20)} MB (${Math.round(corpus / size)} bytes a goods item), longest event-loop stall meanwhile ${Math.round(await server.loopStallMs())} ms` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
+    );
     const next = freshKeywords();
     const search = await measure({
       url: `${server.baseUrl}${listPath}`,
@@ -188,7 +213,7 @@ async function main(): Promise<void> {
   let port = 3860;
   for (const engine of ENGINES) {
     if (!PARTS.has('sync') && !PARTS.has('catalog')) break;
-    const server = await startServer(engine, port++, 'scale');
+    const server = await startServer(engine, port++, 'scale', { loopProbe: true });
     try {
       if (PARTS.has('sync')) await syncCurve(engine, server);
       if (PARTS.has('catalog')) await catalogCurve(engine, server);

@@ -56,6 +56,8 @@ export interface MediaConfig {
 export interface LimitsConfig {
   syncMaxItems: number;
   listMaxCount: number;
+  /** SEARCH_MEMORY_MB in bytes: what the keyword search corpora of all customers may hold together. */
+  searchMemoryBytes: number;
   uploadMaxBytes: number;
   /** Most data rows in a spreadsheet, and most rows without goods values besides them. */
   excelMaxRows: number;
@@ -198,6 +200,7 @@ export class AppConfig {
       {
         syncMaxItems: env.SYNC_MAX_ITEMS,
         listMaxCount: 100,
+        searchMemoryBytes: env.SEARCH_MEMORY_MB * 1024 * 1024,
         uploadMaxBytes: env.UPLOAD_MAX_BYTES,
         excelMaxRows: env.EXCEL_MAX_ROWS,
         excelMaxUncompressedBytes: env.EXCEL_MAX_UNCOMPRESSED_BYTES,

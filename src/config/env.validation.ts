@@ -209,6 +209,13 @@ export class EnvironmentVariables {
   @Max(100000)
   SYNC_MAX_ITEMS = 10000;
 
+  /** Memory for the in-memory keyword search corpora of all customers together, in MB (0: always scan). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65536)
+  SEARCH_MEMORY_MB = 512;
+
   /** Largest file one multipart upload (spreadsheet import) may carry, in bytes. */
   @Transform(toInt)
   @IsInt()

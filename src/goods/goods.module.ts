@@ -4,12 +4,13 @@ import { GoodsController } from './goods.controller';
 import { GoodsChangeHooks } from './goods-changes';
 import { GoodsDeletionHooks } from './goods-deletion';
 import { GoodsListCache } from './goods-list-cache';
+import { GoodsSearchCorpus } from './goods-search-corpus';
 import { GoodsService } from './goods.service';
 
 @Module({
   imports: [MediaModule],
   controllers: [GoodsController],
-  providers: [GoodsService, GoodsListCache, GoodsDeletionHooks, GoodsChangeHooks],
+  providers: [GoodsService, GoodsListCache, GoodsSearchCorpus, GoodsDeletionHooks, GoodsChangeHooks],
   exports: [GoodsService, GoodsDeletionHooks, GoodsChangeHooks, MediaModule],
 })
 export class GoodsModule {}

@@ -16,6 +16,7 @@ import { GoodsDeletionHooks } from './goods-deletion';
 import { findGoodsOrFail, GoodsLocator } from './goods-lookup';
 import { normalizeForSearch } from './goods-keys';
 import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
+import { GoodsSearchCorpus } from './goods-search-corpus';
 import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageAfter, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { Metrics } from '../metrics/metrics.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
@@ -35,6 +36,7 @@ export class GoodsService {
   constructor(
     private readonly transactions: Transactions,
     private readonly listCache: GoodsListCache,
+    private readonly searchCorpus: GoodsSearchCorpus,
     private readonly media: MediaService,
     private readonly deletionHooks: GoodsDeletionHooks,
     private readonly changeHooks: GoodsChangeHooks,
@@ -66,12 +68,15 @@ export class GoodsService {
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
     const version = await readCatalogVersion(em, tenant.id);
     let entry = this.listCache.get(tenant.id, keyword, version);
+    // All matching ids of a keyword matched just now (kept in the cache only when few).
+    let allIds: number[] | undefined;
     if (!entry) {
-      // A keyword costs one scan that yields both the count and the ids; the ids are kept only when few
-      // (a dense keyword pages quickly off the (customerId, id) index anyway).
-      const ids = keyword ? await matchingIds(em, tenant.id, keyword) : undefined;
-      const count = ids ? ids.length : await countMatches(em, tenant.id, keyword);
-      entry = { version, count, ids: ids && ids.length <= MAX_CACHED_IDS ? ids : undefined };
+      // A keyword is matched in the customer's in-memory corpus when it is at this version, else by one
+      // scan; either yields both the count and the ids. The ids are cached only when few (a dense keyword
+      // pages quickly off the (customerId, id) index anyway).
+      allIds = keyword ? ((await this.searchCorpus.match(tenant.id, keyword, version)) ?? (await matchingIds(em, tenant.id, keyword))) : undefined;
+      const count = allIds ? allIds.length : await countMatches(em, tenant.id, keyword);
+      entry = { version, count, ids: allIds && allIds.length <= MAX_CACHED_IDS ? allIds : undefined };
       this.listCache.set(tenant.id, keyword, entry);
     }
 
@@ -81,9 +86,8 @@ export class GoodsService {
       // Cursor paging: the next ids above `after`, oldest first, off the (customerId, id) index.
       rows = await pageAfter(em, tenant.id, keyword, query.after, query.count);
     } else if (offset < entry.count) {
-      rows = entry.ids
-        ? await goodsByIds(em, tenant.id, entry.ids.slice(offset, offset + query.count))
-        : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
+      const ids = entry.ids ?? allIds;
+      rows = ids ? await goodsByIds(em, tenant.id, ids.slice(offset, offset + query.count)) : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
     }
     const media = await mediaOfPage(
       em,

@@ -61,6 +61,25 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  readonly searches = new Counter({
+    name: 'livegoods_search_keywords_total',
+    help: 'Keywords not in the list cache, by how they were matched (memory: the in-memory corpus; scan: the database)',
+    labelNames: ['path'] as const,
+    registers: [this.registry],
+  });
+
+  readonly searchCorpusGoods = new Gauge({
+    name: 'livegoods_search_corpus_goods',
+    help: 'Goods held by the in-memory keyword search corpora of this node',
+    registers: [this.registry],
+  });
+
+  readonly searchCorpusBytes = new Gauge({
+    name: 'livegoods_search_corpus_bytes',
+    help: 'Bytes held by the in-memory keyword search corpora of this node (what SEARCH_MEMORY_MB bounds)',
+    registers: [this.registry],
+  });
+
   readonly mediaFetches = new Counter({
     name: 'livegoods_media_fetches_total',
     help: 'Image fetches from goods mediaUrls, by outcome (ok, failed)',
