@@ -140,7 +140,6 @@ export class XlsxArchive {
    */
   async *sheetXml(pace: () => Promise<void> = () => Promise.resolve()): AsyncGenerator<Buffer> {
     const sheet = this.parts[this.parts.length - 1].entry;
-    let total = 0;
     let data;
     try {
       data = await this.zip.openReadStreamPromise(sheet);
@@ -148,14 +147,7 @@ export class XlsxArchive {
       throw this.fail(err instanceof Error ? err : new Error(String(err)));
     }
     try {
-      for await (const chunk of data as AsyncIterable<Buffer>) {
-        total += chunk.length;
-        if (total > this.limits.maxUncompressedBytes) {
-          throw SheetError.tooLarge(`The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`);
-        }
-        await pace();
-        yield chunk;
-      }
+      yield* this.inflated(data, { bytes: 0 }, pace);
     } catch (err) {
       if (err instanceof SheetError) throw err;
       throw this.fail(err instanceof Error ? err : new Error(String(err)));
@@ -179,20 +171,25 @@ export class XlsxArchive {
     return this.failure;
   }
 
+  /** A part's decompressed chunks, added to `counted.bytes`; past the workbook's limit, a SheetError. */
+  private async *inflated(data: NodeJS.ReadableStream, counted: { bytes: number }, pace: () => Promise<void>): AsyncGenerator<Buffer> {
+    for await (const chunk of data as AsyncIterable<Buffer>) {
+      counted.bytes += chunk.length;
+      if (counted.bytes > this.limits.maxUncompressedBytes) {
+        throw SheetError.tooLarge(`The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`);
+      }
+      await pace();
+      yield chunk;
+    }
+  }
+
   private async *generate(pace: () => Promise<void>): AsyncGenerator<Buffer> {
-    let total = 0;
+    const counted = { bytes: 0 };
     for (const part of this.parts) {
       yield localFileHeader(part.name, part.entry);
       const data = await this.zip.openReadStreamPromise(part.entry);
       try {
-        for await (const chunk of data as AsyncIterable<Buffer>) {
-          total += chunk.length;
-          if (total > this.limits.maxUncompressedBytes) {
-            throw SheetError.tooLarge(`The workbook decompresses to more than ${mb(this.limits.maxUncompressedBytes)}; refused as a possible zip bomb`);
-          }
-          await pace();
-          yield chunk;
-        }
+        yield* this.inflated(data, counted, pace);
       } finally {
         data.destroy();
       }
