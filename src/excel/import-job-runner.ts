@@ -48,6 +48,13 @@ export function storedResult(result: UploadGoodsRowResult): string {
   return JSON.stringify(cut);
 }
 
+/** A chunk of sheet rows as sync elements, with their validation under way. */
+interface ValidatedChunk {
+  lastRow: number;
+  elements: BatchElement[];
+  parsed: Promise<ParsedElement[]>;
+}
+
 /**
  * Runs spreadsheet import jobs in the background, on every node, from the database (the embedded
  * default; docs/decisions/0009): an idle node polls for a queued job (or a running one whose lease ran
@@ -63,13 +70,6 @@ export function storedResult(result: UploadGoodsRowResult): string {
  * its progress meanwhile: a chunk commits together with its progress or not at all, so a job resumed
  * after a crash or a restart goes on after the last committed chunk and applies every row exactly once.
  */
-/** A chunk of sheet rows as sync elements, with their validation under way. */
-interface ValidatedChunk {
-  lastRow: number;
-  elements: BatchElement[];
-  parsed: Promise<ParsedElement[]>;
-}
-
 @Injectable()
 export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ImportJobRunner.name);
@@ -294,29 +294,22 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
         }
         this.progress(job, true);
         // Chunks are validated one ahead: the worker validates the next chunk while this one is written.
-        let chunk: GoodsSheetRow[] = [];
+        // (The sheet hands over only the rows after job.lastRow: those before were applied before a restart.)
+        const apply = async (chunk: ValidatedChunk) => {
+          if (lost) throw new LeaseLost();
+          await this.applyChunk(job, tenant, chunk);
+        };
         let ready: ValidatedChunk | undefined;
-        for await (const row of sheet.rows) {
-          if (row.row <= job.lastRow) continue; // applied before a restart
-          chunk.push(row);
-          if (chunk.length < this.config.importJobs.chunkRows) continue;
-          const next = this.validated(chunk);
-          chunk = [];
-          if (ready) {
-            if (lost) throw new LeaseLost();
-            await this.applyChunk(job, tenant, ready);
-          }
+        for await (const rows of chunksOf(sheet.rows, this.config.importJobs.chunkRows)) {
+          const next = this.validated(rows);
+          if (ready) await apply(ready);
           ready = next;
           if (this.stopped) {
             await this.release(job);
             return;
           }
         }
-        for (const last of [ready, chunk.length ? this.validated(chunk) : undefined]) {
-          if (!last) continue;
-          if (lost) throw new LeaseLost();
-          await this.applyChunk(job, tenant, last);
-        }
+        if (ready) await apply(ready);
         // A total counted quickly (the rows holding values) becomes the exact number of data rows.
         const dataRows = sheet.finalDataRows;
         if (dataRows !== undefined && dataRows !== job.rowsTotal) {
@@ -519,4 +512,16 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       if (info && Date.now() - info.mtimeMs > ORPHAN_AGE_MS) await rm(join(this.dir, name), { force: true });
     }
   }
+}
+
+/** The items in arrays of `size` (the last one shorter). */
+async function* chunksOf<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let chunk: T[] = [];
+  for await (const item of items) {
+    chunk.push(item);
+    if (chunk.length < size) continue;
+    yield chunk;
+    chunk = [];
+  }
+  if (chunk.length) yield chunk;
 }
