@@ -18,10 +18,10 @@
  * Options: --hot=50 (clients on the hot item) --others=100 (other items, one client each)
  *          --hot-stock=2000 --other-stock=20 --threshold=10 (almostSoldOutAt of every item)
  *          --mode=sqlite|cluster|both (default both) --redis=redis://127.0.0.1:6379
- *          --cpu-prof=<dir> (each server writes a V8 CPU profile there when it stops)
  *          --rate-limits (rate limits on, as a trusted order backend would be configured: RATE_LIMIT_IP and
  *          RATE_LIMIT_CUSTOMER at 10,000,000 per window, so every request still passes both limiters,
  *          counted in Redis on two nodes; without it they are off, as in every bench)
+ * Profiles: BENCH_CPU_PROF=<dir>, as for every bench (bench/support.ts).
  */
 
 import { loadavg } from 'node:os';
@@ -37,8 +37,6 @@ const OTHER_STOCK = Number(arg('other-stock', '20'));
 const THRESHOLD = Number(arg('threshold', '10'));
 const MODE = arg('mode', 'both');
 const REDIS_URL = arg('redis', process.env.REDIS_URL || 'redis://127.0.0.1:6379');
-const CPU_PROF = arg('cpu-prof', '');
-const nodeArgs = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [];
 const LIMITS: Record<string, string> = process.argv.includes('--rate-limits')
   ? { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_IP: '10000000', RATE_LIMIT_CUSTOMER: '10000000' }
   : {};
@@ -174,7 +172,7 @@ async function main(): Promise<void> {
   const results: Figures[] = [];
   let port = 3870;
   if (MODE === 'sqlite' || MODE === 'both') {
-    const server = await startServer('sqlite', port++, 'stock', { env: { REDIS_URL: '', ...LIMITS }, nodeArgs });
+    const server = await startServer('sqlite', port++, 'stock', { env: { REDIS_URL: '', ...LIMITS } });
     try {
       results.push(await measure('SQLite, one node', [server]));
       console.log(report(results[results.length - 1]));
@@ -183,10 +181,10 @@ async function main(): Promise<void> {
     }
   }
   if (MODE === 'cluster' || MODE === 'both') {
-    const a = await startServer('mysql', port++, 'stock', { env: { REDIS_URL, ...LIMITS }, nodeArgs });
+    const a = await startServer('mysql', port++, 'stock', { env: { REDIS_URL, ...LIMITS } });
     let b: BenchServer | undefined;
     try {
-      b = await startServer('mysql', port++, 'stock', { join: a, nodeArgs });
+      b = await startServer('mysql', port++, 'stock', { join: a });
       results.push(await measure('MariaDB, two nodes + Redis', [a, b]));
       console.log(report(results[results.length - 1]));
     } finally {
