@@ -439,6 +439,7 @@ export class GoodsBatchWriter {
       for (const g of hydrateRows(em, Goods, raw)) if (!byId.has(g.id)) found.set(g.id, g);
     };
     const inList = (n: number) => `(${Array.from({ length: n }, () => '?').join(', ')})`;
+    const lookups: Array<[string, unknown[]]> = [];
     for (let i = 0; i < writes.length; i += KEYS_CHUNK) {
       const skus: string[] = [];
       const urls: string[] = [];
@@ -448,20 +449,22 @@ export class GoodsBatchWriter {
       }
       // UNION ALL of two look-ups, each through its unique index (an OR may lead a planner to scan the
       // customer's whole catalog instead); a row found twice is kept once.
-      const lookups = [
+      const parts = [
         ...(skus.length ? [`SELECT * FROM goods WHERE customerId = ? AND skuHash IN ${inList(skus.length)}`] : []),
         ...(urls.length ? [`SELECT * FROM goods WHERE customerId = ? AND urlHash IN ${inList(urls.length)}`] : []),
       ];
-      const params = [...(skus.length ? [tenant.id, ...skus] : []), ...(urls.length ? [tenant.id, ...urls] : [])];
-      if (lookups.length) keep(await em.query(lookups.join(' UNION ALL '), params));
-      await slicer.pause();
+      if (parts.length) lookups.push([parts.join(' UNION ALL '), [...(skus.length ? [tenant.id, ...skus] : []), ...(urls.length ? [tenant.id, ...urls] : [])]]);
     }
+    await this.pipelined(lookups, ([sql, params]) => em.query(sql, params), keep, slicer);
     const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) && !byId.has(w.id) ? [w.id] : [])))];
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const chunk = ids.slice(i, i + CHUNK);
-      keep(await em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN ${inList(chunk.length)}`, [tenant.id, ...chunk]));
-      await slicer.pause();
-    }
+    const byIds: unknown[][] = [];
+    for (let i = 0; i < ids.length; i += CHUNK) byIds.push(ids.slice(i, i + CHUNK));
+    await this.pipelined(
+      byIds,
+      (chunk) => em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN ${inList(chunk.length)}`, [tenant.id, ...chunk]),
+      keep,
+      slicer,
+    );
     return [...found.values()];
   }
 
@@ -496,33 +499,44 @@ export class GoodsBatchWriter {
     if (updates.length || inserts.length) state.changed = true;
     const { insert: INSERT_CHUNK, update: UPDATE_CHUNK } = WRITE_ROWS[this.transactions.isMysql ? 'mysql' : 'sqlite'];
 
-    for (let i = 0; i < parked.length; i += UPDATE_CHUNK) {
-      await this.updateRows(em, tenant, parked.slice(i, i + UPDATE_CHUNK), ['skuHash', 'urlHash']);
-      await slicer.pause();
-    }
-    for (let i = 0; i < updates.length; i += UPDATE_CHUNK) {
-      await this.updateRows(em, tenant, updates.slice(i, i + UPDATE_CHUNK), UPDATED_COLUMNS);
-      await slicer.pause();
-    }
-    for (let i = 0; i < inserting.length; i += INSERT_CHUNK) {
-      const chunk = inserting.slice(i, i + INSERT_CHUNK);
-      const rows = inserts.slice(i, i + INSERT_CHUNK);
+    const slices = <T>(rows: T[], size: number) => Array.from({ length: Math.ceil(rows.length / size) }, (_, n) => rows.slice(n * size, (n + 1) * size));
+    await this.pipelined(
+      slices(parked, UPDATE_CHUNK),
+      (rows) => this.updateRows(em, tenant, rows, ['skuHash', 'urlHash']),
+      () => undefined,
+      slicer,
+    );
+    await this.pipelined(
+      slices(updates, UPDATE_CHUNK),
+      (rows) => this.updateRows(em, tenant, rows, UPDATED_COLUMNS),
+      () => undefined,
+      slicer,
+    );
+    // Each new item with its row as it is now (a later segment may change the item while this runs).
+    const newRows = slices(
+      inserting.map((item, k) => ({ item, row: inserts[k] })),
+      INSERT_CHUNK,
+    );
+    const insertInto = async (chunk: Array<{ row: Goods }>) => {
+      const rows = chunk.map((c) => c.row);
       const returned = await insertRows(em, Goods, rows, ['id', 'skuHash']);
-      const stored = (returned ??
+      return (returned ??
         (await em.query(`SELECT id, skuHash FROM goods WHERE customerId = ? AND skuHash IN (${rows.map(() => '?').join(', ')})`, [
           tenant.id,
           ...rows.map((g) => g.skuHash),
         ]))) as Array<{ id: number | string; skuHash: string }>;
+    };
+    const assignIds = (stored: Array<{ id: number | string; skuHash: string }>, chunk: Array<{ item: Item; row: Goods }>) => {
       const idBySku = new Map(stored.map((g) => [g.skuHash, Number(g.id)]));
-      chunk.forEach((item, n) => {
-        const id = idBySku.get(rows[n].skuHash) as number;
+      for (const { item, row } of chunk) {
         // The row inserted, and the item's state now (a later element may already have changed it).
-        rows[n].id = id;
+        const id = idBySku.get(row.skuHash) as number;
+        row.id = id;
         item.goods.id = id;
         item.inserted = true;
-      });
-      await slicer.pause();
-    }
+      }
+    };
+    await this.pipelined(newRows, insertInto, assignIds, slicer);
 
     // Media: replace or drop where the final mediaUrl says so (ids of new items are known by now).
     const now = new Date();
@@ -550,6 +564,34 @@ export class GoodsBatchWriter {
     await this.media.insertRows(em, attached);
     if (replaced.length || attached.length) state.changed = true;
     return released;
+  }
+
+  /**
+   * Runs `run` for each of `parts`, in order, and hands each answer to `use`, in order. On MySQL/MariaDB
+   * the statements go out back to back (the connection queues them), so that the database runs one while
+   * this thread builds the next and reads the answers of the earlier ones. On SQLite a statement runs on
+   * the event loop: one at a time, with a pause for other work between two.
+   */
+  private async pipelined<P, R>(parts: P[], run: (part: P) => Promise<R>, use: (answer: R, part: P) => void, slicer: TimeSlicer): Promise<void> {
+    if (!this.transactions.isMysql) {
+      for (const part of parts) {
+        use(await run(part), part);
+        await slicer.pause();
+      }
+      return;
+    }
+    const answers: Array<Promise<R>> = [];
+    for (const part of parts) {
+      const answer = run(part);
+      // Awaited below, in order; a failure meanwhile is not unhandled.
+      answer.catch(() => undefined);
+      answers.push(answer);
+      if (slicer.due()) await slicer.yield();
+    }
+    for (let k = 0; k < parts.length; k++) {
+      use(await answers[k], parts[k]);
+      if (slicer.due()) await slicer.yield();
+    }
   }
 
   private async updateRows(em: EntityManager, tenant: Tenant, rows: Goods[], columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>): Promise<void> {
