@@ -1,5 +1,6 @@
 import { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import { TimeSlicer } from '../common/util/time-slicer';
 
 /**
  * Plain multi-row statements for the bulk paths, built from the entity's metadata (column names,
@@ -120,4 +121,38 @@ export async function updateRowsById<T extends ObjectLiteral>(
   const values = valuesList(em, rows, all, params);
   const sets = columns.map((c) => `${name(c)} = IF(${scopeColumn} = VALUES(${scopeColumn}), VALUES(${name(c)}), ${name(c)})`);
   await em.query(`INSERT INTO ${table} (${all.map(name).join(', ')}) VALUES ${values} ON DUPLICATE KEY UPDATE ${sets.join(', ')}`, params);
+}
+
+/**
+ * Runs `run` for each of `parts` (a statement each, or a few) and hands each answer to `use`, both in
+ * order. On MySQL/MariaDB the statements go out back to back (the connection queues them), so that the
+ * database runs one while this thread builds the next and reads the answers of the earlier ones. On
+ * SQLite a statement runs on the event loop: one at a time, with a pause for other work between two.
+ */
+export async function pipelined<P, R>(
+  em: EntityManager,
+  parts: P[],
+  run: (part: P) => Promise<R>,
+  use: (answer: R, part: P) => void,
+  slicer = new TimeSlicer(),
+): Promise<void> {
+  if (em.connection.options.type === 'better-sqlite3') {
+    for (const part of parts) {
+      use(await run(part), part);
+      await slicer.pause();
+    }
+    return;
+  }
+  const answers: Array<Promise<R>> = [];
+  for (const part of parts) {
+    const answer = run(part);
+    // Awaited below, in order; a failure meanwhile is not unhandled.
+    answer.catch(() => undefined);
+    answers.push(answer);
+    await slicer.pause();
+  }
+  for (let k = 0; k < parts.length; k++) {
+    use(await answers[k], parts[k]);
+    await slicer.pause();
+  }
 }

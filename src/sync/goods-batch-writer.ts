@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { hydrateRows, insertRows, updateRowsById } from '../database/bulk-sql';
+import { hydrateRows, insertRows, pipelined, updateRowsById } from '../database/bulk-sql';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
 import { GoodsWrite } from '../goods/dto/goods-body.dto';
@@ -455,11 +455,12 @@ export class GoodsBatchWriter {
       ];
       if (parts.length) lookups.push([parts.join(' UNION ALL '), [...(skus.length ? [tenant.id, ...skus] : []), ...(urls.length ? [tenant.id, ...urls] : [])]]);
     }
-    await this.pipelined(lookups, ([sql, params]) => em.query(sql, params), keep, slicer);
+    await pipelined(em, lookups, ([sql, params]) => em.query(sql, params), keep, slicer);
     const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) && !byId.has(w.id) ? [w.id] : [])))];
     const byIds: unknown[][] = [];
     for (let i = 0; i < ids.length; i += CHUNK) byIds.push(ids.slice(i, i + CHUNK));
-    await this.pipelined(
+    await pipelined(
+      em,
       byIds,
       (chunk) => em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN ${inList(chunk.length)}`, [tenant.id, ...chunk]),
       keep,
@@ -500,13 +501,15 @@ export class GoodsBatchWriter {
     const { insert: INSERT_CHUNK, update: UPDATE_CHUNK } = WRITE_ROWS[this.transactions.isMysql ? 'mysql' : 'sqlite'];
 
     const slices = <T>(rows: T[], size: number) => Array.from({ length: Math.ceil(rows.length / size) }, (_, n) => rows.slice(n * size, (n + 1) * size));
-    await this.pipelined(
+    await pipelined(
+      em,
       slices(parked, UPDATE_CHUNK),
       (rows) => this.updateRows(em, tenant, rows, ['skuHash', 'urlHash']),
       () => undefined,
       slicer,
     );
-    await this.pipelined(
+    await pipelined(
+      em,
       slices(updates, UPDATE_CHUNK),
       (rows) => this.updateRows(em, tenant, rows, UPDATED_COLUMNS),
       () => undefined,
@@ -536,7 +539,7 @@ export class GoodsBatchWriter {
         item.inserted = true;
       }
     };
-    await this.pipelined(newRows, insertInto, assignIds, slicer);
+    await pipelined(em, newRows, insertInto, assignIds, slicer);
 
     // Media: replace or drop where the final mediaUrl says so (ids of new items are known by now).
     const now = new Date();
@@ -564,34 +567,6 @@ export class GoodsBatchWriter {
     await this.media.insertRows(em, attached);
     if (replaced.length || attached.length) state.changed = true;
     return released;
-  }
-
-  /**
-   * Runs `run` for each of `parts`, in order, and hands each answer to `use`, in order. On MySQL/MariaDB
-   * the statements go out back to back (the connection queues them), so that the database runs one while
-   * this thread builds the next and reads the answers of the earlier ones. On SQLite a statement runs on
-   * the event loop: one at a time, with a pause for other work between two.
-   */
-  private async pipelined<P, R>(parts: P[], run: (part: P) => Promise<R>, use: (answer: R, part: P) => void, slicer: TimeSlicer): Promise<void> {
-    if (!this.transactions.isMysql) {
-      for (const part of parts) {
-        use(await run(part), part);
-        await slicer.pause();
-      }
-      return;
-    }
-    const answers: Array<Promise<R>> = [];
-    for (const part of parts) {
-      const answer = run(part);
-      // Awaited below, in order; a failure meanwhile is not unhandled.
-      answer.catch(() => undefined);
-      answers.push(answer);
-      if (slicer.due()) await slicer.yield();
-    }
-    for (let k = 0; k < parts.length; k++) {
-      use(await answers[k], parts[k]);
-      if (slicer.due()) await slicer.yield();
-    }
   }
 
   private async updateRows(em: EntityManager, tenant: Tenant, rows: Goods[], columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>): Promise<void> {
