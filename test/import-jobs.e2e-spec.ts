@@ -120,6 +120,7 @@ describeEngines(
         error: null,
       });
       expect(done.failCount).toBe(8);
+      expect((await ctx().dataSource.query('SELECT sheetCount FROM import_jobs WHERE id = ?', [queued.jobId]))[0].sheetCount).toBeNull();
       expect((await allResults(b, queued.jobId)).map(comparable)).toEqual((sync.body.results as Row[]).map(comparable));
       expect(await goodsCount(b.id)).toBe(52);
     }, 60_000);
@@ -136,6 +137,9 @@ describeEngines(
       const plain = await finished(a, (await upload(a, file, 'plain.xlsx', '?async=true').expect(202)).body.jobId);
       expect(plain).toMatchObject({ state: 'succeeded', rowsTotal: 2, rowsDone: 2, createCount: 2, failCount: 0 });
       expect((await allResults(a, plain.jobId)).map((r) => r.row)).toEqual([2, 5]);
+      // The quick count taken at upload went to the job (which did not count the file again); a CSV has none.
+      const [stored] = await ctx().dataSource.query('SELECT sheetCount FROM import_jobs WHERE id = ?', [plain.jobId]);
+      expect(JSON.parse(stored.sheetCount as string)).toEqual({ valueRows: 3, rows: 3, hasLinks: false });
 
       const b = await ctx().createCustomer();
       const linked = await xlsx([

@@ -12,6 +12,7 @@ import { countSheetRows } from './sheet-reader';
 import { buildGoodsTemplate } from './goods-template';
 import { ImportJobsService, StoredUpload } from './import-jobs.service';
 import { SheetError, SheetRefusal } from './sheet-error';
+import type { XlsxRowCount } from './xlsx-row-count';
 import { WebhookEvents } from '../webhooks/webhook-events';
 
 /** The multipart file part as multer hands it over (disk storage, see SpreadsheetUploadInterceptor). */
@@ -94,9 +95,9 @@ export class ExcelService {
           throw err instanceof SheetError ? apiExceptionOf(err) : err;
         }
         // So is an .xlsx with more rows holding values than a job takes (413), counted quickly.
-        await this.refuseOverJobRows(stored);
+        const counted = await this.refuseOverJobRows(stored);
         handedOver = true;
-        return { kind: 'job', job: await this.jobs.create(tenant, file, { refreshMedia: options.refreshMedia }) } as const;
+        return { kind: 'job', job: await this.jobs.create(tenant, file, { refreshMedia: options.refreshMedia, counted }) } as const;
       };
       if (options.async || file.size > this.config.limits.uploadMaxBytes) return await job();
       let sheet: GoodsSheet;
@@ -138,21 +139,24 @@ export class ExcelService {
    * Refuses (413) an .xlsx whose first sheet holds more rows with values below the header than
    * IMPORT_JOB_MAX_ROWS: a job would read it only to fail. The quick count (XML only, on a worker thread)
    * takes about 0.5 s per 100,000 rows; a file it cannot read is left to the job, which fails it saying why.
+   * The count is handed to the job (which then does not count the file again); null for a CSV or a file
+   * it could not read.
    */
-  private async refuseOverJobRows(file: SheetFile): Promise<void> {
+  private async refuseOverJobRows(file: SheetFile): Promise<XlsxRowCount | null> {
     const maxRows = this.config.importJobs.maxRows;
-    let valueRows: number | null;
+    let counted: XlsxRowCount | null;
     try {
-      valueRows = await countSheetRows(file, {
+      counted = await countSheetRows(file, {
         maxRows,
         maxUncompressedBytes: this.config.limits.excelMaxUncompressedBytes,
         timeoutMs: this.config.limits.excelParseTimeoutMs,
       });
     } catch (err) {
       this.logger.debug(`row count at upload skipped: ${err instanceof Error ? err.message : String(err)}`);
-      return;
+      return null;
     }
-    if (valueRows !== null && valueRows > maxRows) {
+    const valueRows = counted?.valueRows ?? 0;
+    if (valueRows > maxRows) {
       throw apiExceptionOf(
         SheetError.tooManyRows(
           `The sheet has ${valueRows.toLocaleString('en-US')} rows with values below the header, more than the ` +
@@ -160,6 +164,7 @@ export class ExcelService {
         ),
       );
     }
+    return counted;
   }
 
   /** The goods template (.xlsx), built once. */

@@ -6,7 +6,7 @@ import { EntityManager } from 'typeorm';
 import { Tenant, tenantOf } from '../auth/decorators';
 import { AppConfig } from '../config/app-config';
 import { Customer } from '../customers/entities/customer.entity';
-import { insertRows } from '../database/bulk-sql';
+import { insertRows, pipelined } from '../database/bulk-sql';
 import { isDatabaseUnavailable } from '../database/database-errors';
 import { Transactions } from '../database/transactions';
 import { Lifecycle } from '../lifecycle/lifecycle.service';
@@ -21,6 +21,7 @@ import { JobSheet, readJobSheet } from './sheet-reader';
 import { WebhookEvents } from '../webhooks/webhook-events';
 import { ImportJobQueue, QueueVerdict } from './import-job-queue';
 import { SheetError } from './sheet-error';
+import type { XlsxRowCount } from './xlsx-row-count';
 
 /** Least time between two progress events of one job (final states are always sent). */
 export const PROGRESS_INTERVAL_MS = 500;
@@ -279,7 +280,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       };
       let sheet: JobSheet;
       try {
-        sheet = await readJobSheet(file, limits, job.lastRow);
+        sheet = await readJobSheet(file, limits, job.lastRow, sheetCountOf(job));
       } catch (err) {
         if (err instanceof SheetError) {
           await this.fail(job, `${err.message}; ${this.appliedSoFar(job)}`);
@@ -389,7 +390,14 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     const results = response.results.map((result, n) =>
       Object.assign(new ImportJobRow(), { jobId: job.id, seq: job.rowsDone + n, row: result.row, status: result.status, result: storedResult(result) }),
     );
-    for (let i = 0; i < results.length; i += RESULT_ROWS_PER_INSERT) await insertRows(em, ImportJobRow, results.slice(i, i + RESULT_ROWS_PER_INSERT));
+    const parts: ImportJobRow[][] = [];
+    for (let i = 0; i < results.length; i += RESULT_ROWS_PER_INSERT) parts.push(results.slice(i, i + RESULT_ROWS_PER_INSERT));
+    await pipelined(
+      em,
+      parts,
+      (rows) => insertRows(em, ImportJobRow, rows),
+      () => undefined,
+    );
   }
 
   private async renewLease(job: ImportJob): Promise<boolean> {
@@ -512,6 +520,18 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       if (info && Date.now() - info.mtimeMs > ORPHAN_AGE_MS) await rm(join(this.dir, name), { force: true });
     }
   }
+}
+
+/** The quick count the upload took of the job's file (see ImportJob.sheetCount), if it holds one. */
+function sheetCountOf(job: ImportJob): XlsxRowCount | undefined {
+  if (!job.sheetCount) return undefined;
+  try {
+    const { rows, valueRows, hasLinks } = JSON.parse(job.sheetCount) as Partial<XlsxRowCount>;
+    if (Number.isInteger(rows) && Number.isInteger(valueRows) && typeof hasLinks === 'boolean') return { rows, valueRows, hasLinks } as XlsxRowCount;
+  } catch {
+    // Not ours: the job counts the file itself.
+  }
+  return undefined;
 }
 
 /** The items in arrays of `size` (the last one shorter). */

@@ -11,6 +11,7 @@ import { ImportJobDetailResponse, ImportJobListResponse, ImportJobResponse, toIm
 import { ImportJobRow } from './entities/import-job-row.entity';
 import { ImportJob } from './entities/import-job.entity';
 import { ImportJobRunner } from './import-job-runner';
+import type { XlsxRowCount } from './xlsx-row-count';
 
 /** A spreadsheet stored on disk by the upload (multer disk storage under DATA_DIR/imports). */
 export interface StoredUpload {
@@ -62,7 +63,7 @@ export class ImportJobsService {
   ) {}
 
   /** Queues a job for a stored upload; the file belongs to the job from here on (removed when it ends). */
-  async create(tenant: Tenant, file: StoredUpload, options: { refreshMedia?: boolean }): Promise<ImportJobResponse> {
+  async create(tenant: Tenant, file: StoredUpload, options: { refreshMedia?: boolean; counted?: XlsxRowCount | null }): Promise<ImportJobResponse> {
     const limits = this.config.importJobs;
     let job: ImportJob;
     try {
@@ -83,6 +84,7 @@ export class ImportJobsService {
             baseUrl: tenant.baseUrl.slice(0, 2048),
             refreshMedia: !!options.refreshMedia,
             rowsTotal: null,
+            sheetCount: options.counted ? JSON.stringify(options.counted) : null,
             rowsDone: 0,
             lastRow: 0,
             createCount: 0,

@@ -2,6 +2,7 @@ import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { GoodsSheetRow, SheetFile, SheetLimits } from './goods-sheet.parser';
 import { SheetError, SheetRefusal } from './sheet-error';
+import type { XlsxRowCount } from './xlsx-row-count';
 
 /** Rows per message from the worker. */
 const BATCH_ROWS = 500;
@@ -19,13 +20,15 @@ export interface SheetWorkerInput {
   /** Rows up to this sheet row were applied before (a resumed job): not sent. */
   after: number;
   batchRows: number;
+  /** `job`: the file's quick count taken before (at upload), used instead of counting it again. */
+  counted?: XlsxRowCount;
 }
 
 export type SheetWorkerMessage =
   | { kind: 'survey'; dataRows: number; exact: boolean }
   | { kind: 'rows'; rows: GoodsSheetRow[] }
   | { kind: 'end'; dataRows: number }
-  | { kind: 'count'; valueRows: number | null }
+  | { kind: 'count'; count: XlsxRowCount | null }
   | { kind: 'refused'; refusal: SheetRefusal; message: string; tooManyRows: boolean }
   | { kind: 'failed'; message: string };
 
@@ -52,8 +55,8 @@ export interface JobSheet {
  * the job. Reading the file thus runs on another core while the main thread writes the previous rows,
  * and its memory is bounded by the worker's heap limits.
  */
-export async function readJobSheet(file: SheetFile, limits: SheetLimits, after: number): Promise<JobSheet> {
-  const { worker, next, stop } = startWorker({ mode: 'job', file, limits, after, batchRows: BATCH_ROWS });
+export async function readJobSheet(file: SheetFile, limits: SheetLimits, after: number, counted?: XlsxRowCount): Promise<JobSheet> {
+  const { worker, next, stop } = startWorker({ mode: 'job', file, limits, after, batchRows: BATCH_ROWS, counted });
   let first: SheetWorkerMessage;
   try {
     first = await next();
@@ -93,15 +96,15 @@ export async function readJobSheet(file: SheetFile, limits: SheetLimits, after: 
 }
 
 /**
- * The rows holding values below the header of a stored .xlsx (see countXlsxRows), counted on a worker
- * thread; null for a CSV. A file that cannot be read is a SheetError.
+ * The quick count of a stored .xlsx's rows (see countXlsxRows), taken on a worker thread; null for a
+ * CSV. A file that cannot be read is a SheetError.
  */
-export async function countSheetRows(file: SheetFile, limits: SheetLimits): Promise<number | null> {
+export async function countSheetRows(file: SheetFile, limits: SheetLimits): Promise<XlsxRowCount | null> {
   const { next, stop } = startWorker({ mode: 'count', file, limits, after: 0, batchRows: BATCH_ROWS });
   try {
     const message = await next();
     if (message.kind !== 'count') throw new Error(`The sheet reader answered ${message.kind} to a count`);
-    return message.valueRows;
+    return message.count;
   } finally {
     await stop();
   }

@@ -56,7 +56,8 @@ async function count(): Promise<XlsxRowCount | null> {
  * full first, as it always was.
  */
 async function surveyJobSheet(): Promise<{ survey: SheetSurvey; counted: boolean }> {
-  const quick = await count();
+  // An .xlsx counted at upload is the same file: its count stands.
+  const quick = input.counted ?? (await count());
   if (quick && !quick.hasLinks && quick.rows <= input.limits.maxRows) {
     return { survey: { format: 'xlsx', dataRows: quick.valueRows, ignoredColumns: [], links: [] }, counted: true };
   }
@@ -86,8 +87,7 @@ async function job(): Promise<void> {
 
 async function main(): Promise<void> {
   if (input.mode === 'count') {
-    const counted = await count();
-    post({ kind: 'count', valueRows: counted?.valueRows ?? null });
+    post({ kind: 'count', count: await count() });
     return;
   }
   await job();

@@ -5,6 +5,7 @@ import { csv, MINIMAL_PARTS, rowXml, xlsx, zip } from '../../test/support/sheet-
 import { GoodsSheetRow, parseGoodsSheet, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
 import { csvCell } from './import-jobs.service';
 import { SheetError } from './sheet-error';
+import { countSheetRows, readJobSheet } from './sheet-reader';
 
 /** Import jobs read their stored upload in two passes (survey, then stream): the rows must be those of the in-memory parser. */
 
@@ -90,6 +91,29 @@ describe('a stored sheet read in two passes', () => {
     expect((header as SheetError).tooManyRows).toBe(false);
     expect((header as SheetError).message).toMatch(/key columns/);
   });
+});
+
+describe('an import job reading its stored file', () => {
+  it('takes the count the upload took instead of counting the file again; a CSV has no quick count', async () => {
+    const path = store('job.xlsx', await xlsx([['sku', 'name'], ['J-1', 'One'], [], ['J-2', 'Two']]));
+    const counted = await countSheetRows({ path, filename: 'job.xlsx' }, LIMITS);
+    expect(counted).toEqual({ valueRows: 2, rows: 2, hasLinks: false });
+    expect(await countSheetRows({ path: store('job.csv', csv([['sku'], ['C-1']])), filename: 'job.csv' }, LIMITS)).toBeNull();
+
+    const read = async (given?: typeof counted) => {
+      const sheet = await readJobSheet({ path, filename: 'job.xlsx' }, LIMITS, 0, given ?? undefined);
+      const rows: GoodsSheetRow[] = [];
+      for await (const row of sheet.rows) rows.push(row);
+      return { dataRows: sheet.dataRows, exact: sheet.exact, finalDataRows: sheet.finalDataRows, rows: rows.map((r) => r.row) };
+    };
+    expect(await read()).toEqual({ dataRows: 2, exact: false, finalDataRows: 2, rows: [2, 4] });
+    expect(await read(counted)).toEqual({ dataRows: 2, exact: false, finalDataRows: 2, rows: [2, 4] });
+    // A count the file does not match shows that the given one is used, not a new one (the rows are read all the same).
+    expect(await read({ valueRows: 7, rows: 9, hasLinks: false })).toEqual({ dataRows: 7, exact: false, finalDataRows: 2, rows: [2, 4] });
+    // One telling of hyperlinks, or more rows than a job takes, still means a full survey first.
+    expect(await read({ valueRows: 7, rows: 9, hasLinks: true })).toMatchObject({ dataRows: 2, exact: true });
+    expect(await read({ valueRows: 7, rows: LIMITS.maxRows + 1, hasLinks: false })).toMatchObject({ dataRows: 2, exact: true });
+  }, 30_000);
 });
 
 describe('csvCell (failures CSV)', () => {

@@ -6,6 +6,7 @@ import { AddStock1764100000000 } from './1764100000000-AddStock';
 import { AddWebhooks1764200000000 } from './1764200000000-AddWebhooks';
 import { AddIdempotencyKeys1764300000000 } from './1764300000000-AddIdempotencyKeys';
 import { AddImportJobs1764400000000 } from './1764400000000-AddImportJobs';
+import { AddImportJobSheetCount1764500000000 } from './1764500000000-AddImportJobSheetCount';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   AddWebhooks1764200000000,
   AddIdempotencyKeys1764300000000,
   AddImportJobs1764400000000,
+  AddImportJobSheetCount1764500000000,
 ];

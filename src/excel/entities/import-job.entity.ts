@@ -52,6 +52,13 @@ export class ImportJob {
   @Column({ type: 'integer', nullable: true })
   rowsTotal: number | null;
 
+  /**
+   * The quick count of the .xlsx taken at upload (JSON of an XlsxRowCount), which the job uses instead of
+   * counting the file again; null for a CSV or when the upload could not count it.
+   */
+  @Column({ type: 'varchar', length: 100, nullable: true })
+  sheetCount: string | null;
+
   @Column({ type: 'integer', default: 0 })
   rowsDone: number;
 
