@@ -3,7 +3,7 @@ import { CampaignEvent } from './campaigns/entities/campaign-event.entity';
 import { CampaignGoods } from './campaigns/entities/campaign-goods.entity';
 import { Campaign } from './campaigns/entities/campaign.entity';
 import { Customer } from './customers/entities/customer.entity';
-import { ImportJobRow } from './excel/entities/import-job-row.entity';
+import { ImportJobResult } from './excel/entities/import-job-result.entity';
 import { ImportJob } from './excel/entities/import-job.entity';
 import { Goods } from './goods/entities/goods.entity';
 import { IdempotencyKey, IdempotencyKeyPart } from './idempotency/entities/idempotency-key.entity';
@@ -26,7 +26,7 @@ export const ENTITIES = [
   IdempotencyKey,
   IdempotencyKeyPart,
   ImportJob,
-  ImportJobRow,
+  ImportJobResult,
   WebhookEndpoint,
   WebhookDelivery,
 ];

@@ -181,6 +181,36 @@ describeEngines(
       expect(lines[1]).toContain('not a price');
     }, 60_000);
 
+    it('results are stored per chunk: any page size reads across chunks; the failures CSV skips chunks without FAIL rows', async () => {
+      // 1,200 rows in chunks of 500: three stored groups; the FAIL rows (every 700th) are all in the second.
+      const c = await ctx().createCustomer();
+      const done = await finished(c, (await upload(c, sheet('PAGED', 1200, 700), 'paged.csv', '?async=true').expect(202)).body.jobId);
+      expect(done).toMatchObject({ state: 'succeeded', rowsDone: 1200, failCount: 1 });
+      const groups = await ctx().dataSource.query('SELECT seq, part, rowCount, failCount FROM import_job_results WHERE jobId = ? ORDER BY seq, part', [
+        done.jobId,
+      ]);
+      expect(groups.map((g: Record<string, unknown>) => [Number(g.seq), Number(g.part), Number(g.rowCount), Number(g.failCount)])).toEqual([
+        [0, 0, 500, 0],
+        [500, 0, 500, 1],
+        [1000, 0, 200, 0],
+      ]);
+      const all = await allResults(c, done.jobId);
+      expect(all.map((r) => r.row)).toEqual(Array.from({ length: 1200 }, (_, i) => i + 2));
+      // Pages of 7 cut groups anywhere; the last page is short; a page past the end is empty.
+      const paged: Row[] = [];
+      for (let page = 1; page <= 172; page++) paged.push(...((await job(c, done.jobId, `?page=${page}&count=7`)).results ?? []));
+      expect(paged).toEqual(all);
+      expect((await job(c, done.jobId, '?page=72&count=7')).results?.map((r) => r.row)).toEqual([499, 500, 501, 502, 503, 504, 505]);
+      expect((await job(c, done.jobId, '?page=172&count=7')).results).toHaveLength(3);
+      expect((await job(c, done.jobId, '?page=173&count=7')).results).toEqual([]);
+      const failures = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs/${done.jobId}/failures.csv`).set('Authorization', c.auth()).expect(200);
+      const lines = String(failures.text)
+        .replace(/^\uFEFF/, '')
+        .trim()
+        .split('\r\n');
+      expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(['701']);
+    }, 90_000);
+
     it("lists only the customer's jobs; another customer's job id is 404", async () => {
       const a = await ctx().createCustomer();
       const b = await ctx().createCustomer();
@@ -210,7 +240,7 @@ describeEngines(
       const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
       expect(list.body.results.map((j: Job) => j.jobId)).toEqual([ids[4], ids[3], ids[2]]);
       expectError(await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs/${ids[0]}`).set('Authorization', c.auth()), 404, -404);
-      const [{ n }] = await ctx().dataSource.query(`SELECT COUNT(*) AS n FROM import_job_rows WHERE jobId IN (?, ?)`, [ids[0], ids[1]]);
+      const [{ n }] = await ctx().dataSource.query(`SELECT COUNT(*) AS n FROM import_job_results WHERE jobId IN (?, ?)`, [ids[0], ids[1]]);
       expect(Number(n)).toBe(0);
       expect(await goodsCount(c.id)).toBe(15);
     }, 60_000);

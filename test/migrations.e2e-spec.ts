@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { openDataSource, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
 import { MIGRATIONS } from '../src/database/migrations';
 import { ENTITIES } from '../src/schema';
+import { unpackResults } from '../src/excel/job-results';
 import { dropDatabase, Engine, ENGINES, engineUnavailable, testConfig } from './support/test-app';
 
 /**
@@ -48,7 +49,7 @@ const TABLES_IN_SCHEMA = [
   'idempotency_keys',
   'idempotency_key_parts',
   'import_jobs',
-  'import_job_rows',
+  'import_job_results',
   'webhook_endpoints',
   'webhook_deliveries',
 ];
@@ -238,6 +239,64 @@ for (const engine of ENGINES) {
       expect(Number(campaign.showStock)).toBe(0);
       await d.query('DELETE FROM customers WHERE id = ?', [id]);
       expect(await d.query('SELECT goodsId FROM campaign_goods WHERE campaignId = ?', [campaignId])).toEqual([]); // the foreign keys still cascade
+      expect(await pendingSchemaChanges(d)).toEqual([]);
+    });
+
+    it('the results migration packs the row results of existing jobs into groups of 1,000, and its revert unpacks them', async () => {
+      const d = current();
+      expect(MIGRATION_NAMES).toContain('PackImportJobResults1764600000000');
+      while ((await appliedMigrations(d)).includes('PackImportJobResults1764600000000')) await d.undoLastMigration({ transaction: 'each' });
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-before-packing-0000',
+        'c2VjcmV0',
+        'Before packing',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-before-packing-0000']);
+      await d.query(
+        "INSERT INTO import_jobs (customerId, state, fileName, filePath, fileBytes, baseUrl, rowsDone, createdAt) VALUES (?, 'succeeded', 'a.csv', 'a.upload', 1, 'http://localhost', 2500, ?)",
+        [id, now],
+      );
+      const [{ id: jobId }] = await d.query('SELECT id FROM import_jobs WHERE customerId = ?', [id]);
+      // 2,500 results, a FAIL every 900th (in the first and second thousand only), texts with line breaks and Hangul.
+      const results = Array.from({ length: 2500 }, (_, seq) =>
+        JSON.stringify({ name: `상품 ${seq}\nline two`, row: seq + 2, status: seq % 900 === 899 ? 'FAIL' : 'CREATE', message: null }),
+      );
+      for (let at = 0; at < results.length; at += 500) {
+        const slice = results.slice(at, at + 500);
+        await d.query(
+          `INSERT INTO import_job_rows (jobId, seq, row, status, result) VALUES ${slice.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+          slice.flatMap((r, n) => [jobId, at + n, at + n + 2, (JSON.parse(r) as { status: string }).status, r]),
+        );
+      }
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+      const groups: Array<Record<string, unknown>> = await d.query(
+        'SELECT seq, part, rowCount, failCount, data FROM import_job_results WHERE jobId = ? ORDER BY seq, part',
+        [jobId],
+      );
+      expect(groups.map((g) => [Number(g.seq), Number(g.part), Number(g.rowCount), Number(g.failCount)])).toEqual([
+        [0, 0, 1000, 1],
+        [1000, 0, 1000, 1],
+        [2000, 0, 500, 0],
+      ]);
+      const unpacked: string[] = [];
+      for (const g of groups) unpacked.push(...(await unpackResults([g.data as Buffer])));
+      expect(unpacked).toEqual(results);
+
+      await d.undoLastMigration({ transaction: 'each' });
+      const rows: Array<{ seq: number; row: number; status: string; result: string }> = await d.query(
+        'SELECT seq, row, status, result FROM import_job_rows WHERE jobId = ? ORDER BY seq',
+        [jobId],
+      );
+      expect(rows.map((r) => r.result)).toEqual(results);
+      expect(rows.filter((r) => r.status === 'FAIL').map((r) => Number(r.row))).toEqual([901, 1801]);
+      await runMigrations(d);
+      await d.query('DELETE FROM customers WHERE id = ?', [id]);
+      expect(await d.query('SELECT seq FROM import_job_results WHERE jobId = ?', [jobId])).toEqual([]); // the foreign keys still cascade
       expect(await pendingSchemaChanges(d)).toEqual([]);
     });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { Tenant, tenantOf } from '../auth/decorators';
+import { chunked } from '../common/util/chunks';
 import { AppConfig } from '../config/app-config';
 import { Customer } from '../customers/entities/customer.entity';
 import { insertRows, pipelined } from '../database/bulk-sql';
@@ -14,20 +15,21 @@ import { LiveNotifier } from '../live/live-notifier';
 import { SyncResponse, UploadGoodsRowResult } from '../sync/dto/sync-response.dto';
 import { BatchElement, ParsedElement } from '../sync/element-parser';
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
-import { ImportJobRow } from './entities/import-job-row.entity';
+import { ImportJobResult } from './entities/import-job-result.entity';
 import { ImportJob } from './entities/import-job.entity';
 import { GoodsSheetRow, SheetFile, SheetLimits } from './goods-sheet.parser';
 import { JobSheet, readJobSheet } from './sheet-reader';
 import { WebhookEvents } from '../webhooks/webhook-events';
 import { ImportJobQueue, QueueVerdict } from './import-job-queue';
 import { SheetError } from './sheet-error';
+import { packResults } from './job-results';
 import type { XlsxRowCount } from './xlsx-row-count';
 
 /** Least time between two progress events of one job (final states are always sent). */
 export const PROGRESS_INTERVAL_MS = 500;
-/** Result rows per INSERT (five values each). */
-const RESULT_ROWS_PER_INSERT = 100;
-/** A stored row result longer than this (JSON, bytes) has its long texts cut (a TEXT column holds 64 kB on MySQL). */
+/** Pieces of packed results per INSERT (up to 60 kB each: well under MySQL's default max_allowed_packet). */
+const RESULT_PARTS_PER_INSERT = 16;
+/** A stored row result longer than this (JSON, bytes) has its long texts cut (a FAIL row echoes the values as sent, however long). */
 const MAX_RESULT_BYTES = 60_000;
 /** An upload file in DATA_DIR/imports that no queued or running job names is removed after this long. */
 const ORPHAN_AGE_MS = 60 * 60 * 1000;
@@ -387,15 +389,15 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       .where("id = :id AND owner = :owner AND state = 'running' AND lastRow = :previous", { id: job.id, owner: this.nodeId, previous: job.lastRow })
       .execute();
     if (moved.affected !== 1) throw new LeaseLost();
-    const results = response.results.map((result, n) =>
-      Object.assign(new ImportJobRow(), { jobId: job.id, seq: job.rowsDone + n, row: result.row, status: result.status, result: storedResult(result) }),
+    // The chunk's results as one packed group (src/excel/job-results.ts), in as many rows as it has pieces.
+    const parts = await packResults(response.results.map(storedResult));
+    const rows = parts.map((data, part) =>
+      Object.assign(new ImportJobResult(), { jobId: job.id, seq: job.rowsDone, part, rowCount: response.totalCount, failCount: response.failCount, data }),
     );
-    const parts: ImportJobRow[][] = [];
-    for (let i = 0; i < results.length; i += RESULT_ROWS_PER_INSERT) parts.push(results.slice(i, i + RESULT_ROWS_PER_INSERT));
     await pipelined(
       em,
-      parts,
-      (rows) => insertRows(em, ImportJobRow, rows),
+      chunked(rows, RESULT_PARTS_PER_INSERT),
+      (group) => insertRows(em, ImportJobResult, group),
       () => undefined,
     );
   }

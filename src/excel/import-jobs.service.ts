@@ -8,9 +8,10 @@ import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import type { UploadGoodsRowResult } from '../sync/dto/sync-response.dto';
 import { ImportJobDetailResponse, ImportJobListResponse, ImportJobResponse, toImportJobResponse } from './dto/import-job.dto';
-import { ImportJobRow } from './entities/import-job-row.entity';
+import { ImportJobResult } from './entities/import-job-result.entity';
 import { ImportJob } from './entities/import-job.entity';
 import { ImportJobRunner } from './import-job-runner';
+import { unpackResults } from './job-results';
 import type { XlsxRowCount } from './xlsx-row-count';
 
 /** A spreadsheet stored on disk by the upload (multer disk storage under DATA_DIR/imports). */
@@ -21,10 +22,10 @@ export interface StoredUpload {
   size: number;
 }
 
-/** Result rows of a pruned job deleted per statement. */
-const PRUNE_ROWS = 5000;
-/** FAIL rows read per query while the failures CSV streams. */
-const FAILURES_PAGE = 500;
+/** Stored result pieces of a pruned job deleted per statement. */
+const PRUNE_ROWS = 500;
+/** Groups of results holding FAIL rows looked up per query while the failures CSV streams. */
+const FAILURE_GROUPS = 50;
 /** The columns of the failures CSV: the row, why it failed, then the goods fields as sent. */
 const FAILURE_COLUMNS = [
   'row',
@@ -40,6 +41,17 @@ const FAILURE_COLUMNS = [
   'discountedPrice',
   'discountPercentage',
 ];
+
+/** Stored pieces in (seq, part) order, as the groups they make up. */
+function groupsOf(pieces: ImportJobResult[]): Array<{ seq: number; parts: Buffer[] }> {
+  const groups: Array<{ seq: number; parts: Buffer[] }> = [];
+  for (const piece of pieces) {
+    const last = groups[groups.length - 1];
+    if (last && last.seq === piece.seq) last.parts.push(piece.data);
+    else groups.push({ seq: piece.seq, parts: [piece.data] });
+  }
+  return groups;
+}
 
 /** One CSV cell: quoted when needed; a text a spreadsheet would run as a formula gets a leading apostrophe. */
 export function csvCell(value: unknown): string {
@@ -120,22 +132,37 @@ export class ImportJobsService {
 
   /** The job with page `page` of its row results (those committed so far). */
   async get(tenant: Tenant, jobId: number, page: number, count: number): Promise<ImportJobDetailResponse> {
-    return this.transactions.consistentRead(async (em) => {
-      const job = await em.findOneBy(ImportJob, { id: jobId, customerId: tenant.id });
-      if (!job) throw ApiException.notFound(`Import job ${jobId} not found`);
-      const from = (page - 1) * count;
+    const from = (page - 1) * count;
+    const to = from + count;
+    const { job, pieces } = await this.transactions.consistentRead(async (em) => {
+      const found = await em.findOneBy(ImportJob, { id: jobId, customerId: tenant.id });
+      if (!found) throw ApiException.notFound(`Import job ${jobId} not found`);
+      // The results are stored in groups (a chunk's each): from the group holding result `from` to `to`.
+      const start = await em
+        .createQueryBuilder(ImportJobResult, 'r')
+        .select('MAX(r.seq)', 'seq')
+        .where('r.jobId = :jobId AND r.seq <= :from', { jobId, from })
+        .getRawOne<{ seq: number | string | null }>();
       const rows = await em
-        .createQueryBuilder(ImportJobRow, 'r')
-        .select(['r.seq', 'r.result'])
-        .where('r.jobId = :jobId AND r.seq >= :from AND r.seq < :to', { jobId, from, to: from + count })
+        .createQueryBuilder(ImportJobResult, 'r')
+        .select(['r.seq', 'r.part', 'r.data'])
+        .where('r.jobId = :jobId AND r.seq >= :first AND r.seq < :to', { jobId, first: Number(start?.seq ?? 0), to })
         .orderBy('r.seq', 'ASC')
+        .addOrderBy('r.part', 'ASC')
         .getMany();
-      const results = rows.map((r) => JSON.parse(r.result) as UploadGoodsRowResult);
-      return { ...toImportJobResponse(job), results, page, count };
+      return { job: found, pieces: rows };
     });
+    const results: UploadGoodsRowResult[] = [];
+    for (const group of groupsOf(pieces)) {
+      const lines = await unpackResults(group.parts);
+      for (let at = Math.max(from, group.seq); at < Math.min(to, group.seq + lines.length); at++) {
+        results.push(JSON.parse(lines[at - group.seq]) as UploadGoodsRowResult);
+      }
+    }
+    return { ...toImportJobResponse(job), results, page, count };
   }
 
-  /** The job (checked first: a job of another customer is 404) and its FAIL rows as CSV lines, read page by page. */
+  /** The job (checked first: a job of another customer is 404) and its FAIL rows as CSV lines, read group by group. */
   async failures(tenant: Tenant, jobId: number): Promise<{ job: ImportJob; lines: AsyncGenerator<string> }> {
     const job = await this.transactions.manager.findOneBy(ImportJob, { id: jobId, customerId: tenant.id });
     if (!job) throw ApiException.notFound(`Import job ${jobId} not found`);
@@ -144,21 +171,30 @@ export class ImportJobsService {
       // A BOM, so that Excel opens the UTF-8 file with its Hangul intact.
       yield `\uFEFF${FAILURE_COLUMNS.join(',')}\r\n`;
       for (let after = -1; ;) {
-        const rows = await em
-          .createQueryBuilder(ImportJobRow, 'r')
-          .select(['r.seq', 'r.result'])
-          .where("r.jobId = :jobId AND r.status = 'FAIL' AND r.seq > :after", { jobId, after })
+        // The next groups holding FAIL results (groups without any are skipped), one at a time.
+        const groups = await em
+          .createQueryBuilder(ImportJobResult, 'r')
+          .select('r.seq', 'seq')
+          .where('r.jobId = :jobId AND r.part = 0 AND r.failCount > 0 AND r.seq > :after', { jobId, after })
           .orderBy('r.seq', 'ASC')
-          .limit(FAILURES_PAGE)
-          .getMany();
-        if (!rows.length) return;
-        let text = '';
-        for (const r of rows) {
-          const result = JSON.parse(r.result) as Record<string, unknown>;
-          text += `${FAILURE_COLUMNS.map((c) => csvCell(result[c])).join(',')}\r\n`;
+          .limit(FAILURE_GROUPS)
+          .getRawMany<{ seq: number | string }>();
+        if (!groups.length) return;
+        for (const { seq } of groups) {
+          const pieces = await em
+            .createQueryBuilder(ImportJobResult, 'r')
+            .select(['r.part', 'r.data'])
+            .where('r.jobId = :jobId AND r.seq = :seq', { jobId, seq })
+            .orderBy('r.part', 'ASC')
+            .getMany();
+          let text = '';
+          for (const line of await unpackResults(pieces.map((p) => p.data))) {
+            const result = JSON.parse(line) as Record<string, unknown>;
+            if (result.status === 'FAIL') text += `${FAILURE_COLUMNS.map((c) => csvCell(result[c])).join(',')}\r\n`;
+          }
+          yield text;
         }
-        yield text;
-        after = rows[rows.length - 1].seq;
+        after = Number(groups[groups.length - 1].seq);
       }
     }
     return { job, lines: lines() };
@@ -176,14 +212,14 @@ export class ImportJobsService {
       .limit(100)
       .getRawMany<{ id: number | string }>();
     if (!old.length) return;
-    // A large job's results are many rows: they go PRUNE_ROWS at a time, each delete a short transaction
+    // A large job's results are many rows (with a small IMPORT_JOB_CHUNK_ROWS): they go PRUNE_ROWS at a time, each delete a short transaction
     // of its own (on SQLite a statement holds the event loop), then the job.
     for (const { id } of old) {
       const jobId = Number(id);
       for (let deleted = PRUNE_ROWS; deleted >= PRUNE_ROWS;) {
         deleted = await this.transactions.run(async (tx) => {
           const next = await tx
-            .createQueryBuilder(ImportJobRow, 'r')
+            .createQueryBuilder(ImportJobResult, 'r')
             .select('r.seq', 'seq')
             .where('r.jobId = :jobId', { jobId })
             .orderBy('r.seq', 'ASC')
@@ -193,7 +229,7 @@ export class ImportJobsService {
           const result = await tx
             .createQueryBuilder()
             .delete()
-            .from(ImportJobRow)
+            .from(ImportJobResult)
             .where(next ? 'jobId = :jobId AND seq <= :last' : 'jobId = :jobId', { jobId, last: next?.seq })
             .execute();
           return next ? (result.affected ?? PRUNE_ROWS) : 0;

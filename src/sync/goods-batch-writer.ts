@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
+import { chunked } from '../common/util/chunks';
 import { hydrateRows, insertRows, pipelined, updateRowsById } from '../database/bulk-sql';
 import type { Tenant } from '../auth/decorators';
 import { Transactions } from '../database/transactions';
@@ -457,11 +458,9 @@ export class GoodsBatchWriter {
     }
     await pipelined(em, lookups, ([sql, params]) => em.query(sql, params), keep, slicer);
     const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) && !byId.has(w.id) ? [w.id] : [])))];
-    const byIds: unknown[][] = [];
-    for (let i = 0; i < ids.length; i += CHUNK) byIds.push(ids.slice(i, i + CHUNK));
     await pipelined(
       em,
-      byIds,
+      chunked(ids, CHUNK),
       (chunk) => em.query(`SELECT * FROM goods WHERE customerId = ? AND id IN ${inList(chunk.length)}`, [tenant.id, ...chunk]),
       keep,
       slicer,
@@ -500,23 +499,22 @@ export class GoodsBatchWriter {
     if (updates.length || inserts.length) state.changed = true;
     const { insert: INSERT_CHUNK, update: UPDATE_CHUNK } = WRITE_ROWS[this.transactions.isMysql ? 'mysql' : 'sqlite'];
 
-    const slices = <T>(rows: T[], size: number) => Array.from({ length: Math.ceil(rows.length / size) }, (_, n) => rows.slice(n * size, (n + 1) * size));
     await pipelined(
       em,
-      slices(parked, UPDATE_CHUNK),
+      chunked(parked, UPDATE_CHUNK),
       (rows) => this.updateRows(em, tenant, rows, ['skuHash', 'urlHash']),
       () => undefined,
       slicer,
     );
     await pipelined(
       em,
-      slices(updates, UPDATE_CHUNK),
+      chunked(updates, UPDATE_CHUNK),
       (rows) => this.updateRows(em, tenant, rows, UPDATED_COLUMNS),
       () => undefined,
       slicer,
     );
     // Each new item with its row as it is now (a later segment may change the item while this runs).
-    const newRows = slices(
+    const newRows = chunked(
       inserting.map((item, k) => ({ item, row: inserts[k] })),
       INSERT_CHUNK,
     );

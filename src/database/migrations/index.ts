@@ -7,6 +7,7 @@ import { AddWebhooks1764200000000 } from './1764200000000-AddWebhooks';
 import { AddIdempotencyKeys1764300000000 } from './1764300000000-AddIdempotencyKeys';
 import { AddImportJobs1764400000000 } from './1764400000000-AddImportJobs';
 import { AddImportJobSheetCount1764500000000 } from './1764500000000-AddImportJobSheetCount';
+import { PackImportJobResults1764600000000 } from './1764600000000-PackImportJobResults';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   AddIdempotencyKeys1764300000000,
   AddImportJobs1764400000000,
   AddImportJobSheetCount1764500000000,
+  PackImportJobResults1764600000000,
 ];
