@@ -161,6 +161,12 @@ describe('parseElement: the fast path for plainly valid elements', () => {
     expect(fast).toBeGreaterThan(1000);
   });
 
+  it('takes no field it has no rule for (unknown or inherited names)', () => {
+    expect(plainlyValid({ sku: 'S-1', toString: 'x' })).toBeUndefined();
+    expect(plainlyValid({ sku: 'S-1', currency: 'KRW' })).toBeUndefined();
+    expect(plainlyValid({ sku: 'S-1' })).toBeInstanceOf(SyncGoodsElementDto);
+  });
+
   it('leaves the messages of refused elements to the library', () => {
     expect(parseElement({ row: 1, data: { sku: 'S-1', url: 'javascript:alert(1)', name: 'x' } }).error).toBe('url must be an absolute http or https URL');
     expect(parseElement({ row: 2, data: { sku: ' ', url: 'https://a.example.com' } }).error).toBe('sku must not be empty');

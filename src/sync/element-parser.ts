@@ -96,8 +96,8 @@ const REFUSED = Symbol('refused');
 export function plainlyValid(echo: Record<string, unknown>): SyncGoodsElementDto | undefined {
   const values: Record<string, unknown> = {};
   for (const key of Object.keys(echo)) {
+    if (!Object.hasOwn(PLAIN_RULES, key)) return undefined;
     const rule = PLAIN_RULES[key];
-    if (!rule) return undefined;
     const value = plainValue(rule, echo[key]);
     if (value === REFUSED) return undefined;
     values[key] = value;
