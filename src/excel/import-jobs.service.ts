@@ -24,8 +24,8 @@ export interface StoredUpload {
 
 /** Stored result pieces of a pruned job deleted per statement. */
 const PRUNE_ROWS = 500;
-/** Groups of results holding FAIL rows looked up per query while the failures CSV streams. */
-const FAILURE_GROUPS = 50;
+/** Groups of results holding FAIL rows read per query while the failures CSV streams (about 50 kB each, packed). */
+const FAILURE_GROUPS = 20;
 /** The columns of the failures CSV: the row, why it failed, then the goods fields as sent. */
 const FAILURE_COLUMNS = [
   'row',
@@ -171,7 +171,7 @@ export class ImportJobsService {
       // A BOM, so that Excel opens the UTF-8 file with its Hangul intact.
       yield `\uFEFF${FAILURE_COLUMNS.join(',')}\r\n`;
       for (let after = -1; ;) {
-        // The next groups holding FAIL results (groups without any are skipped), one at a time.
+        // The next groups holding FAIL results (groups without any are skipped).
         const groups = await em
           .createQueryBuilder(ImportJobResult, 'r')
           .select('r.seq', 'seq')
@@ -180,15 +180,17 @@ export class ImportJobsService {
           .limit(FAILURE_GROUPS)
           .getRawMany<{ seq: number | string }>();
         if (!groups.length) return;
-        for (const { seq } of groups) {
-          const pieces = await em
-            .createQueryBuilder(ImportJobResult, 'r')
-            .select(['r.part', 'r.data'])
-            .where('r.jobId = :jobId AND r.seq = :seq', { jobId, seq })
-            .orderBy('r.part', 'ASC')
-            .getMany();
+        // Their pieces in one query; each group is then unpacked and written out on its own.
+        const pieces = await em
+          .createQueryBuilder(ImportJobResult, 'r')
+          .select(['r.seq', 'r.part', 'r.data'])
+          .where('r.jobId = :jobId AND r.seq IN (:...seqs)', { jobId, seqs: groups.map((g) => Number(g.seq)) })
+          .orderBy('r.seq', 'ASC')
+          .addOrderBy('r.part', 'ASC')
+          .getMany();
+        for (const group of groupsOf(pieces)) {
           let text = '';
-          for (const line of await unpackResults(pieces.map((p) => p.data))) {
+          for (const line of await unpackResults(group.parts)) {
             const result = JSON.parse(line) as Record<string, unknown>;
             if (result.status === 'FAIL') text += `${FAILURE_COLUMNS.map((c) => csvCell(result[c])).join(',')}\r\n`;
           }
