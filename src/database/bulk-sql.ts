@@ -1,6 +1,7 @@
 import { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import { TimeSlicer } from '../common/util/time-slicer';
+import { isMysql } from './engine';
 
 /**
  * Plain multi-row statements for the bulk paths, built from the entity's metadata (column names,
@@ -136,7 +137,7 @@ export async function pipelined<P, R>(
   use: (answer: R, part: P) => void,
   slicer = new TimeSlicer(),
 ): Promise<void> {
-  if (em.connection.options.type === 'better-sqlite3') {
+  if (!isMysql(em)) {
     for (const part of parts) {
       use(await run(part), part);
       await slicer.pause();
