@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { buildSearchText, keyHash, normalizeForSearch } from './goods-keys';
 
 describe('keyHash', () => {
@@ -10,6 +11,12 @@ describe('keyHash', () => {
     for (const key of ['SW-7', '상품-001', 'https://shop.example.com/goods/1?x=y', '😀']) {
       expect(keyHash(key)).toBe(keyHash(key));
       expect(keyHash(key)).toMatch(/^[0-9a-f]{64}$/);
+    }
+  });
+
+  it('is the digest of the key as UTF-8 bytes, as the stored hashes were made (lone surrogates included)', () => {
+    for (const key of ['SW-7', '상품-001', '😀', 'a\ud800b', '\udfff', 'x'.repeat(255), 'https://shop.example.com/goods/1?x=y#z']) {
+      expect(keyHash(key)).toBe(createHash('sha256').update(key, 'utf8').digest('hex'));
     }
   });
 

@@ -1,9 +1,15 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { GoodsLimits } from './goods.limits';
+
+/**
+ * Node's one-shot digest (20.12 and later): about half the cost of createHash().update().digest() for a
+ * key this short, which a bulk write pays twice per row. Older Node versions take the stream object.
+ */
+const oneShot: ((algorithm: string, data: string, encoding: 'hex') => string) | undefined = typeof crypto.hash === 'function' ? crypto.hash : undefined;
 
 /** sha256 hex of a key (sku or url): what the unique indexes hold. */
 export function keyHash(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return oneShot ? oneShot('sha256', value, 'hex') : crypto.createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
 /** keyHash with a memory, for a batch that hashes the same keys several times. */
