@@ -24,6 +24,16 @@ describe('toDecimalString (scale 4)', () => {
     expect(d(2.12345)).toBe('2.1235');
   });
 
+  it('gives whole numbers the same text as the digit-by-digit path (the fast path for integers)', () => {
+    const samples = [0, -0, 1, -1, 9, 10, 399000, -399000, 1e12, 2 ** 53 - 1, -(2 ** 53 - 1), 123456789012345];
+    for (let i = 0; i < 2000; i++) samples.push(Math.floor((Math.random() - 0.5) * 2 ** (i % 53)));
+    for (const n of samples) {
+      expect(d(n)).toBe(d(String(n)));
+      expect(toDecimalString(n, 0)).toBe(toDecimalString(String(n), 0));
+    }
+    expect(d(-0)).toBe('0');
+  });
+
   it('handles exponent forms', () => {
     expect(d(1e-7)).toBe('0');
     expect(d('1e-7')).toBe('0');

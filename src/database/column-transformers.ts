@@ -23,6 +23,9 @@ function shiftPoint(sign: string, intPart: string, frac: string, exp: number): s
  * working on its decimal digits (never on binary floating point). Returns canonical text.
  */
 export function toDecimalString(value: number | string, scale: number): string {
+  // Whole prices (the common case) are their own canonical text: String(-0) is "0", and a safe integer
+  // is written without an exponent.
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   let text = typeof value === 'number' ? String(value) : value.trim();
   const exponent = /^(-?)(\d*)(?:\.(\d*))?e([+-]?\d+)$/i.exec(text);
   if (exponent) text = shiftPoint(exponent[1], exponent[2], exponent[3] ?? '', Number(exponent[4]));
