@@ -118,7 +118,9 @@ describe('xlsxExport', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(source.read.length).toBeLessThan(40);
     stream.destroy();
-    await new Promise((r) => setTimeout(r, 50));
+    // The writer ends the page source once its pending write settles: waited for (a busy machine may take
+    // a while), not a fixed time.
+    for (let waited = 0; !source.closed() && waited < 10_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
     expect(source.closed()).toBe(true);
     expect(source.read.length).toBeLessThan(40);
   });
