@@ -7,8 +7,8 @@ export const PRICE_SCALE = 4;
 @Entity({ name: 'goods' })
 @Index('UQ_goods_customer_sku', ['customerId', 'skuHash'], { unique: true })
 @Index('UQ_goods_customer_url', ['customerId', 'urlHash'], { unique: true })
-// List pages and cursor walks (its prefix), the keyword scan and the search corpus's load (covering).
-@Index('IDX_goods_customer_id_search', ['customerId', 'id', 'searchText'])
+@Index('IDX_goods_customer_id', ['customerId', 'id'])
+@Index('IDX_goods_customer_search', ['customerId', 'searchText'])
 export class Goods {
   @Column({ type: 'bigint', primary: true, generated: 'increment', transformer: bigintTransformer })
   id: number;
