@@ -1,5 +1,6 @@
 import { finished } from 'node:stream/promises';
 import { Readable } from 'node:stream';
+import { eventually } from '../../test/support/eventually';
 import { Goods } from '../goods/entities/goods.entity';
 import { neutralizeCsvText, unquoteCsvText } from './csv-text';
 import { csvExport, GoodsPages, xlsxExport } from './goods-export';
@@ -120,7 +121,12 @@ describe('xlsxExport', () => {
     stream.destroy();
     // The writer ends the page source once its pending write settles: waited for (a busy machine may take
     // a while), not a fixed time.
-    for (let waited = 0; !source.closed() && waited < 10_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+    await eventually(
+      async () => source.closed(),
+      (closed) => closed,
+      10_000,
+      10,
+    );
     expect(source.closed()).toBe(true);
     expect(source.read.length).toBeLessThan(40);
   });

@@ -2,6 +2,9 @@ import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { io, Socket } from 'socket.io-client';
 
+/** Polling helper, kept here too for the live suites that import it with their viewers. */
+export { eventually } from './eventually';
+
 /**
  * Helpers for the viewer channel (/live) in e2e tests: a listening server for the app, and real
  * socket.io-client viewers that record every event they receive, in order.
@@ -212,15 +215,4 @@ export class Viewer {
       });
     }
   }
-}
-
-/** Polls `probe` until `accept` holds (or the time is up); returns the last value. */
-export async function eventually<T>(probe: () => Promise<T>, accept: (v: T) => boolean, timeoutMs = 3000, stepMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await probe();
-  while (!accept(value) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, stepMs));
-    value = await probe();
-  }
-  return value;
 }
