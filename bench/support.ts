@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sign } from 'jsonwebtoken';
+import { parsePrometheusText, valueOf } from '../test/support/prometheus-text';
 
 export type Engine = 'sqlite' | 'mysql';
 
@@ -208,21 +209,12 @@ async function listDurations(baseUrl: string): Promise<{ all: number; within50: 
   try {
     const res = await fetch(`${baseUrl}/metrics`);
     if (res.status !== 200) return null;
-    const text = await res.text();
-    const series = (suffix: string) => {
-      const line = text
-        .split('\n')
-        .find(
-          (l) =>
-            l.startsWith(`livegoods_http_request_duration_seconds_${suffix}`) &&
-            l.includes('route="/v1/goods/:accessKey"') &&
-            l.includes('method="GET"') &&
-            l.includes('status="200"') &&
-            (suffix !== 'bucket' || l.includes('le="0.05"')),
-        );
-      return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+    const families = parsePrometheusText(await res.text());
+    const labels = { method: 'GET', route: '/v1/goods/:accessKey', status: '200' };
+    return {
+      all: valueOf(families, 'livegoods_http_request_duration_seconds_count', labels) ?? 0,
+      within50: valueOf(families, 'livegoods_http_request_duration_seconds_bucket', { ...labels, le: '0.05' }) ?? 0,
     };
-    return { all: series('count'), within50: series('bucket') };
   } catch {
     return null;
   }
