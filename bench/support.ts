@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { sign } from 'jsonwebtoken';
 import { parsePrometheusText, valueOf } from '../test/support/prometheus-text';
 
@@ -221,6 +221,51 @@ async function listDurations(baseUrl: string): Promise<{ all: number; within50: 
 }
 
 /**
+ * The fairness probe's clients run on a thread of their own (bench/fairness-probe.js says why);
+ * BENCH_PROBE_THREAD=0 runs them on the bench's event loop, as the probe first did, to compare.
+ */
+const PROBE_ON_OWN_THREAD = process.env.BENCH_PROBE_THREAD !== '0';
+
+interface Probe {
+  /** Starts the measured requests (the warm-up is done). */
+  go(): void;
+  /** Stops asking and resolves to each measured request's latency in ms. */
+  stop(): Promise<number[]>;
+}
+
+const fairnessProbe = require('./fairness-probe.js') as { startClients(url: string, auth: string, connections: number): Promise<Probe> };
+
+async function startProbeThread(url: string, auth: string, connections: number): Promise<Probe> {
+  const worker = new Worker(join(__dirname, 'fairness-probe.js'), { workerData: { fairnessProbe: true, url, auth, connections } });
+  const next = () =>
+    new Promise<number[] | undefined>((resolve, reject) => {
+      const onMessage = (m: { ready?: boolean; latencies?: number[]; error?: string }) => {
+        worker.off('error', onError);
+        if (m.error) reject(new Error(`the other customer's probe failed: ${m.error}`));
+        else resolve(m.latencies);
+      };
+      const onError = (err: Error) => {
+        worker.off('message', onMessage);
+        reject(err);
+      };
+      worker.once('message', onMessage);
+      worker.once('error', onError);
+    });
+  await next();
+  return {
+    go: () => worker.postMessage('go'),
+    async stop() {
+      worker.postMessage('stop');
+      try {
+        return (await next()) ?? [];
+      } finally {
+        await worker.terminate();
+      }
+    },
+  };
+}
+
+/**
  * What another customer lives through while `work` runs: `connections` clients each ask for that customer's
  * first list page (20 goods) over and over (a 10 ms pause between requests), and the server's longest
  * event-loop stall is read around the work. Seeds the other customer with 1,000 goods first.
@@ -234,29 +279,16 @@ export async function measureFairness<T>(server: BenchServer, work: () => Promis
   });
   if (seed.status !== 200) throw new Error(`seeding the other customer failed: HTTP ${seed.status}`);
   const url = `${server.baseUrl}/v1/goods/${other.accessKey}?page=1&count=20`;
-  const latencies: number[] = [];
-  let running = true;
-  const client = async () => {
-    while (running) {
-      const started = performance.now();
-      const res = await fetch(url, { headers: { authorization: other.auth } });
-      await res.arrayBuffer();
-      if (res.status !== 200) throw new Error(`the other customer's list answered HTTP ${res.status}`);
-      latencies.push(performance.now() - started);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  };
-  // Warm the other customer's list up (token cache, list cache), then start a fresh stall window.
-  for (let i = 0; i < 3; i++) await (await fetch(url, { headers: { authorization: other.auth } })).arrayBuffer();
+  const probe = PROBE_ON_OWN_THREAD ? await startProbeThread(url, other.auth, connections) : await fairnessProbe.startClients(url, other.auth, connections);
   await server.loopStallMs();
   const before = await listDurations(server.baseUrl);
-  const clients = Array.from({ length: connections }, () => client());
+  probe.go();
   let result: T;
+  let latencies: number[];
   try {
     result = await work();
   } finally {
-    running = false;
-    await Promise.all(clients);
+    latencies = await probe.stop();
   }
   const maxStallMs = await server.loopStallMs();
   const after = await listDurations(server.baseUrl);
