@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import type { BetterSqlite3ConnectionOptions } from 'typeorm/driver/better-sqlite3/BetterSqlite3ConnectionOptions';
 import { AppConfig } from '../config/app-config';
+import { foreground } from '../common/util/foreground';
 import { DatabaseUnavailable } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
 import { SqliteCheckpointer } from './sqlite-checkpointer';
@@ -75,7 +76,13 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
    */
   run<T>(work: (manager: EntityManager) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
     if (!this.serial) return this.withDeadline(work, isolation);
-    const result = this.tail.then(() => this.dataSource.transaction(work));
+    // Bulk work holds its slices back for interactive requests, but not while a write waits for the turn
+    // it holds (ForegroundRequests): it should end its transaction then.
+    const turn = foreground.writerQueued();
+    const result = this.tail.then(() => {
+      turn();
+      return this.dataSource.transaction(work);
+    });
     this.tail = result.catch(() => undefined);
     return result;
   }

@@ -5,6 +5,7 @@ import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { ExportQuery } from './dto/export-query.dto';
 import { ExcelExportService } from './excel-export.service';
+import { BulkWork } from '../http/bulk-work';
 import { XLSX_CONTENT_TYPE } from './goods-template';
 
 @ApiTags('Goods')
@@ -16,6 +17,7 @@ export class ExcelExportController {
   constructor(private readonly exporter: ExcelExportService) {}
 
   @Get('export')
+  @BulkWork()
   @ApiOperation({
     summary: 'Export the catalog (or the matches of searchKeyword) as .xlsx or CSV, in the template columns',
     description:

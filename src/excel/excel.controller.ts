@@ -12,6 +12,7 @@ import { ExcelService, UploadedSheet } from './excel.service';
 import { ImportJobsService } from './import-jobs.service';
 import { TEMPLATE_FILENAME, XLSX_CONTENT_TYPE } from './goods-template';
 import { SpreadsheetUploadInterceptor } from './spreadsheet-upload.interceptor';
+import { BulkWork } from '../http/bulk-work';
 
 /** Response header listing the sheet's columns that were ignored (URI-encoded names, comma-separated). */
 export const IGNORED_COLUMNS_HEADER = 'X-Ignored-Columns';
@@ -27,6 +28,7 @@ export class ExcelController {
 
   @Post()
   @HttpCode(200)
+  @BulkWork()
   @UseInterceptors(SpreadsheetUploadInterceptor)
   @ApiOperation({
     summary: 'Create or update goods from a spreadsheet (.xlsx or CSV)',

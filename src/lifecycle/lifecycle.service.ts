@@ -5,6 +5,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import type { Namespace } from 'socket.io';
 import { AppConfig } from '../config/app-config';
+import { foreground } from '../common/util/foreground';
 
 const POLL_MS = 50;
 /** Quiet time (no request started) before the remaining keep-alive connections are closed. */
@@ -69,18 +70,24 @@ export class Lifecycle {
     });
   }
 
-  /** Express middleware: counts the requests in flight; while draining, each answer closes its connection. */
+  /**
+   * Express middleware: counts the requests in flight (and enters each as interactive, see
+   * ForegroundRequests); while draining, each answer closes its connection.
+   */
   readonly track = (req: Request, res: Response, next: NextFunction): void => {
     const socket = req.socket;
     this.fresh.delete(socket);
     this.served.set(socket, (this.served.get(socket) ?? 0) + 1);
     this.inFlight += 1;
     this.lastStart = Date.now();
+    // Interactive until its route says it is bulk work (BulkWorkGuard) or it is answered.
+    foreground.enter(req);
     let done = false;
     const finish = () => {
       if (done) return;
       done = true;
       this.inFlight -= 1;
+      foreground.leave(req);
       const onSocket = this.served.get(socket);
       if (onSocket !== undefined) this.served.set(socket, onSocket - 1);
     };

@@ -3,6 +3,7 @@ import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { LargeBody } from '../http/body-parser.guard';
+import { BulkWork } from '../http/bulk-work';
 import { SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { BatchQuery } from './dto/batch-query.dto';
 import { SyncResponse } from './dto/sync-response.dto';
@@ -17,6 +18,7 @@ export class SyncController {
   @Post()
   @HttpCode(200)
   @LargeBody()
+  @BulkWork()
   @ApiOperation({
     summary: 'Create or update many goods in one call',
     description:

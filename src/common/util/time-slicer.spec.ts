@@ -1,3 +1,4 @@
+import { foreground } from './foreground';
 import { TimeSlicer } from './time-slicer';
 
 function busy(ms: number): void {
@@ -34,5 +35,39 @@ describe('TimeSlicer', () => {
     await slicer.pause();
     order.push('slice');
     expect(order).toEqual(['slice']);
+  });
+});
+
+describe('TimeSlicer with interactive requests in flight', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('holds its next slice until the interactive request has been answered', async () => {
+    const request = {};
+    foreground.enter(request);
+    try {
+      const slicer = new TimeSlicer(1, 60_000);
+      let resumed = false;
+      const paused = slicer.yield().then(() => (resumed = true));
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(resumed).toBe(false);
+      foreground.leave(request);
+      await paused;
+      expect(resumed).toBe(true);
+    } finally {
+      foreground.leave(request);
+    }
+  });
+
+  it('holds it for at most its bound', async () => {
+    const request = {};
+    foreground.enter(request);
+    try {
+      const slicer = new TimeSlicer(1, 20);
+      // Resolves although the request is still in flight.
+      await slicer.yield();
+      expect(foreground.busy).toBe(true);
+    } finally {
+      foreground.leave(request);
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { foreground } from './foreground';
 
 /**
  * Cuts a long CPU-bound loop into slices so that it never holds the event loop for long: other requests,
@@ -11,12 +12,16 @@ import { performance } from 'node:perf_hooks';
  *     }
  *
  * `due()` is a clock read; `yield()` lets the event loop run everything that is ready (setImmediate),
- * then starts a new slice.
+ * then, while an interactive request is in flight (see ForegroundRequests), waits for it to be answered,
+ * for at most `holdMs`; then starts a new slice.
  */
 export class TimeSlicer {
   private sliceStart = performance.now();
 
-  constructor(private readonly budgetMs = 5) {}
+  constructor(
+    private readonly budgetMs = 5,
+    private readonly holdMs = 10,
+  ) {}
 
   due(): boolean {
     return performance.now() - this.sliceStart >= this.budgetMs;
@@ -24,6 +29,7 @@ export class TimeSlicer {
 
   async yield(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
+    if (foreground.busy) await foreground.idle(this.holdMs);
     this.sliceStart = performance.now();
   }
 
