@@ -18,21 +18,9 @@
  * Options: --engines=sqlite,mysql  --count=10000  --probe-calls=5  --job-rows=100000  --no-job / --job-only
  */
 import * as ExcelJS from 'exceljs';
-import {
-  cpuMs,
-  enginesFromArgs,
-  FairnessFigures,
-  fairnessLine,
-  goodsElement,
-  measureFairness,
-  msRange,
-  peakRssMb,
-  pooledFairness,
-  startServer,
-} from './support';
+import { cpuMs, enginesFromArgs, fairnessLine, fairnessOverCalls, goodsElement, measureFairness, peakRssMb, startServer } from './support';
 
 const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 10_000);
-const PROBE_CALLS = Math.max(1, Number(process.argv.find((a) => a.startsWith('--probe-calls='))?.split('=')[1] ?? 5));
 const JOB_ROWS = Number(process.argv.find((a) => a.startsWith('--job-rows='))?.split('=')[1] ?? 100_000);
 const NO_JOB = process.argv.includes('--no-job');
 const JOB_ONLY = process.argv.includes('--job-only');
@@ -168,29 +156,19 @@ async function main(): Promise<void> {
       rows.push(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);
       console.log(rows[rows.length - 1]);
       const sync = await syncOnce(server.baseUrl, server.accessKey, server.auth);
-      rows.push(`${engine.padEnd(7)} (reference: JSON /sync of 10,000 changes ${sync.toFixed(0)} ms, ${Math.round((COUNT / sync) * 1000)} goods/s)`);
+      rows.push(
+        `${engine.padEnd(7)} (reference: JSON /sync of ${COUNT.toLocaleString('en-US')} changes ${sync.toFixed(0)} ms, ${Math.round((COUNT / sync) * 1000)} goods/s)`,
+      );
       console.log(rows[rows.length - 1]);
-      // The probe: PROBE_CALLS sheets of 10,000 more new goods each, then PROBE_CALLS of their changes.
-      for (const [label, variant] of [
-        ['create', 0],
-        ['update', 1],
-      ] as const) {
-        const each: FairnessFigures[] = [];
-        const times: number[] = [];
-        for (let call = 0; call < PROBE_CALLS; call++) {
-          const file = await workbook(variant, COUNT * (1 + call));
-          const { result, fairness } = await measureFairness(server, () => uploadOnce(server.baseUrl, server.accessKey, server.auth, file));
-          each.push(fairness);
-          times.push(result.ms);
-          console.log(
-            `${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} rows  ${result.ms.toFixed(0).padStart(6)} ms  meanwhile ${fairnessLine(fairness)}`,
-          );
-        }
-        rows.push(
-          `${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} rows  ${msRange(times)} ms  meanwhile ${fairnessLine(pooledFairness(each))}`,
-        );
-        console.log(rows[rows.length - 1]);
-      }
+      rows.push(
+        ...(await fairnessOverCalls(
+          server,
+          COUNT,
+          'rows',
+          (variant, call) => workbook(variant, COUNT * (1 + call)),
+          (file) => uploadOnce(server.baseUrl, server.accessKey, server.auth, file),
+        )),
+      );
     } finally {
       await server.stop();
     }

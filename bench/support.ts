@@ -350,8 +350,46 @@ function otherCustomer(server: BenchServer): Promise<BenchCustomer> {
   return other;
 }
 
+/** --probe-calls=N (default 5): how many calls of each kind the fairness probe of bench:sync and bench:excel covers. */
+export const PROBE_CALLS = Math.max(1, Number(process.argv.find((a) => a.startsWith('--probe-calls='))?.split('=')[1] ?? 5));
+
+/**
+ * The fairness probe of bench:sync and bench:excel: PROBE_CALLS calls creating `count` more goods each
+ * (variant 0), then PROBE_CALLS changing them (variant 1), each measured by measureFairness; prints each
+ * call's line and returns one line per kind with the figures of its calls together. `prepare` builds a
+ * call's input before the clock starts, `run` makes the call.
+ */
+export async function fairnessOverCalls<W>(
+  server: BenchServer,
+  count: number,
+  unit: string,
+  prepare: (variant: 0 | 1, call: number) => Promise<W> | W,
+  run: (input: W) => Promise<{ ms: number }>,
+): Promise<string[]> {
+  const lines: string[] = [];
+  const head = (label: string, ms: string) =>
+    `${server.engine.padEnd(7)} ${label.padEnd(7)} ${String(count).padStart(6)} ${unit}  ${ms.padStart(6)} ms  meanwhile `;
+  for (const [label, variant] of [
+    ['create', 0],
+    ['update', 1],
+  ] as const) {
+    const each: FairnessFigures[] = [];
+    const times: number[] = [];
+    for (let call = 0; call < PROBE_CALLS; call++) {
+      const input = await prepare(variant, call);
+      const { result, fairness } = await measureFairness(server, () => run(input));
+      each.push(fairness);
+      times.push(result.ms);
+      console.log(head(label, result.ms.toFixed(0)) + fairnessLine(fairness));
+    }
+    lines.push(head(label, msRange(times)) + fairnessLine(pooledFairness(each)));
+    console.log(lines[lines.length - 1]);
+  }
+  return lines;
+}
+
 /** "512" or "498–620": the range of some durations in ms. */
-export function msRange(ms: number[]): string {
+function msRange(ms: number[]): string {
   const lo = Math.min(...ms).toFixed(0);
   const hi = Math.max(...ms).toFixed(0);
   return lo === hi ? lo : `${lo}–${hi}`;

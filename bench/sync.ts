@@ -7,21 +7,9 @@
  * kind together (one call gets 40–90 list requests, so its own p99 is its slowest request).
  * Options: --engines=sqlite,mysql  --count=10000  --probe-calls=5
  */
-import {
-  createCustomer,
-  enginesFromArgs,
-  FairnessFigures,
-  fairnessLine,
-  goodsElement,
-  measureFairness,
-  msRange,
-  peakRssMb,
-  pooledFairness,
-  startServer,
-} from './support';
+import { createCustomer, enginesFromArgs, fairnessOverCalls, goodsElement, peakRssMb, startServer } from './support';
 
 const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 10_000);
-const PROBE_CALLS = Math.max(1, Number(process.argv.find((a) => a.startsWith('--probe-calls='))?.split('=')[1] ?? 5));
 
 async function syncOnce(baseUrl: string, accessKey: string, auth: string, body: unknown[]): Promise<{ ms: number; counts: string }> {
   const started = process.hrtime.bigint();
@@ -64,27 +52,15 @@ async function main(): Promise<void> {
         );
         console.log(rows[rows.length - 1]);
       }
-      // The probe: PROBE_CALLS calls creating 10,000 more goods each, then PROBE_CALLS changing them.
-      for (const [label, variant] of [
-        ['create', 0],
-        ['update', 1],
-      ] as const) {
-        const each: FairnessFigures[] = [];
-        const times: number[] = [];
-        for (let call = 0; call < PROBE_CALLS; call++) {
-          const body = Array.from({ length: COUNT }, (_, i) => goodsElement(COUNT * (1 + call) + i, variant));
-          const { result, fairness } = await measureFairness(server, () => syncOnce(server.baseUrl, server.accessKey, server.auth, body));
-          each.push(fairness);
-          times.push(result.ms);
-          console.log(
-            `${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} goods  ${result.ms.toFixed(0).padStart(6)} ms  meanwhile ${fairnessLine(fairness)}`,
-          );
-        }
-        rows.push(
-          `${engine.padEnd(7)} ${label.padEnd(7)} ${String(COUNT).padStart(6)} goods  ${msRange(times)} ms  meanwhile ${fairnessLine(pooledFairness(each))}`,
-        );
-        console.log(rows[rows.length - 1]);
-      }
+      rows.push(
+        ...(await fairnessOverCalls(
+          server,
+          COUNT,
+          'goods',
+          (variant, call) => Array.from({ length: COUNT }, (_, i) => goodsElement(COUNT * (1 + call) + i, variant)),
+          (body) => syncOnce(server.baseUrl, server.accessKey, server.auth, body),
+        )),
+      );
       console.log(`${engine.padEnd(7)} server peak RSS ${peakRssMb(server.pid)} MB`);
     } finally {
       await server.stop();
