@@ -7,10 +7,10 @@ const INTERACTIVE_MS = 100;
  * Interactive requests before bulk work, on the one event loop they share.
  *
  * Every HTTP request being served is entered here (Lifecycle.track) unless its route does bulk work
- * (`@BulkWork()`: a sync, a spreadsheet import). Between two of its slices, bulk work (TimeSlicer) holds
- * its next slice while such a request is in flight, until it has been answered or for at most the
- * slicer's hold bound: a list page makes a few database round trips and used to give a whole bulk slice
- * (5 ms or more) to each of them; now its continuations run first.
+ * (`@BulkWork()`: a sync, a spreadsheet import, an export). Between two of its slices, bulk work
+ * (TimeSlicer) holds its next slice while such a request is in flight, until it has been answered or
+ * for at most the slicer's hold bound: a list page makes a few database round trips and used to give a
+ * whole bulk slice (5 ms or more) to each of them; now its continuations run first.
  *
  * Bounded both ways: bulk work keeps at least one slice per hold bound (5 ms of every 15), and a request
  * stops counting once it is INTERACTIVE_MS old (a slow download, an image being fetched for it), so that
