@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { sign } from 'jsonwebtoken';
 import { parsePrometheusText, valueOf } from '../test/support/prometheus-text';
@@ -242,20 +243,12 @@ const fairnessProbe = require('./fairness-probe.js') as { startClients(url: stri
 
 async function startProbeThread(url: string, auth: string, connections: number): Promise<Probe> {
   const worker = new Worker(join(__dirname, 'fairness-probe.js'), { workerData: { fairnessProbe: true, url, auth, connections } });
-  const next = () =>
-    new Promise<number[] | undefined>((resolve, reject) => {
-      const onMessage = (m: { ready?: boolean; latencies?: number[]; error?: string }) => {
-        worker.off('error', onError);
-        if (m.error) reject(new Error(`the other customer's probe failed: ${m.error}`));
-        else resolve(m.latencies);
-      };
-      const onError = (err: Error) => {
-        worker.off('message', onMessage);
-        reject(err);
-      };
-      worker.once('message', onMessage);
-      worker.once('error', onError);
-    });
+  // events.once rejects if the worker emits 'error' (it died) before its next message.
+  const next = async (): Promise<number[] | undefined> => {
+    const [m] = (await once(worker, 'message')) as [{ ready?: boolean; latencies?: number[]; error?: string }];
+    if (m.error) throw new Error(`the other customer's probe failed: ${m.error}`);
+    return m.latencies;
+  };
   await next();
   return {
     go: () => worker.postMessage('go'),
