@@ -1,104 +1,177 @@
 /**
- * npm run bench:socket-floor — the floor under bench:fanout on this machine: a bare Node process (no
- * service, no Socket.IO, no WebSocket framing) writes one small buffer to each of N loopback TCP
- * connections, round after round, while another process (like bench:fanout's load generator) reads
- * them. Prints the sender's CPU per write (user and system), the wall time of a round, and the delay from
- * the start of a round to each connection's data arriving at the reader (p50, p99, max): what the fan-out
- * of one event to N viewers costs at the least on this kernel and these cores, whatever the server does.
+ * npm run bench:socket-floor — the floor under bench:fanout on this machine: bare Node processes (no
+ * service, no Socket.IO, no WebSocket framing) write one small buffer to each of their loopback TCP
+ * connections, round after round, while reader processes (like bench:fanout's load generators, at most
+ * --per-process connections each) read them. Prints the senders' CPU per write (user and system), the
+ * wall time of a round, and the delay from the start of a round to each connection's data arriving at a
+ * reader (p50, p99, max): what the fan-out of one event to N viewers costs at the least on this kernel
+ * and these cores, whatever the server does.
  *
- * Options: --sockets=10000  --rounds=20  --bytes=200 (about a goods.salesStatus frame)  --gap=250 (ms)
+ * Runs the two shapes of bench:fanout: 10,000 connections on one sender, then 20,000 on two senders (a
+ * round starts on both at once, as an event reaches both nodes of a cluster).
+ * Options: --mode=single|cluster|both (default both)  --sockets=N (per run; default 10000 × senders)
+ *          --rounds=20 (at most 256)  --bytes=200 (about a goods.salesStatus frame)  --gap=250 (ms)  --per-process=10000
  */
 import { ChildProcess, fork } from 'node:child_process';
 import { connect, createServer, Socket } from 'node:net';
 
-const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
-const SOCKETS = arg('sockets', 10_000);
-const ROUNDS = arg('rounds', 20);
+const text = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const arg = (name: string, fallback: number) => Number(text(name) ?? fallback);
+const ROUNDS = Math.min(arg('rounds', 20), 256);
 const BYTES = arg('bytes', 200);
 const GAP_MS = arg('gap', 250);
+const PER_PROCESS = arg('per-process', 10_000);
 
-/** The reader: opens the connections (500 at a time) and notes, per round, when each one's data arrived. */
-async function reader(port: number): Promise<void> {
-  const arrivals: bigint[][] = [];
-  let round = 0;
-  const open = (): Promise<void> =>
+/** The monotonic clock in ms (CLOCK_MONOTONIC: one clock for every process of the machine). */
+const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+type Message = { port?: number; ready?: true; round?: number; cpu?: NodeJS.CpuUsage; wall?: number; delays?: number[] };
+
+/** A sender (--role=sender): accepts --sockets connections, then writes the frame to each of them on every `round`. */
+function sender(): void {
+  const count = arg('sockets', 0);
+  const sockets: Socket[] = [];
+  let user = 0;
+  let system = 0;
+  let wall = 0;
+  const server = createServer((s) => {
+    s.setNoDelay(true);
+    sockets.push(s);
+    if (sockets.length === count) process.send?.({ ready: true });
+  });
+  server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => process.send?.({ port: (server.address() as { port: number }).port }));
+  process.on('message', (m: Message) => {
+    if (m.round === undefined) {
+      process.send?.({ cpu: { user, system }, wall });
+      return;
+    }
+    const cpu = process.cpuUsage();
+    const t0 = performance.now();
+    const frame = Buffer.alloc(BYTES, 0x61);
+    frame[0] = m.round;
+    for (const s of sockets) s.write(frame);
+    wall += performance.now() - t0;
+    const used = process.cpuUsage(cpu);
+    user += used.user;
+    system += used.system;
+  });
+}
+
+/**
+ * A reader (--role=reader): opens its share of connections to the senders (--ports, --sockets each,
+ * 500 at a time) and notes when each one's data arrived in each round (the monotonic clock, shared by
+ * the processes of one machine).
+ */
+async function reader(): Promise<void> {
+  const ports = (text('ports') ?? '').split(',').map(Number);
+  const each = arg('sockets', 0);
+  const arrivals: number[][] = [];
+  const open = (port: number): Promise<void> =>
     new Promise((resolve, reject) => {
       const socket = connect(port, '127.0.0.1', () => resolve());
       socket.once('error', reject);
+      // A frame's first byte is its round; a read may hold the end of one frame or several frames.
       let seen = -1;
-      socket.on('data', () => {
-        if (seen === round) return;
-        seen = round;
-        (arrivals[round] ??= []).push(process.hrtime.bigint());
+      let offset = 0;
+      socket.on('data', (chunk: Buffer) => {
+        const at = monotonicMs();
+        for (; offset < chunk.length; offset += BYTES) {
+          const round = chunk[offset];
+          if (round !== seen) (arrivals[round] ??= []).push(at);
+          seen = round;
+        }
+        offset -= chunk.length;
       });
     });
-  for (let i = 0; i < SOCKETS; i += 500) await Promise.all(Array.from({ length: Math.min(500, SOCKETS - i) }, open));
+  for (const port of ports) {
+    for (let i = 0; i < each; i += 500) await Promise.all(Array.from({ length: Math.min(500, each - i) }, () => open(port)));
+  }
   let cpuBefore: NodeJS.CpuUsage | undefined;
-  process.on('message', (m: { round?: number; started?: string[] }) => {
-    if (m.round !== undefined) round = m.round;
+  process.on('message', (m: Message & { started?: number[] }) => {
     cpuBefore ??= process.cpuUsage();
     if (m.started) {
       const delays: number[] = [];
       m.started.forEach((t, r) => {
-        for (const at of arrivals[r] ?? []) delays.push(Number(at - BigInt(t)) / 1e6);
+        for (const at of arrivals[r] ?? []) delays.push(at - t);
       });
       process.send?.({ delays, cpu: process.cpuUsage(cpuBefore) });
     }
   });
-  process.send?.('ready');
+  process.send?.({ ready: true });
 }
 
-async function sender(): Promise<void> {
-  const sockets: Socket[] = [];
-  const server = createServer((s) => {
-    s.setNoDelay(true);
-    sockets.push(s);
+const child = (role: string, extra: string[]): ChildProcess =>
+  fork(__filename, [`--role=${role}`, ...extra, ...process.argv.slice(2).filter((a) => !/^--(role|sockets|ports)=/.test(a))], {
+    execArgv: process.execArgv,
   });
-  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
-  const port = (server.address() as { port: number }).port;
-  const child: ChildProcess = fork(__filename, ['--role=reader', `--port=${port}`, ...process.argv.slice(2)], { execArgv: process.execArgv });
-  const next = () => new Promise<unknown>((resolve) => child.once('message', resolve));
-  await next();
-  while (sockets.length < SOCKETS) await new Promise((r) => setTimeout(r, 10));
-  const frame = Buffer.alloc(BYTES, 0x61);
-  const started: string[] = [];
-  let user = 0;
-  let system = 0;
-  let wall = 0;
+const reply = (c: ChildProcess, want: (m: Message) => boolean) =>
+  new Promise<Message>((resolve, reject) => {
+    const on = (m: Message) => {
+      if (!want(m)) return;
+      c.off('message', on);
+      resolve(m);
+    };
+    c.on('message', on);
+    c.once('exit', (code) => reject(new Error(`a ${c.spawnargs.join(' ')} process exited (${code})`)));
+  });
+
+async function run(senderCount: number): Promise<void> {
+  const total = arg('sockets', 10_000 * senderCount);
+  const perSender = Math.floor(total / senderCount);
+  const senders = Array.from({ length: senderCount }, () => child('sender', [`--sockets=${perSender}`]));
+  const ports = (await Promise.all(senders.map((s) => reply(s, (m) => m.port !== undefined)))).map((m) => m.port as number);
+  const sendersReady = senders.map((s) => reply(s, (m) => m.ready === true));
+  // Each reader takes the same share of every sender's connections, so that no reader holds more than --per-process.
+  const readerCount = Math.max(1, Math.ceil(total / PER_PROCESS));
+  const readers = Array.from({ length: readerCount }, () =>
+    child('reader', [`--ports=${ports.join(',')}`, `--sockets=${Math.floor(perSender / readerCount)}`]),
+  );
+  await Promise.all(readers.map((r) => reply(r, (m) => m.ready === true)));
+  await Promise.all(sendersReady);
+  const connections = Math.floor(perSender / readerCount) * readerCount * senderCount;
+  const started: number[] = [];
+  for (const c of readers) c.send({}); // their CPU is counted from here
   for (let r = 0; r < ROUNDS; r++) {
-    child.send({ round: r });
     await new Promise((resolve) => setTimeout(resolve, GAP_MS));
-    const cpu = process.cpuUsage();
-    const t0 = process.hrtime.bigint();
-    started.push(String(t0));
-    for (const s of sockets) s.write(frame);
-    const used = process.cpuUsage(cpu);
-    wall += Number(process.hrtime.bigint() - t0) / 1e6;
-    user += used.user;
-    system += used.system;
+    // The readers' clock starts counting from here; the senders get the round over IPC (as a cluster's
+    // second node gets an event over Redis).
+    started.push(monotonicMs());
+    for (const s of senders) s.send({ round: r });
   }
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  child.send({ started });
-  const { delays, cpu } = (await next()) as { delays: number[]; cpu: NodeJS.CpuUsage };
-  delays.sort((a, b) => a - b);
+  const sent = await Promise.all(senders.map((s) => (s.send({}), reply(s, (m) => m.cpu !== undefined))));
+  const read = await Promise.all(readers.map((c) => (c.send({ started }), reply(c, (m) => m.delays !== undefined))));
+  const delays = read.flatMap((m) => m.delays as number[]).sort((a, b) => a - b);
   const at = (q: number) => delays[Math.min(delays.length - 1, Math.floor(q * delays.length))];
-  const writes = SOCKETS * ROUNDS;
-  console.log(`bench:socket-floor — ${SOCKETS} loopback connections × ${ROUNDS} rounds of ${BYTES} bytes, a bare sender and a bare reader on this machine`);
+  const writes = connections * ROUNDS;
+  const user = sent.reduce((s, m) => s + (m.cpu as NodeJS.CpuUsage).user, 0);
+  const system = sent.reduce((s, m) => s + (m.cpu as NodeJS.CpuUsage).system, 0);
+  const readerCpu = read.reduce((s, m) => s + (m.cpu as NodeJS.CpuUsage).user + (m.cpu as NodeJS.CpuUsage).system, 0);
+  const wall = sent.map((m) => ((m.wall as number) / ROUNDS).toFixed(1));
   console.log(
-    `  sender CPU per write: user ${(user / writes).toFixed(2)} µs, system ${(system / writes).toFixed(2)} µs; wall time of a round ${(wall / ROUNDS).toFixed(1)} ms`,
+    `bench:socket-floor — ${connections} loopback connections on ${senderCount} sender${senderCount > 1 ? 's' : ''} × ${ROUNDS} rounds of ${BYTES} bytes, read by ${readerCount} reader${readerCount > 1 ? 's' : ''}, on this machine`,
   );
-  console.log(`  reader CPU per delivery ${((cpu.user + cpu.system) / writes).toFixed(2)} µs`);
   console.log(
-    `  delivered ${delays.length}/${writes}; from the start of a round to the data at the reader: p50 ${at(0.5).toFixed(1)} ms, p99 ${at(0.99).toFixed(1)} ms, max ${delays[delays.length - 1].toFixed(1)} ms`,
+    `  sender CPU per write: user ${(user / writes).toFixed(2)} µs, system ${(system / writes).toFixed(2)} µs; wall time of a round ${wall.join(' / ')} ms`,
   );
-  child.kill();
-  for (const s of sockets) s.destroy();
-  server.close();
+  console.log(`  reader CPU per delivery ${(readerCpu / writes).toFixed(2)} µs`);
+  console.log(
+    `  delivered ${delays.length}/${writes}; from the start of a round to the data at a reader: p50 ${at(0.5).toFixed(1)} ms, p99 ${at(0.99).toFixed(1)} ms, max ${delays[delays.length - 1].toFixed(1)} ms`,
+  );
+  for (const c of [...readers, ...senders]) c.kill();
 }
 
-if (process.argv.includes('--role=reader')) void reader(arg('port', 0));
+async function main(): Promise<void> {
+  const mode = text('mode') ?? 'both';
+  if (mode === 'single' || mode === 'both') await run(1);
+  if (mode === 'cluster' || mode === 'both') await run(2);
+}
+
+const role = text('role');
+if (role === 'sender') sender();
+else if (role === 'reader') void reader();
 else
-  sender().catch((err) => {
+  main().catch((err) => {
     console.error(err);
     process.exit(1);
   });
