@@ -14,9 +14,17 @@ if (file) {
   const TICK_MS = 5;
   let last = performance.now();
   let maxStall = 0;
+  // BENCH_LOOP_TRACE=<ms>: also print each stall over that many ms to stderr, with its start and end on
+  // the monotonic clock in µs (the clock of V8's .cpuprofile timestamps), to find it in a BENCH_CPU_PROF profile.
+  const traceMs = Number(process.env.BENCH_LOOP_TRACE || 0);
   const timer = setInterval(() => {
     const now = performance.now();
-    maxStall = Math.max(maxStall, now - last - TICK_MS);
+    const stall = now - last - TICK_MS;
+    maxStall = Math.max(maxStall, stall);
+    if (traceMs && stall > traceMs) {
+      const endUs = Number(process.hrtime.bigint() / 1000n);
+      process.stderr.write(`loop-probe: stall ${stall.toFixed(1)} ms, monotonic µs ${Math.round(endUs - (now - last) * 1000)}..${endUs}\n`);
+    }
     last = now;
   }, TICK_MS);
   timer.unref();
