@@ -5,6 +5,7 @@ import type { Response } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiError, ApiErrors, IdPathParam, TenantRoute } from '../http/api-docs.decorators';
 import { IdParam } from '../http/id-param';
+import { largeJsonAnswer } from '../http/sliced-json';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
 import { ExcelUploadBody, ExcelUploadQuery } from './dto/excel-upload.dto';
 import { ImportJobDetailResponse, ImportJobListQuery, ImportJobListResponse, ImportJobResponse, ImportJobResultsQuery } from './dto/import-job.dto';
@@ -77,7 +78,7 @@ export class ExcelController {
     @UploadedFile() file: UploadedSheet | undefined,
     @Query() query: ExcelUploadQuery,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<SyncResponse | ImportJobResponse> {
+  ): Promise<StreamableFile | ImportJobResponse> {
     const result = await this.excel.import(tenant, file, query);
     if (result.kind === 'job') {
       res.status(202);
@@ -94,7 +95,8 @@ export class ExcelController {
           .join(','),
       );
     }
-    return response;
+    // A SyncResponse, serialised in time slices (10,000 rows are about 4 MB of JSON).
+    return largeJsonAnswer(res, response);
   }
 
   @Get('template')

@@ -1,11 +1,13 @@
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { json, urlencoded } from 'express';
+import { json, raw, urlencoded } from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
+import { TimeSlicer } from '../common/util/time-slicer';
 import { checkJsonShape, checkJsonText, JsonShapeLimits } from './json-shape';
+import { parseJsonInSlices } from './sliced-json';
 
 export type BodySize = 'item' | 'bulk';
 const BODY_SIZE = 'livegoods:bodySize';
@@ -22,6 +24,8 @@ const BULK_VALUES_PER_ITEM = 100;
 
 interface Parsers {
   json: RequestHandler;
+  /** Bulk routes: the JSON body's bytes, parsed afterwards in time slices (parseJsonInSlices). */
+  bytes?: RequestHandler;
   form: RequestHandler;
   limit: string;
   shape: JsonShapeLimits;
@@ -54,7 +58,7 @@ export class BodyParserGuard implements CanActivate {
     private readonly reflector: Reflector,
     config: AppConfig,
   ) {
-    const build = (limit: string, maxValues: number): Parsers => ({
+    const build = (limit: string, maxValues: number, sliced = false): Parsers => ({
       // strict: only objects and arrays at the top, as every route expects. The raw text's nesting and
       // size are checked before it is parsed (verify runs on the bytes, JSON.parse after it).
       json: json({
@@ -65,13 +69,15 @@ export class BodyParserGuard implements CanActivate {
         },
       }),
       // `depth` is a body-parser 2 option its typings do not list yet.
+      // The same content type as json() reads, its bytes as they came (decompressed).
+      bytes: sliced ? raw({ type: 'application/json', limit, inflate: true }) : undefined,
       form: urlencoded({ limit, extended: true, parameterLimit: 1000, depth: 8 } as Parameters<typeof urlencoded>[0]),
       limit,
       shape: { maxDepth: MAX_DEPTH, maxValues },
     });
     this.parsers = {
       item: build(config.server.bodyLimit, ITEM_MAX_VALUES),
-      bulk: build(config.server.syncBodyLimit, Math.max(ITEM_MAX_VALUES, config.limits.syncMaxItems * BULK_VALUES_PER_ITEM)),
+      bulk: build(config.server.syncBodyLimit, Math.max(ITEM_MAX_VALUES, config.limits.syncMaxItems * BULK_VALUES_PER_ITEM), true),
     };
   }
 
@@ -83,6 +89,15 @@ export class BodyParserGuard implements CanActivate {
       const size = this.reflector.getAllAndOverride<BodySize | undefined>(BODY_SIZE, [context.getHandler(), context.getClass()]) ?? 'item';
       const parsers = this.parsers[size];
       const res = http.getResponse<Response>();
+      if (parsers.bytes && isUtf8(req)) {
+        await this.run(parsers.bytes, req, res, parsers.limit);
+        if (Buffer.isBuffer(req.body)) {
+          req.body = await parseJsonInSlices(req.body, parsers.shape, new TimeSlicer()).catch((err: HttpError) => {
+            throw err instanceof ApiException ? err : refusalOf(err, parsers.limit);
+          });
+          return true;
+        }
+      }
       await this.run(parsers.json, req, res, parsers.limit);
       if (req.body === undefined) await this.run(parsers.form, req, res, parsers.limit);
       checkJsonShape(req.body, parsers.shape);
@@ -95,6 +110,15 @@ export class BodyParserGuard implements CanActivate {
       void parser(req, res, (err?: unknown) => (err ? reject(refusalOf(err, limit)) : resolve()));
     });
   }
+}
+
+/**
+ * The body is UTF-8 by its Content-Type (no charset, or utf-8), so that its bytes can be parsed as they
+ * are; json() decodes the other utf-* charsets it accepts, and refuses the rest.
+ */
+function isUtf8(req: Request): boolean {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '')?.[1];
+  return charset === undefined || charset.toLowerCase() === 'utf-8';
 }
 
 /** A body-parser (or zlib) error as the API's error codes tell it; never a 500. */

@@ -12,12 +12,13 @@ export interface JsonShapeLimits {
  * Walks a parsed body once, iteratively (no recursion, so no stack overflow whatever the nesting), and
  * refuses it as soon as it is nested deeper or holds more values than the route allows: 400 -510 for
  * depth, 413 -413 for size. Validation (class-transformer, class-validator) then only ever sees small,
- * shallow input, whose cost is linear in its size.
+ * shallow input, whose cost is linear in its size. `counted`: values already counted in earlier parts of
+ * the same body (a top-level array checked a group of elements at a time); returns the count so far.
  */
-export function checkJsonShape(body: unknown, limits: JsonShapeLimits): void {
-  if (body === null || typeof body !== 'object') return;
+export function checkJsonShape(body: unknown, limits: JsonShapeLimits, counted = 0): number {
+  if (body === null || typeof body !== 'object') return counted + 1;
   const stack: Array<{ value: object; depth: number }> = [{ value: body, depth: 1 }];
-  let values = 1;
+  let values = counted + 1;
   while (stack.length) {
     const { value, depth } = stack.pop() as { value: object; depth: number };
     if (depth > limits.maxDepth) {
@@ -34,6 +35,7 @@ export function checkJsonShape(body: unknown, limits: JsonShapeLimits): void {
       if (child !== null && typeof child === 'object') stack.push({ value: child, depth: depth + 1 });
     }
   }
+  return values;
 }
 
 /** Thrown by checkJsonText; `type` tells body-parser's verify hook (and BodyParserGuard) which refusal it is. */
@@ -54,27 +56,63 @@ export class JsonShapeError extends Error {
  * within one of checkJsonShape's count per container.
  */
 export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
-  let depth = 0;
-  let values = 1;
-  let inString = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i];
-    if (inString) {
-      if (c === 0x5c)
-        i += 1; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-      continue;
-    }
-    if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      depth += 1;
-      if (depth > limits.maxDepth) throw new JsonShapeError('entity.too.deep', `The request body is nested deeper than ${limits.maxDepth} levels`);
-      values += 1;
-      if (values > limits.maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${limits.maxValues} values`);
-    } else if (c === 0x5d || c === 0x7d) depth -= 1;
-    else if (c === 0x2c) {
-      values += 1;
-      if (values > limits.maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${limits.maxValues} values`);
+  new JsonTextScanner(limits).scan(text, 0, text.length);
+}
+
+/**
+ * checkJsonText's pass, resumable: `scan` covers the bytes from where the last call stopped up to `to`,
+ * so that a large body can be checked in time slices. With `recordTopLevel` it also notes where a
+ * top-level array's elements are separated (`topLevelCommas`) and where it closes (`closedAt`), so that
+ * the array can be parsed a group of elements at a time (see sliced-json.ts).
+ */
+export class JsonTextScanner {
+  private depth = 0;
+  private values = 1;
+  private inString = false;
+  private next = 0;
+  /** Offsets of the commas between the top-level array's elements (depth 1, outside strings). */
+  readonly topLevelCommas: number[] = [];
+  /** Offset of the bracket that first brought the depth back to 0; -1 while it has not. */
+  closedAt = -1;
+
+  constructor(
+    private readonly limits: JsonShapeLimits,
+    private readonly recordTopLevel = false,
+  ) {}
+
+  scan(text: Uint8Array, from: number, to: number): void {
+    const { maxDepth, maxValues } = this.limits;
+    let { depth, values, inString } = this;
+    let i = Math.max(from, this.next);
+    try {
+      for (; i < to; i += 1) {
+        const c = text[i];
+        if (inString) {
+          if (c === 0x5c)
+            i += 1; // backslash: skip the escaped character
+          else if (c === 0x22) inString = false;
+          continue;
+        }
+        if (c === 0x22) inString = true;
+        else if (c === 0x5b || c === 0x7b) {
+          depth += 1;
+          if (depth > maxDepth) throw new JsonShapeError('entity.too.deep', `The request body is nested deeper than ${maxDepth} levels`);
+          values += 1;
+          if (values > maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${maxValues} values`);
+        } else if (c === 0x5d || c === 0x7d) {
+          depth -= 1;
+          if (depth === 0 && this.closedAt < 0) this.closedAt = i;
+        } else if (c === 0x2c) {
+          values += 1;
+          if (values > maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${maxValues} values`);
+          if (depth === 1 && this.recordTopLevel && this.closedAt < 0) this.topLevelCommas.push(i);
+        }
+      }
+    } finally {
+      this.depth = depth;
+      this.values = values;
+      this.inString = inString;
+      this.next = i;
     }
   }
 }
