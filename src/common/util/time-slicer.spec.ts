@@ -38,6 +38,35 @@ describe('TimeSlicer', () => {
   });
 });
 
+describe('TimeSlicer across bulk tasks', () => {
+  it('lets one slice of the process run per turn of the event loop, taking turns first come first served', async () => {
+    // A turn counter: one immediate per turn of the event loop.
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const slices: Array<{ task: string; turn: number }> = [];
+    const task = async (name: string) => {
+      const slicer = new TimeSlicer(1);
+      for (let i = 0; i < 5; i++) {
+        slices.push({ task: name, turn });
+        busy(2);
+        await slicer.pause();
+      }
+    };
+    await Promise.all([task('a'), task('b'), task('c')]);
+    ticking = false;
+    // (The first slice of each runs when the task starts; every later one waits for a turn of its own.)
+    const turns = slices.slice(3).map((s) => s.turn);
+    expect(new Set(turns).size).toBe(turns.length);
+    // Each task got its slices in rotation, none starved.
+    expect(slices.slice(3, 12).map((s) => s.task)).toEqual(['a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c']);
+  });
+});
+
 describe('TimeSlicer with interactive requests in flight', () => {
   afterEach(() => jest.useRealTimers());
 

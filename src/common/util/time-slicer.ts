@@ -1,6 +1,34 @@
 import { performance } from 'node:perf_hooks';
 import { foreground } from './foreground';
 
+/** Bulk work waiting for its next slice, first come first served (see nextTurn). */
+const waiting: Array<() => void> = [];
+let releasing = false;
+
+function releaseOne(): void {
+  const next = waiting.shift();
+  // The next one goes in the next turn: immediates set while immediates run wait for the next turn.
+  if (waiting.length) setImmediate(releaseOne);
+  else releasing = false;
+  next?.();
+}
+
+/**
+ * Resolves in a later turn of the event loop, after everything that was ready has run; of all the bulk
+ * work of the process waiting so, one is let go per turn, first come first served. A sync plans one
+ * segment while it writes the last, another customer's import runs, an answer is being serialised:
+ * each used to get a slice of every turn, so a turn (and every request and live event waiting for it)
+ * took as many slices as there were such tasks. Now a turn holds one slice of bulk work, whatever runs.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    if (releasing) return;
+    releasing = true;
+    setImmediate(releaseOne);
+  });
+}
+
 /**
  * Cuts a long CPU-bound loop into slices so that it never holds the event loop for long: other requests,
  * live viewers and timers run between the slices.
@@ -11,9 +39,10 @@ import { foreground } from './foreground';
  *       work(x);
  *     }
  *
- * `due()` is a clock read; `yield()` lets the event loop run everything that is ready (setImmediate),
- * then, while an interactive request is in flight (see ForegroundRequests), waits for it to be answered,
- * for at most `holdMs`; then starts a new slice.
+ * `due()` is a clock read; `yield()` lets the event loop run everything that is ready and waits for its
+ * turn among the process's bulk work (one slice per turn of the event loop, see nextTurn), then, while
+ * an interactive request is in flight (see ForegroundRequests), waits for it to be answered, for at most
+ * `holdMs`; then starts a new slice.
  */
 export class TimeSlicer {
   private sliceStart = performance.now();
@@ -28,8 +57,12 @@ export class TimeSlicer {
   }
 
   async yield(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (foreground.busy) await foreground.idle(this.holdMs);
+    await nextTurn();
+    if (foreground.busy) {
+      await foreground.idle(this.holdMs);
+      // Resumed by a timer or by a request leaving: take a turn of its own again.
+      await nextTurn();
+    }
     this.sliceStart = performance.now();
   }
 
