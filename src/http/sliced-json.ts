@@ -97,48 +97,61 @@ function parseText(text: string): unknown {
 }
 
 /**
- * Serialises `body` (an object, its values JSON as `res.json` would send them) to the bytes
- * `JSON.stringify(body)` gives, an array-valued property a group of elements at a time with `slicer`
- * pausing between groups; and the weak ETag Express would give them.
+ * The UTF-8 bytes of `JSON.stringify(value)`, as chunks of about GROUP_BYTES, built in time slices: a
+ * top-level array, or an array-valued property of a top-level object, a group of elements at a time
+ * with `slicer` pausing between groups. (Anything else, and a value with its own toJSON, in one call.)
  */
-export async function stringifyInSlices(body: Record<string, unknown>, slicer: TimeSlicer): Promise<{ bytes: Buffer; etag: string }> {
-  const parts: Buffer[] = [];
-  const hash = createHash('sha1');
-  let length = 0;
+export async function jsonChunksInSlices(value: unknown, slicer: TimeSlicer): Promise<Buffer[]> {
+  const chunks: Buffer[] = [];
   let pending = '';
-  const flush = () => {
-    const chunk = Buffer.from(pending);
-    pending = '';
-    parts.push(chunk);
-    hash.update(chunk);
-    length += chunk.length;
-  };
   const emit = (text: string) => {
     pending += text;
-    if (pending.length >= GROUP_BYTES) flush();
+    if (pending.length < GROUP_BYTES) return;
+    chunks.push(Buffer.from(pending));
+    pending = '';
   };
-  let comma = '';
-  emit('{');
-  for (const [key, value] of Object.entries(body)) {
-    if (!Array.isArray(value)) {
-      const text = JSON.stringify(value);
-      if (text === undefined) continue; // undefined, a function: JSON.stringify leaves the key out
-      emit(`${comma}${JSON.stringify(key)}:${text}`);
-    } else {
-      emit(`${comma}${JSON.stringify(key)}:[`);
-      for (let i = 0; i < value.length; i += GROUP_ELEMENTS) {
-        const group = JSON.stringify(value.slice(i, i + GROUP_ELEMENTS));
-        emit(`${i ? ',' : ''}${group.slice(1, -1)}`);
-        await slicer.pause();
-      }
-      emit(']');
+  const array = async (items: unknown[]) => {
+    emit('[');
+    for (let i = 0; i < items.length; i += GROUP_ELEMENTS) {
+      emit(`${i ? ',' : ''}${JSON.stringify(items.slice(i, i + GROUP_ELEMENTS)).slice(1, -1)}`);
+      await slicer.pause();
     }
-    comma = ',';
+    emit(']');
+  };
+  const hasToJson = (v: object) => typeof (v as { toJSON?: unknown }).toJSON === 'function';
+  if (Array.isArray(value)) await array(value);
+  else if (value === null || typeof value !== 'object' || hasToJson(value)) emit(JSON.stringify(value) ?? '');
+  else {
+    let comma = '';
+    emit('{');
+    for (const [key, item] of Object.entries(value)) {
+      if (Array.isArray(item)) {
+        emit(`${comma}${JSON.stringify(key)}:`);
+        await array(item);
+      } else {
+        const text = JSON.stringify(item);
+        if (text === undefined) continue; // undefined, a function: JSON.stringify leaves the key out
+        emit(`${comma}${JSON.stringify(key)}:${text}`);
+      }
+      comma = ',';
+    }
+    emit('}');
   }
-  emit('}');
-  flush();
-  const bytes = Buffer.concat(parts, length);
-  return { bytes, etag: `W/"${length.toString(16)}-${hash.digest('base64').substring(0, 27)}"` };
+  if (pending) chunks.push(Buffer.from(pending));
+  return chunks;
+}
+
+/**
+ * Serialises `body` (an object, its values JSON as `res.json` would send them) to the bytes
+ * `JSON.stringify(body)` gives, in time slices (jsonChunksInSlices); and the weak ETag Express would
+ * give them.
+ */
+export async function stringifyInSlices(body: Record<string, unknown>, slicer: TimeSlicer): Promise<{ bytes: Buffer; etag: string }> {
+  const chunks = await jsonChunksInSlices(body, slicer);
+  const hash = createHash('sha1');
+  for (const chunk of chunks) hash.update(chunk);
+  const bytes = Buffer.concat(chunks);
+  return { bytes, etag: `W/"${bytes.length.toString(16)}-${hash.digest('base64').substring(0, 27)}"` };
 }
 
 /**
