@@ -63,6 +63,11 @@ export function buildDataSourceOptions(config: AppConfig, entities: EntityList, 
     prepareDatabase: (handle: { pragma(source: string): unknown }) => {
       handle.pragma('foreign_keys = ON');
       handle.pragma('synchronous = NORMAL');
+      // Statement journals (every multi-row INSERT or UPDATE inside a transaction keeps one, so that the
+      // statement alone can be undone) in memory rather than in a temporary file: a 100,000-row bulk
+      // insert made 514,000 pwrite calls with them on disk, 118,000 without, and took 9% less time.
+      // What else goes to temporary storage here is small: the queries sort by indexes or under a LIMIT.
+      handle.pragma('temp_store = MEMORY');
       // How long a statement waits for another connection's write lock (SQLITE_BUSY, then 503).
       handle.pragma(`busy_timeout = ${db.lockTimeoutMs}`);
     },
