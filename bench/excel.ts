@@ -4,8 +4,8 @@
  * on SQLite and on MariaDB; prints rows per second for each run and the server's peak RSS. For
  * reference it then sends the same 10,000 changes once more as a JSON POST /sync (same writer, no
  * spreadsheet to read): the difference is the cost of reading the file. Before measuring, one
- * upload of 1,000 other rows warms the server up (exceljs is loaded on the first spreadsheet, ~0.2 s once per
- * process, and the validation worker starts on the first large batch).
+ * upload of 1,000 other rows warms the server up (JIT, statement caches; the validation worker starts on
+ * the first large batch).
  * Last, the fairness probe: --probe-calls (default 5) sheets of 10,000 more new goods each, then of their
  * changes, each uploaded while another customer reads its list page over and over (bench/support.ts
  * measureFairness): that customer's list p50/p99/max and the server's longest event-loop stall during

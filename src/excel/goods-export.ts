@@ -109,7 +109,7 @@ async function readerCaughtUp(buffers: XlsxBuffers): Promise<void> {
  * the stream with that error (the client sees a broken transfer, never a complete-looking file).
  */
 export async function xlsxExport(pages: GoodsPages): Promise<Readable> {
-  // Loaded on first use, as for the template. No styles (bold header, number formats): exceljs resolves a
+  // Loaded at start, as for the template. No styles (bold header, number formats): exceljs resolves a
   // style for every cell, which doubles the CPU an export costs; no shared strings: their table would
   // hold every distinct text of the catalog in memory.
   const { stream } = await import('exceljs');

@@ -19,7 +19,8 @@ const HEADER_FILL: ExcelJS.Fill = { type: 'pattern', pattern: 'solid', fgColor: 
  * the first sheet is imported, so the example never becomes data.
  */
 export async function buildGoodsTemplate(notes: TemplateNotes): Promise<Buffer> {
-  // Loaded on first use: a node that serves no spreadsheet never pays exceljs's memory.
+  // Already loaded when the service started (ExcelService.onModuleInit); imported here too so that this
+  // module stands on its own (the sheet worker, the unit specs).
   const { Workbook } = await import('exceljs');
   const workbook = new Workbook();
   workbook.creator = 'livegoods';

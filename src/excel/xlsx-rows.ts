@@ -150,7 +150,7 @@ function rangeOf(ref: string): Omit<HyperlinkRange, 'target'> | undefined {
  * before exceljs sees a byte), then its hyperlinks. Every step is bounded by the guard.
  */
 export async function* readXlsxRows(upload: Buffer | string, limits: ArchiveLimits, guard: ReadGuard): AsyncGenerator<RawSheetEvent> {
-  // Loaded on first use (see buildGoodsTemplate).
+  // Loaded at start on the main thread (see buildGoodsTemplate); on first use in the sheet worker.
   const excel = await import('exceljs');
   const archive = await XlsxArchive.open(upload, limits);
   const source = archive.stream(() => guard.breathe());
