@@ -59,32 +59,31 @@ export async function parseJsonInSlices(body: Buffer, limits: JsonShapeLimits, s
   const close = scanner.closedAt;
   if (close < 0) throw new JsonSyntaxError('Unexpected end of JSON input');
   for (let i = close + 1; i < body.length; i += 1) if (!isSpace(body[i])) throw new JsonSyntaxError('Unexpected non-whitespace character after JSON');
+  // (The scanner notes no comma after the array has closed.)
   const commas = scanner.topLevelCommas;
   const result: unknown[] = [];
+  // `[]` (or `[ ]`) has no element; an empty element anywhere else is refused by JSON.parse.
+  if (!commas.length && body.subarray(first + 1, close).every(isSpace)) return result;
   let counted = 0;
   let start = first + 1;
   let next = 0;
   while (start <= close) {
     // A group: whole elements up to about GROUP_BYTES, ending before a top-level comma or at `]`.
     let end = close;
-    while (next < commas.length && commas[next] < close) {
-      const comma = commas[next];
-      next += 1;
+    while (next < commas.length) {
+      const comma = commas[next++];
       if (comma - start >= GROUP_BYTES) {
         end = comma;
         break;
       }
     }
-    const text = body.toString('utf8', start, end);
-    // `[]` (or `[ ]`) has no element; an empty element anywhere else is refused by JSON.parse.
-    if (start === first + 1 && end === close && !commas.length && /^[ \t\n\r]*$/.test(text)) break;
-    const part = parseText(`[${text}]`) as unknown[];
-    counted = checkJsonShape(part, limits, counted > 0 ? counted - 1 : 0);
+    const part = parseText(`[${body.toString('utf8', start, end)}]`) as unknown[];
+    // The values of the groups so far, the array itself counted once.
+    counted = checkJsonShape(part, limits, Math.max(0, counted - 1));
     for (const element of part) result.push(element);
     start = end + 1;
     await slicer.pause();
   }
-  if (!result.length) checkJsonShape(result, limits);
   return result;
 }
 
