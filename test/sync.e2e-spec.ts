@@ -1,3 +1,4 @@
+import { buildSearchText, keyHash } from '../src/goods/goods-keys';
 import { describeEngines, TestApp, TestCustomer } from './support/test-app';
 
 type Row = Record<string, unknown> & { row: number; status: string; message: string | null; id?: number };
@@ -186,6 +187,67 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect((await bySku(c, 'SKU-a')).status).toBe(404);
     expect((await bySku(c, 'SKU-c')).status).toBe(404);
     expect(await rowCount(ctx(), c)).toBe(3);
+  });
+
+  it('every stored column follows an update, whichever fields it changes (a price, the name, a key), and search finds the new text only', async () => {
+    const c = await ctx().createCustomer();
+    const names = ['p', 'n', 'b', 'u', 's', 'm'];
+    await syncOk(
+      c,
+      names.map((n) => goodsItem(n, { brand: `Brand ${n}`, originalPrice: 10 })),
+    );
+    const env = await syncOk(c, [
+      { sku: 'SKU-p', originalPrice: 12.5 },
+      { sku: 'SKU-n', name: 'Zebra lamp' },
+      { sku: 'SKU-b', brand: 'Quokka' },
+      { sku: 'SKU-u', url: 'https://shop.example.com/goods/u2' },
+      { url: 'https://shop.example.com/goods/s', sku: 'SKU-s2' },
+      { sku: 'SKU-m', name: 'Marmot', url: 'https://shop.example.com/goods/m2', originalPrice: 7 },
+    ]);
+    expect(env.updateCount).toBe(6);
+    const rows: Array<Record<string, unknown>> = await ctx().dataSource.query(
+      'SELECT name, brand, url, urlHash, sku, skuHash, searchText, originalPrice FROM goods WHERE customerId = ? ORDER BY id',
+      [c.id],
+    );
+    const expected = [
+      { name: 'Item p', brand: 'Brand p', url: 'https://shop.example.com/goods/p', sku: 'SKU-p', price: 12.5 },
+      { name: 'Zebra lamp', brand: 'Brand n', url: 'https://shop.example.com/goods/n', sku: 'SKU-n', price: 10 },
+      { name: 'Item b', brand: 'Quokka', url: 'https://shop.example.com/goods/b', sku: 'SKU-b', price: 10 },
+      { name: 'Item u', brand: 'Brand u', url: 'https://shop.example.com/goods/u2', sku: 'SKU-u', price: 10 },
+      { name: 'Item s', brand: 'Brand s', url: 'https://shop.example.com/goods/s', sku: 'SKU-s2', price: 10 },
+      { name: 'Marmot', brand: 'Brand m', url: 'https://shop.example.com/goods/m2', sku: 'SKU-m', price: 7 },
+    ];
+    expect(rows.map((r) => ({ ...r, originalPrice: Number(r.originalPrice) }))).toEqual(
+      expected.map((e) => ({
+        name: e.name,
+        brand: e.brand,
+        url: e.url,
+        urlHash: keyHash(e.url),
+        sku: e.sku,
+        skuHash: keyHash(e.sku),
+        searchText: buildSearchText(e.name, e.brand, e.sku),
+        originalPrice: e.price,
+      })),
+    );
+    const search = async (keyword: string) =>
+      (await ctx().http.get(`/v1/goods/${c.accessKey}`).query({ searchKeyword: keyword }).set('Authorization', c.auth()).expect(200)).body as {
+        totalCount: number;
+        results: Array<{ sku: string }>;
+      };
+    for (const [keyword, skus] of [
+      ['zebra', ['SKU-n']],
+      ['item n', []],
+      ['quokka', ['SKU-b']],
+      ['brand b', []],
+      ['sku-s2', ['SKU-s2']],
+      ['marmot', ['SKU-m']],
+      ['item m', []],
+    ] as const) {
+      const found = await search(keyword);
+      expect([keyword, found.totalCount, found.results.map((g) => g.sku)]).toEqual([keyword, skus.length, skus]);
+    }
+    expect((await bySku(c, 'SKU-s')).status).toBe(404);
+    expect(await stored(c, 'SKU-u')).toMatchObject({ url: 'https://shop.example.com/goods/u2' });
   });
 
   it('an unknown id fails with a not-found message and echoes the submitted fields', async () => {

@@ -54,8 +54,8 @@ const WRITE_ROWS = { mysql: { insert: 400, update: 200 }, sqlite: { insert: 100,
 const SEGMENT = 1000;
 /** Segments handed to the validator beyond the one being planned. */
 const VALIDATE_AHEAD = 2;
-/** Elements whose skus and urls one look-up query carries (two keys each). */
-const KEYS_CHUNK = 200;
+/** Keys (sku or url hashes) one look-up query carries. */
+const KEYS_CHUNK = 400;
 /** Transactions a batch may start after losing a unique-key race to a concurrent writer. */
 const ATTEMPTS = 3;
 /**
@@ -80,6 +80,14 @@ const UPDATED_COLUMNS = [
   'searchText',
   'updatedAt',
 ] as const;
+type UpdatedColumn = (typeof UPDATED_COLUMNS)[number];
+/** The columns of the unique keys, and what they are derived from. */
+const KEY_COLUMNS: ReadonlySet<UpdatedColumn> = new Set(['url', 'urlHash', 'sku', 'skuHash']);
+
+/** The columns an update sets: all but the keys if they did not change, and the search text likewise. */
+function updatedColumns(keysChanged: boolean, searchChanged: boolean): UpdatedColumn[] {
+  return UPDATED_COLUMNS.filter((c) => (keysChanged || !KEY_COLUMNS.has(c)) && (searchChanged || c !== 'searchText'));
+}
 
 interface Item {
   goods: Goods;
@@ -99,7 +107,10 @@ interface Item {
   /** A new item whose row has been inserted (a later segment updates it by id). */
   inserted?: boolean;
   dirty: boolean;
+  /** Since its last write: its sku or url changed (their unique index entries must be rewritten). */
   keysChanged: boolean;
+  /** Since its last write: its searchText changed (its search index entry must be rewritten). */
+  searchChanged: boolean;
 }
 
 interface Outcome {
@@ -329,6 +340,7 @@ export class GoodsBatchWriter {
         isNew: false,
         dirty: false,
         keysChanged: false,
+        searchChanged: false,
       };
       byId.set(goods.id, item);
       bySku.set(goods.skuHash, item);
@@ -389,6 +401,7 @@ export class GoodsBatchWriter {
         isNew: true,
         dirty: true,
         keysChanged: false,
+        searchChanged: false,
       };
       bySku.set(item.goods.skuHash, item);
       byUrl.set(item.goods.urlHash, item);
@@ -414,6 +427,7 @@ export class GoodsBatchWriter {
         byUrl.set(next.urlHash, target);
         target.keysChanged = true;
       }
+      if (next.searchText !== target.goods.searchText) target.searchChanged = true;
       next.updatedAt = now;
       target.goods = next;
       target.dirty = true;
@@ -429,8 +443,8 @@ export class GoodsBatchWriter {
 
   /**
    * The stored items these elements name by id, sku or url that the batch has not met yet: one query per
-   * 200 elements finds the rows holding their skus or urls (through the two unique indexes), one more
-   * per 400 ids the rows named by an id only. What the batch already holds in memory wins over what
+   * 400 skus, then one per 400 urls those did not find a holder for (through the two unique indexes),
+   * then one per 400 ids the rows named by an id only. What the batch already holds in memory wins over what
    * the database says (its own statements may still be on their way there).
    */
   private async loadTouched(em: EntityManager, state: PlanState, writes: GoodsWrite[], slicer: TimeSlicer): Promise<Goods[]> {
@@ -440,23 +454,23 @@ export class GoodsBatchWriter {
       for (const g of hydrateRows(em, Goods, raw)) if (!byId.has(g.id)) found.set(g.id, g);
     };
     const inList = (n: number) => `(${Array.from({ length: n }, () => '?').join(', ')})`;
-    const lookups: Array<[string, unknown[]]> = [];
-    for (let i = 0; i < writes.length; i += KEYS_CHUNK) {
-      const skus: string[] = [];
-      const urls: string[] = [];
-      for (const w of writes.slice(i, i + KEYS_CHUNK)) {
-        if (w.sku !== undefined && !bySku.has(hashOf(w.sku))) skus.push(hashOf(w.sku));
-        if (w.url !== undefined && !byUrl.has(hashOf(w.url))) urls.push(hashOf(w.url));
-      }
-      // UNION ALL of two look-ups, each through its unique index (an OR may lead a planner to scan the
-      // customer's whole catalog instead); a row found twice is kept once.
-      const parts = [
-        ...(skus.length ? [`SELECT * FROM goods WHERE customerId = ? AND skuHash IN ${inList(skus.length)}`] : []),
-        ...(urls.length ? [`SELECT * FROM goods WHERE customerId = ? AND urlHash IN ${inList(urls.length)}`] : []),
-      ];
-      if (parts.length) lookups.push([parts.join(' UNION ALL '), [...(skus.length ? [tenant.id, ...skus] : []), ...(urls.length ? [tenant.id, ...urls] : [])]]);
+    const byKey = (column: 'skuHash' | 'urlHash') => (chunk: string[]) =>
+      em.query(`SELECT * FROM goods WHERE customerId = ? AND ${column} IN ${inList(chunk.length)}`, [tenant.id, ...chunk]);
+    // The skus first, then only the urls whose holder those did not bring: an element naming both keys
+    // of a stored item (every update of a full row) finds it by its sku alone, and a url has one holder.
+    // (Each look-up goes through its unique index; an OR may lead a planner to scan the whole catalog.)
+    const skus = new Set<string>();
+    for (const w of writes) if (w.sku !== undefined && !bySku.has(hashOf(w.sku))) skus.add(hashOf(w.sku));
+    await pipelined(em, chunked([...skus], KEYS_CHUNK), byKey('skuHash'), keep, slicer);
+    const held = new Set<string>();
+    for (const g of found.values()) held.add(g.urlHash);
+    const urls = new Set<string>();
+    for (const w of writes) {
+      if (w.url === undefined) continue;
+      const hash = hashOf(w.url);
+      if (!byUrl.has(hash) && !held.has(hash)) urls.add(hash);
     }
-    await pipelined(em, lookups, ([sql, params]) => em.query(sql, params), keep, slicer);
+    await pipelined(em, chunked([...urls], KEYS_CHUNK), byKey('urlHash'), keep, slicer);
     const ids = [...new Set(writes.flatMap((w) => (w.id !== undefined && !found.has(w.id) && !byId.has(w.id) ? [w.id] : [])))];
     await pipelined(
       em,
@@ -483,7 +497,17 @@ export class GoodsBatchWriter {
   ): Promise<Media[]> {
     const { tenant } = state;
     const inserting = items.filter((i) => i.isNew && !i.inserted);
-    const updates = items.filter((i) => i.dirty && !(i.isNew && !i.inserted)).map((i) => i.goods);
+    // Rows to update, grouped by the columns they need: a key or the search text that did not change is
+    // left out of the statement, so that its index entry is not rewritten (SQLite rewrites the entries of
+    // every indexed column a statement sets, changed or not).
+    const updates = new Map<string, { columns: UpdatedColumn[]; rows: Goods[] }>();
+    for (const item of items) {
+      if (!item.dirty || (item.isNew && !item.inserted)) continue;
+      const key = `${item.keysChanged ? 'k' : ''}${item.searchChanged ? 's' : ''}`;
+      let group = updates.get(key);
+      if (!group) updates.set(key, (group = { columns: updatedColumns(item.keysChanged, item.searchChanged), rows: [] }));
+      group.rows.push(item.goods);
+    }
     const inserts = inserting.map((i) => i.goods);
     // Keys may move between items inside one batch (even swap); park the moving ones on unique
     // placeholders first so that no intermediate state breaks the unique indexes.
@@ -494,9 +518,10 @@ export class GoodsBatchWriter {
     for (const item of items) {
       item.dirty = false;
       item.keysChanged = false;
+      item.searchChanged = false;
       item.mediaMentioned = false;
     }
-    if (updates.length || inserts.length) state.changed = true;
+    if (updates.size || inserts.length) state.changed = true;
     const { insert: INSERT_CHUNK, update: UPDATE_CHUNK } = WRITE_ROWS[this.transactions.isMysql ? 'mysql' : 'sqlite'];
 
     await pipelined(
@@ -508,8 +533,8 @@ export class GoodsBatchWriter {
     );
     await pipelined(
       em,
-      chunked(updates, UPDATE_CHUNK),
-      (rows) => this.updateRows(em, tenant, rows, UPDATED_COLUMNS),
+      [...updates.values()].flatMap(({ columns, rows }) => chunked(rows, UPDATE_CHUNK).map((chunk) => ({ columns, rows: chunk }))),
+      ({ columns, rows }) => this.updateRows(em, tenant, rows, columns),
       () => undefined,
       slicer,
     );
@@ -567,7 +592,7 @@ export class GoodsBatchWriter {
     return released;
   }
 
-  private async updateRows(em: EntityManager, tenant: Tenant, rows: Goods[], columns: ReadonlyArray<(typeof UPDATED_COLUMNS)[number]>): Promise<void> {
+  private async updateRows(em: EntityManager, tenant: Tenant, rows: Goods[], columns: readonly UpdatedColumn[]): Promise<void> {
     await updateRowsById(em, Goods, rows, columns, { property: 'customerId', value: tenant.id });
   }
 
