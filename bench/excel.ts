@@ -4,8 +4,8 @@
  * on SQLite and on MariaDB; prints rows per second for each run and the server's peak RSS. For
  * reference it then sends the same 10,000 changes once more as a JSON POST /sync (same writer, no
  * spreadsheet to read): the difference is the cost of reading the file. Before measuring, one
- * upload of 1,000 other rows warms the server up (JIT, statement caches; the validation worker starts on
- * the first large batch).
+ * upload of 2,000 other rows warms the server up (JIT, statement caches; the validation worker starts on
+ * the first batch of more than one segment).
  * Last, the fairness probe: --probe-calls (default 5) sheets of 10,000 more new goods each, then of their
  * changes, each uploaded while another customer reads its list page over and over (bench/support.ts
  * measureFairness): that customer's list p50/p99/max and the server's longest event-loop stall during
@@ -52,10 +52,11 @@ async function uploadOnce(baseUrl: string, accessKey: string, auth: string, file
 
 async function warmUp(baseUrl: string, accessKey: string, auth: string): Promise<void> {
   const book = new ExcelJS.Workbook();
-  // 1,000 rows: enough to start the validation worker too (batches of 500 and more use it).
+  // 2,000 rows: enough to start the validation worker too (a bulk write validates its first segment of
+  // 1,000 elements on the main thread, and hands the next ones to the worker).
   book
     .addWorksheet('Goods')
-    .addRows([['sku', 'url', 'name'], ...Array.from({ length: 1000 }, (_, i) => [`WARM-UP-${i}`, `https://shop.example.com/warm-up/${i}`, `Warm-up ${i}`])]);
+    .addRows([['sku', 'url', 'name'], ...Array.from({ length: 2000 }, (_, i) => [`WARM-UP-${i}`, `https://shop.example.com/warm-up/${i}`, `Warm-up ${i}`])]);
   const form = new FormData();
   form.append('file', new Blob([Buffer.from(await book.xlsx.writeBuffer())]), 'warm-up.xlsx');
   const res = await fetch(`${baseUrl}/v1/goods/${accessKey}/excel`, { method: 'POST', headers: { authorization: auth }, body: form });
