@@ -502,6 +502,31 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await rowCount(ctx(), c)).toBe(3 + 2592);
   });
 
+  it('an item created in one segment is the same item in every later one, whichever key names it (its old keys are free)', async () => {
+    const c = await ctx().createCustomer();
+    const body: Array<Record<string, unknown>> = Array.from({ length: 3000 }, (_, i) => goodsItem(`G${i + 1}`));
+    const at = (row: number, element: Record<string, unknown>) => (body[row - 1] = element);
+    at(1, goodsItem('C', { name: 'C1' })); // created in the first segment
+    at(1500, { url: 'https://shop.example.com/goods/C', sku: 'SKU-C2', name: 'C2' }); // its sku moves, second segment
+    at(2500, goodsItem('C', { url: 'https://shop.example.com/goods/C-new', name: 'Another C' })); // the old sku is free: a new item
+    at(2600, { sku: 'SKU-C2', name: 'C3' }); // the first item again, by its new sku
+    at(2700, { url: 'https://shop.example.com/goods/C', brand: 'by url' }); // and by its url
+    const env = await syncOk(c, body);
+    const row = (n: number) => env.results[n - 1];
+    expect(env).toMatchObject({ createCount: 2997, updateCount: 3, failCount: 0 });
+    const first = row(1).id;
+    expect([row(1500), row(2600), row(2700)].map((r) => [r.status, r.id])).toEqual([
+      ['UPDATE', first],
+      ['UPDATE', first],
+      ['UPDATE', first],
+    ]);
+    expect(row(2500)).toMatchObject({ status: 'CREATE', sku: 'SKU-C', name: 'Another C' });
+    expect(row(2500).id).not.toBe(first);
+    expect(await stored(c, 'SKU-C2')).toMatchObject({ id: first, name: 'C3', brand: 'by url', url: 'https://shop.example.com/goods/C' });
+    expect(await stored(c, 'SKU-C')).toMatchObject({ id: row(2500).id, name: 'Another C', url: 'https://shop.example.com/goods/C-new' });
+    expect(await rowCount(ctx(), c)).toBe(2997);
+  });
+
   it('keeps decimal prices exactly (19.99, 1234567.8901, numeric text, the 1e12 maximum)', async () => {
     const c = await ctx().createCustomer();
     const env = await syncOk(c, [
