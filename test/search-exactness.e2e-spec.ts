@@ -12,7 +12,8 @@ import { describeEngines } from './support/test-app';
  * exactly what `INSTR(searchText, ?) > 0` gives on the database (the same totalCount and ids), on both
  * engines, for keywords where the two could part: case and accents, `ß`/`ss` (equal on MariaDB when their
  * byte lengths agree), Hangul syllables, `\n` and the name/brand boundary, digits, supplementary
- * characters; and after writes on this node or on another one, where a stale corpus would show.
+ * characters; and after writes on this node (which patch the corpus) or on another one (whose writes
+ * send it back to a reload), where a stale corpus would show.
  */
 
 const NAMES = [
@@ -220,13 +221,26 @@ describeEngines('keyword search in memory matches INSTR on the database', __file
         .set('Authorization', c.auth())
         .send({ name: 'Neue Straße', brand: 'Acme', sku: 'NEW-1', url: 'https://shop.example.com/new' }),
     );
-    // Right after the writes: the corpus is stale, so these are scanned until it is reloaded.
-    await compareAll(false);
-
-    // Another sync; once the corpus is reloaded, every keyword from memory again.
-    await sync(catalog(40, ' 가 e'));
-    await untilCorpusUsed(t.app, search);
+    // Right after the writes, still from memory: each write on this node patched the corpus it had
+    // loaded (the renamed item's new text, the deleted id, the synced texts, the new item).
     await compareAll(true);
+
+    // A batch over the bound of items a corpus keeps patched (2,000 for a small catalog): the corpus is
+    // left behind, keywords are scanned until it is reloaded, and then come from memory again.
+    await sync(catalog(2100, ' 가 e'));
+    const stale = await memorySearches(t.app);
+    expect(await search('strasse')).toEqual(await viaInstr(t.dataSource, c.id, 'strasse'));
+    // The first search after it is scanned (and starts the reload, which may be done by the next ones).
+    expect(await memorySearches(t.app)).toBe(stale);
+    for (const keyword of ['가', 'zzz-none']) {
+      expect({ keyword, ...(await search(keyword)) }).toEqual({ keyword, ...(await viaInstr(t.dataSource, c.id, keyword)) });
+    }
+    await untilCorpusUsed(t.app, search);
+    for (const keyword of ['straß', '가 e', 'Maße', 'café', 'ae']) {
+      const before = await memorySearches(t.app);
+      expect({ keyword, ...(await search(keyword)) }).toEqual({ keyword, ...(await viaInstr(t.dataSource, c.id, keyword)) });
+      expect({ keyword, memory: (await memorySearches(t.app)) - before }).toEqual({ keyword, memory: 1 });
+    }
   });
 });
 

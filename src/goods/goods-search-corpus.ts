@@ -14,6 +14,26 @@ const RELOAD_SPACING = 4;
 const SEPARATOR = '\u0000';
 /** The one collation whose INSTR the in-memory match reproduces (MariaDB's UCA 4.0.0, primary level). */
 const FOLDED_COLLATION = 'utf8mb4_unicode_ci';
+/**
+ * The most items a corpus keeps patched over its load (see GoodsSearchCorpus#patch): a tenth of the items
+ * loaded, at least 2,000 and at most 50,000 (each search also passes over them). Past it the corpus is
+ * reloaded as after a write on another node.
+ */
+const maxPatched = (loaded: number) => Math.min(50_000, Math.max(2_000, Math.floor(loaded / 10)));
+
+/** An item as a write on this node left it, over the loaded corpus: its search text (and its weights on MariaDB). */
+interface PatchedItem {
+  text: string;
+  folded?: string;
+}
+
+/** What one patched item costs in memory, roughly: two bytes a code unit, and the map's entry. */
+const patchedBytes = (item: PatchedItem | null | undefined) => (item ? 2 * (item.text.length + (item.folded?.length ?? 0)) : 0) + 64;
+/** A search finding the corpus behind waits for the steps on their way this long at most, if this node wrote within RECENT_WRITE_MS. */
+const CATCH_UP_MS = 20;
+const RECENT_WRITE_MS = 1000;
+/** The most items all kept steps of one customer hold (the oldest go first). */
+const MAX_STEP_ITEMS = 50_000;
 
 /**
  * One customer's searchable text at one catalog version: the ids ascending, the searchTexts joined by
@@ -29,7 +49,14 @@ interface Corpus {
   foldedStarts?: Int32Array;
   /** The pairs of the searched string: `folded` on MariaDB, `text` on SQLite. */
   pairs: PairIndex;
+  /** What the corpus costs, the patched items included. */
   bytes: number;
+  /**
+   * Items written on this node since the load (by id): their text now, null once deleted. They take the
+   * place of the loaded item of the same id, if any. A patched corpus is a new object, so that a search
+   * under way keeps reading the one it started with.
+   */
+  patched?: ReadonlyMap<number, PatchedItem | null>;
 }
 
 /** UTF-8 length of one code point. */
@@ -92,6 +119,12 @@ class CollationWeights {
     }
   }
 
+  /** Whether every character of the text has been learnt (fold would give its weights). */
+  knows(text: string): boolean {
+    for (const ch of text) if (!this.weights.has(ch.codePointAt(0) as number)) return false;
+    return true;
+  }
+
   /** The weights of a text whose characters are all learnt. */
   fold(text: string): string {
     const parts: string[] = [];
@@ -135,8 +168,16 @@ function supported(folded: string): boolean {
 
 interface LoadState {
   loading?: Promise<void>;
+  /** The catalog version the load under way started at (the steps after it are kept for it). */
+  loadingFrom?: number;
   lastLoadMs: number;
   finishedAt: number;
+}
+
+/** What one goods write transaction on this node changed in the searchable texts (see GoodsSearchCorpus#patch). */
+interface Step {
+  written: Array<{ id: number; searchText: string }>;
+  deleted: number[];
 }
 
 /**
@@ -165,6 +206,11 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
   private readonly logger = new Logger(GoodsSearchCorpus.name);
   private readonly corpora = new Map<number, Corpus>();
   private readonly states = new Map<number, LoadState>();
+  /** Per customer: when this node last told a write (see matchInMemory), and the searches waiting for the corpus to catch up. */
+  private readonly lastStepAt = new Map<number, number>();
+  private readonly waiters = new Map<number, Set<() => void>>();
+  /** Per customer, by the version each one committed: the steps of the writes on this node not yet applied or still needed by a load. */
+  private readonly steps = new Map<number, Map<number, Step>>();
   private weights?: CollationWeights | null;
   private weightsChecked?: Promise<CollationWeights | null>;
   private used = 0;
@@ -194,7 +240,12 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
   private async matchInMemory(customerId: number, keyword: string, version: number): Promise<number[] | undefined> {
     // A keyword with the separator or a lone surrogate (which the database would read as U+FFFD) is scanned.
     if (this.config.limits.searchMemoryBytes === 0 || keyword.includes(SEPARATOR) || !keyword.isWellFormed()) return undefined;
-    const corpus = this.corpora.get(customerId);
+    let corpus = this.corpora.get(customerId);
+    // Just behind while this node writes the catalog: the steps of commits this request already sees
+    // are usually on their way (commits are told after they happen, not always in order).
+    if (corpus && corpus.version < version && performance.now() - (this.lastStepAt.get(customerId) ?? -Infinity) < RECENT_WRITE_MS) {
+      corpus = await this.caughtUp(customerId, version);
+    }
     if (!corpus || corpus.version !== version) {
       this.refresh(customerId, version);
       return undefined;
@@ -226,9 +277,126 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
       for (const i of corpus.pairs.candidates(needle)) if (haystack.slice(starts[i], starts[i + 1] - 1).includes(needle)) items.push(i);
     }
     if (exact) items = items.filter(exact);
-    const ids = new Array<number>(items.length);
+    let ids = new Array<number>(items.length);
     for (let k = 0; k < items.length; k++) ids[items.length - 1 - k] = corpus.ids[items[k]];
+    const patched = corpus.patched;
+    if (patched?.size) {
+      // Written since the load: the loaded text of such an item no longer counts, its text now does.
+      ids = ids.filter((id) => !patched.has(id));
+      const bytes = Buffer.byteLength(keyword, 'utf8');
+      const weights = this.weights as CollationWeights;
+      let added = false;
+      for (const [id, item] of patched) {
+        if (!item) continue;
+        const holds = item.folded !== undefined ? item.folded.includes(needle) && weights.instr(item.text, bytes, needle) : item.text.includes(needle);
+        if (holds) {
+          ids.push(id);
+          added = true;
+        }
+      }
+      if (added) ids.sort((a, b) => b - a);
+    }
     return ids;
+  }
+
+  /**
+   * Inside a goods write transaction, after its catalog version bump: the version the transaction
+   * commits, when this node keeps a corpus of the customer or is loading one (for `patch` after the
+   * commit); null otherwise, without a query.
+   */
+  async committingVersion(em: EntityManager, customerId: number): Promise<number | null> {
+    if (!this.corpora.has(customerId) && !this.states.get(customerId)?.loading) return null;
+    return readCatalogVersion(em, customerId);
+  }
+
+  /**
+   * After the commit of a goods write transaction that took the customer's catalog to `version` (its
+   * bump, from version - 1, under the catalog's write lock): the items it inserted or whose search text
+   * it changed, and the ids it deleted. Kept as the step to `version`; a corpus at version - 1 takes it
+   * (and any later steps already kept: commits may be told out of order) and is then at `version`, so
+   * that searches after a write on this node are still answered from memory, without a reload. A load
+   * under way uses the steps too (see load). A step that never comes (a write on another node) leaves the
+   * corpus behind, to be reloaded after the next search as before; so does one that would pass the bound
+   * of patched items or the memory budget, or (MariaDB) a text with a character whose weights are not
+   * known yet.
+   */
+  patch(customerId: number, version: number | null, written: ReadonlyArray<{ id: number; searchText: string }>, deleted: readonly number[] = []): void {
+    if (version === null || this.closed) return;
+    let steps = this.steps.get(customerId);
+    if (!steps) this.steps.set(customerId, (steps = new Map<number, Step>()));
+    steps.set(version, { written: written.map(({ id, searchText }) => ({ id, searchText })), deleted: [...deleted] });
+    this.lastStepAt.set(customerId, performance.now());
+    this.advance(customerId);
+  }
+
+  /** The customer's corpus once it is at `version` or later, or after CATCH_UP_MS (whatever it is then). */
+  private caughtUp(customerId: number, version: number): Promise<Corpus | undefined> {
+    return new Promise((resolve) => {
+      let waiters = this.waiters.get(customerId);
+      if (!waiters) this.waiters.set(customerId, (waiters = new Set()));
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        if (!waiters.size && this.waiters.get(customerId) === waiters) this.waiters.delete(customerId);
+        resolve(this.corpora.get(customerId));
+      };
+      const check = () => {
+        if ((this.corpora.get(customerId)?.version ?? -1) >= version) done();
+      };
+      const timer = setTimeout(done, CATCH_UP_MS);
+      waiters.add(check);
+    });
+  }
+
+  /** Applies the kept steps that follow the customer's corpus, in order, and forgets the ones no longer needed. */
+  private advance(customerId: number): void {
+    const steps = this.steps.get(customerId) ?? new Map<number, Step>();
+    const corpus = this.corpora.get(customerId);
+    if (corpus) {
+      const next = this.stepped(corpus, steps, Infinity);
+      if (next !== corpus) {
+        this.used += next.bytes - corpus.bytes;
+        this.metrics.searchCorpusBytes.inc(next.bytes - corpus.bytes);
+        this.corpora.set(customerId, next);
+      }
+    }
+    // Kept: the steps after the corpus, or after the start of a load under way; within their bound.
+    const loadFrom = this.states.get(customerId)?.loadingFrom;
+    const keepAfter = Math.min(this.corpora.get(customerId)?.version ?? Infinity, loadFrom ?? Infinity);
+    let items = 0;
+    for (const [version, step] of [...steps].sort((a, b) => b[0] - a[0])) {
+      items += step.written.length + step.deleted.length;
+      if (version <= keepAfter || items > MAX_STEP_ITEMS) steps.delete(version);
+    }
+    if (!steps.size) this.steps.delete(customerId);
+    for (const check of [...(this.waiters.get(customerId) ?? [])]) check();
+  }
+
+  /**
+   * The corpus moved on by the kept steps that follow it, one version after the other, up to `until`:
+   * a new object (the one passed in when none applies). Stops before a step it cannot take (see patch).
+   */
+  private stepped(corpus: Corpus, steps: Map<number, Step>, until: number): Corpus {
+    const weights = corpus.folded !== undefined ? this.weights : undefined;
+    if (corpus.folded !== undefined && !weights) return corpus;
+    let current = corpus;
+    for (let step = steps.get(current.version + 1); step && current.version < until; step = steps.get(current.version + 1)) {
+      const patched = new Map(current.patched);
+      let bytes = current.bytes;
+      const put = (id: number, item: PatchedItem | null) => {
+        bytes += patchedBytes(item) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
+        patched.set(id, item);
+      };
+      for (const { id, searchText } of step.written) {
+        if (weights && !weights.knows(searchText)) return current;
+        put(id, weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText });
+      }
+      for (const id of step.deleted) put(id, null);
+      if (patched.size > maxPatched(current.ids.length)) return current;
+      if (this.used - corpus.bytes + bytes > this.config.limits.searchMemoryBytes) return current;
+      current = { ...current, version: current.version + 1, patched, bytes };
+    }
+    return current;
   }
 
   /** Starts a background load of the customer's corpus unless one runs or the last one was too recent. */
@@ -244,6 +412,7 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
       })
       .finally(() => {
         state.loading = undefined;
+        state.loadingFrom = undefined;
         state.lastLoadMs = performance.now() - started;
         state.finishedAt = performance.now();
       });
@@ -283,6 +452,8 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     const budget = this.config.limits.searchMemoryBytes;
     const version = await readCatalogVersion(em, customerId);
     if (version < expected) return;
+    const state = this.states.get(customerId);
+    if (state) state.loadingFrom = version;
     // Each page is joined at once, so that the load holds a few long strings rather than two million short ones.
     const ids: number[] = [];
     const pages = new Layout();
@@ -312,7 +483,16 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
       // Let requests run between two pages (on SQLite each query holds the event loop).
       await new Promise((resolve) => setImmediate(resolve));
     }
-    if ((await readCatalogVersion(em, customerId)) !== version || this.closed) return;
+    // Writes may have committed meanwhile: the rows read are then a mix of versions. The corpus is still
+    // exact once every write since `version` is applied over it (each step sets the final text of what it
+    // wrote, and a patched item's loaded text no longer counts): only when this node made them all, and
+    // kept their steps, is it installed.
+    const final = await readCatalogVersion(em, customerId);
+    if (this.closed) return;
+    if (final !== version) {
+      const steps = this.steps.get(customerId);
+      for (let v = version + 1; v <= final; v++) if (!steps?.has(v)) return;
+    }
 
     // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
     // one string per turn.
@@ -329,7 +509,13 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     if (bytes + 4 * searched.length > budget || !(await pause())) return;
     const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 10_000, pause);
     if (!pairs || bytes + pairs.bytes > budget) return;
-    this.install(customerId, { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes });
+    let corpus: Corpus = { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes };
+    const steps = this.steps.get(customerId);
+    if (steps) corpus = this.stepped(corpus, steps, Infinity);
+    // Not at the version read at the end (a step it could not take), or older than the corpus it would replace.
+    if (corpus.version < final || corpus.version < (this.corpora.get(customerId)?.version ?? 0)) return;
+    this.install(customerId, corpus);
+    this.advance(customerId);
   }
 
   /** Keeps the corpus, dropping the customer's previous one and then the least recently searched ones while over budget. */

@@ -11,6 +11,6 @@ import { GoodsService } from './goods.service';
   imports: [MediaModule],
   controllers: [GoodsController],
   providers: [GoodsService, GoodsListCache, GoodsSearchCorpus, GoodsDeletionHooks, GoodsChangeHooks],
-  exports: [GoodsService, GoodsDeletionHooks, GoodsChangeHooks, MediaModule],
+  exports: [GoodsService, GoodsSearchCorpus, GoodsDeletionHooks, GoodsChangeHooks, MediaModule],
 })
 export class GoodsModule {}

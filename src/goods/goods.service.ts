@@ -28,6 +28,8 @@ interface SavedGoods {
   released: Media[];
   /** The write changed what viewers of a campaign holding the item see (its summary fields or image). */
   seen?: boolean;
+  /** The catalog version the write committed, when this node's search corpus of the customer may take it. */
+  version?: number | null;
 }
 
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
@@ -127,7 +129,7 @@ export class GoodsService {
       const media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, goods.createdAt) : null;
       if (media) await this.media.insertRows(em, [media]);
       await bumpCatalogVersion(em, tenant.id);
-      return { goods, media, released: [] };
+      return { goods, media, released: [], version: await this.searchCorpus.committingVersion(em, tenant.id) };
     });
     return toGoodsResponse(saved.goods, tenant, { media: saved.media, withFileSize: true });
   }
@@ -193,8 +195,12 @@ export class GoodsService {
         media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, now) : null;
         if (media) await this.media.insertRows(em, [media]);
       }
-      if (changed.length || plan.action !== 'keep') await bumpCatalogVersion(em, tenant.id);
-      return { goods, media, released, seen: changesWhatViewersSee(changed) || plan.action !== 'keep' };
+      let version: number | null = null;
+      if (changed.length || plan.action !== 'keep') {
+        await bumpCatalogVersion(em, tenant.id);
+        version = await this.searchCorpus.committingVersion(em, tenant.id);
+      }
+      return { goods, media, released, seen: changesWhatViewersSee(changed) || plan.action !== 'keep', version };
     });
     // Campaigns holding the item tell their viewers (after commit).
     if (saved.seen) await this.changeHooks.changed(tenant, [saved.goods.id]);
@@ -206,7 +212,7 @@ export class GoodsService {
    * of those campaigns get the new goods.list.
    */
   private async remove(tenant: Tenant, locator: GoodsLocator, expectedId?: number): Promise<void> {
-    const { released, afterCommit } = await this.transactions.run(async (em) => {
+    const { released, afterCommit, id, version } = await this.transactions.run(async (em) => {
       await lockCatalog(em, tenant.id);
       const goods = await this.locate(tenant, locator, em);
       if (expectedId !== undefined && goods.id !== expectedId) {
@@ -217,8 +223,9 @@ export class GoodsService {
       const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
       await bumpCatalogVersion(em, tenant.id);
-      return { released: media, afterCommit };
+      return { released: media, afterCommit, id: goods.id, version: await this.searchCorpus.committingVersion(em, tenant.id) };
     });
+    this.searchCorpus.patch(tenant.id, version, [], [id]);
     for (const done of afterCommit) done();
     await this.media.releaseFiles(released);
   }
@@ -248,6 +255,8 @@ export class GoodsService {
       if (goods) await this.assertKeysFree(this.transactions.manager, tenant, goods);
       throw ApiException.conflict('sku or url is already used by another goods item');
     }
+    // Searches on this node keep matching in memory: the corpus takes the item as written.
+    if (saved.version != null) this.searchCorpus.patch(tenant.id, saved.version, [saved.goods]);
     await this.media.releaseFiles(saved.released);
     return saved;
   }

@@ -9,6 +9,7 @@ import { GoodsResponse, toGoodsResponse } from '../goods/dto/goods-response.dto'
 import { Goods } from '../goods/entities/goods.entity';
 import { changesWhatViewersSee, GoodsChangeHooks } from '../goods/goods-changes';
 import { memoizedKeyHash } from '../goods/goods-keys';
+import { GoodsSearchCorpus } from '../goods/goods-search-corpus';
 import { bumpCatalogVersion, lockCatalog } from '../goods/goods-list-cache';
 import { toMediaResponse } from '../media/dto/media-response.dto';
 import { Media } from '../media/entities/media.entity';
@@ -111,6 +112,8 @@ interface Item {
   keysChanged: boolean;
   /** Since its last write: its searchText changed (its search index entry must be rewritten). */
   searchChanged: boolean;
+  /** Some write of this batch changed its searchText (the search corpus takes it after the commit). */
+  searchWritten?: boolean;
 }
 
 interface Outcome {
@@ -170,6 +173,7 @@ export class GoodsBatchWriter {
     private readonly metrics: Metrics,
     private readonly changeHooks: GoodsChangeHooks,
     private readonly validator: ElementValidator,
+    private readonly searchCorpus: GoodsSearchCorpus,
   ) {}
 
   /** The elements validated (off the main thread for large batches), for `BatchOptions.validated`. */
@@ -200,7 +204,7 @@ export class GoodsBatchWriter {
       for (;;) {
         try {
           const lastRound = round >= MEDIA_ROUNDS;
-          const { outcomes, released, seen, answer } = await this.transactions.run(async (em) => {
+          const { outcomes, released, seen, answer, version } = await this.transactions.run(async (em) => {
             await lockCatalog(em, tenant.id);
             // Without images, elements are validated in segments inside the transaction while the
             // previous segment's statements run (on MySQL/MariaDB the database works meanwhile).
@@ -240,7 +244,11 @@ export class GoodsBatchWriter {
               pending.catch(() => undefined);
             }
             if (pending) released.push(...(await pending));
-            if (state.changed) await bumpCatalogVersion(em, tenant.id);
+            let version: number | null = null;
+            if (state.changed) {
+              await bumpCatalogVersion(em, tenant.id);
+              version = await this.searchCorpus.committingVersion(em, tenant.id);
+            }
             let answer: SyncResponse | undefined;
             if (options.beforeCommit) {
               answer = await this.envelope(tenant, outcomes, slicer);
@@ -248,8 +256,10 @@ export class GoodsBatchWriter {
             }
             // The commit writes the whole batch out (SQLite: to its WAL file): give it a slice of its own.
             await slicer.yield();
-            return { outcomes, released, seen: state.seen, answer };
+            return { outcomes, released, seen: state.seen, answer, version };
           });
+          // Searches on this node keep matching in memory: the corpus takes the items whose text this batch wrote.
+          if (version !== null) this.searchCorpus.patch(tenant.id, version, this.searchTextsWritten(outcomes));
           await this.media.releaseFiles(released);
           // One call for the whole batch: campaigns holding changed items tell their viewers (one event each).
           await this.changeHooks.changed(tenant, seen);
@@ -294,6 +304,13 @@ export class GoodsBatchWriter {
       if (plan.action === 'fetch') item.mediaNotFetched = plan.url;
     }
     return this.envelope(tenant, outcomes, slicer);
+  }
+
+  /** The items this batch inserted or whose search text it changed, as they are stored now. */
+  private searchTextsWritten(outcomes: Outcome[]): Goods[] {
+    const items = new Set<Item>();
+    for (const o of outcomes) if (o.item && (o.item.isNew || o.item.searchWritten)) items.add(o.item);
+    return [...items].map((item) => item.goods);
   }
 
   /** The images this plan needs: items whose final mediaUrl differs from their stored media's. */
@@ -431,7 +448,7 @@ export class GoodsBatchWriter {
         byUrl.set(next.urlHash, target);
         target.keysChanged = true;
       }
-      if (next.searchText !== target.goods.searchText) target.searchChanged = true;
+      if (next.searchText !== target.goods.searchText) target.searchChanged = target.searchWritten = true;
       next.updatedAt = now;
       target.goods = next;
       target.dirty = true;
