@@ -3,6 +3,8 @@
  * page without a keyword, with a keyword, and register; prints req/s and p99 latency for each.
  * The keyword run rotates 8 keywords, so after the first requests it measures the steady state with
  * the match counts cached; a last run sends a new keyword on every request (every count computed).
+ * Last, new keywords while one more client registers items all along (every write moves the catalog
+ * version: the in-memory search corpus must follow the writes, or keywords fall back to the scan).
  * Options: --engines=sqlite,mysql (default both)  --goods=100000  --duration=10
  */
 import autocannon from 'autocannon';
@@ -72,24 +74,32 @@ async function main(): Promise<void> {
       );
       let n = 0;
       const tag = Date.now().toString(36);
-      await measure(
-        'register (POST one item)',
-        varying('POST', () => {
-          n += 1;
-          return {
-            path: listPath,
-            body: JSON.stringify({
-              name: `Bench item ${n}`,
-              brand: 'Bench',
-              sku: `B-${tag}-${n}`,
-              url: `https://shop.example.com/bench/${tag}/${n}`,
-              originalPrice: 19.99,
-              discountedPrice: 17.99,
-              discountPercentage: 10,
-            }),
-          };
-        }),
-      );
+      const register = () => {
+        n += 1;
+        return {
+          path: listPath,
+          body: JSON.stringify({
+            name: `Bench item ${n}`,
+            brand: 'Bench',
+            sku: `B-${tag}-${n}`,
+            url: `https://shop.example.com/bench/${tag}/${n}`,
+            originalPrice: 19.99,
+            discountedPrice: 17.99,
+            discountPercentage: 10,
+          }),
+        };
+      };
+      await measure('register (POST one item)', varying('POST', register));
+      // New keywords while the catalog changes: one client registers items all along (each write moves
+      // the catalog version), nine send a new keyword each request; the figures are the searches'.
+      const writing = autocannon({ ...varying('POST', register), connections: 1, duration: DURATION });
+      await measure('new keyword, 1 client registering', {
+        ...varying('GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(`sku-${String((cold++ * 37) % 99991).padStart(5, '0')}`)}` })),
+        connections: 9,
+      });
+      const writes = await writing;
+      lines.push(`${engine}:   (meanwhile ${writes.requests.total} items registered, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
+      console.log(lines[lines.length - 1]);
       lines.push(`${engine}: server peak RSS ${peakRssMb(server.pid)} MB`);
     } finally {
       await server.stop();
