@@ -189,9 +189,10 @@ interface Step {
  * load completes are scanned), keyset page by page, between two reads of the catalog version: every goods
  * write transaction bumps that version as its last statement, so equal readings prove that no write
  * committed during the load, and the corpus is the catalog at that version. It is used only while the
- * database still reports that version (read by the list on every request, on any node); after a write it
- * is reloaded in the background, at most once per RELOAD_SPACING times its last load time, and searches
- * scan meanwhile. All corpora together stay within SEARCH_MEMORY_MB (least recently searched dropped
+ * database reports that version or an older one (read by the list on every request, on any node: a request
+ * that read an older one runs beside a write that committed since). A write on this node moves it on by a
+ * step (see patch, docs/decisions/0018); after a write on another node it is reloaded in the background,
+ * at most once per RELOAD_SPACING times its last load time, and searches scan meanwhile. All corpora together stay within SEARCH_MEMORY_MB (least recently searched dropped
  * first); a catalog larger than that is always scanned.
  *
  * SQLite: INSTR is a plain substring test on the stored text, which String#indexOf is too. MariaDB: INSTR
@@ -228,8 +229,8 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
 
   /**
    * The ids of the customer's goods whose searchText holds `keyword` (normalized, non-empty), newest
-   * first, if the customer's corpus is at `version`; otherwise undefined (the caller scans) and the corpus
-   * is (re)loaded in the background.
+   * first, if the customer's corpus is at `version` or later; otherwise undefined (the caller scans) and
+   * the corpus is (re)loaded in the background.
    */
   async match(customerId: number, keyword: string, version: number): Promise<number[] | undefined> {
     const found = await this.matchInMemory(customerId, keyword, version);
@@ -246,7 +247,9 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     if (corpus && corpus.version < version && performance.now() - (this.lastStepAt.get(customerId) ?? -Infinity) < RECENT_WRITE_MS) {
       corpus = await this.caughtUp(customerId, version);
     }
-    if (!corpus || corpus.version !== version) {
+    // A corpus ahead of the version read is the catalog after a write that committed since: newer than
+    // what the request saw, as a scan started now would be too.
+    if (!corpus || corpus.version < version) {
       this.refresh(customerId, version);
       return undefined;
     }
