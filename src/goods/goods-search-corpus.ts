@@ -53,10 +53,10 @@ interface Corpus {
   bytes: number;
   /**
    * Items written on this node since the load (by id): their text now, null once deleted. They take the
-   * place of the loaded item of the same id, if any. A patched corpus is a new object, so that a search
-   * under way keeps reading the one it started with.
+   * place of the loaded item of the same id, if any. `version`, `bytes` and this move on together, in
+   * place, with each step (GoodsSearchCorpus#step).
    */
-  patched?: ReadonlyMap<number, PatchedItem | null>;
+  patched?: Map<number, PatchedItem | null>;
 }
 
 /** UTF-8 length of one code point. */
@@ -92,6 +92,8 @@ function itemsHolding(haystack: string, starts: Int32Array, needle: string): num
  */
 class CollationWeights {
   private readonly weights = new Map<number, string>();
+  /** The same for the characters of one UTF-16 unit (not surrogates), by unit: an array reads faster than the map. */
+  private readonly units: Array<string | undefined> = new Array<string | undefined>(0x10000).fill(undefined);
 
   /** Asks the server for the weights of the characters of `texts` not known yet. */
   async learn(em: EntityManager, texts: Iterable<string>): Promise<void> {
@@ -115,21 +117,38 @@ class CollationWeights {
         let units = '';
         for (let at = 0; at + 4 <= hex.length; at += 4) units += String.fromCharCode(parseInt(hex.slice(at, at + 4), 16));
         this.weights.set(cp, units);
+        if (cp < 0xd800 || (cp > 0xdfff && cp < 0x10000)) this.units[cp] = units;
       });
     }
   }
 
   /** Whether every character of the text has been learnt (fold would give its weights). */
   knows(text: string): boolean {
-    for (const ch of text) if (!this.weights.has(ch.codePointAt(0) as number)) return false;
+    for (let i = 0; i < text.length; i++) {
+      if (this.units[text.charCodeAt(i)] !== undefined) continue;
+      const cp = text.codePointAt(i) as number;
+      if (!this.weights.has(cp)) return false;
+      if (cp > 0xffff) i++;
+    }
     return true;
   }
 
   /** The weights of a text whose characters are all learnt. */
   fold(text: string): string {
-    const parts: string[] = [];
-    for (const ch of text) parts.push(this.weights.get(ch.codePointAt(0) as number) as string);
-    return parts.join('');
+    let folded = '';
+    for (let i = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      const known = this.units[unit];
+      if (known !== undefined) {
+        folded += known;
+        continue;
+      }
+      // A surrogate: the character it starts (or a lone one, weighed as itself).
+      const cp = text.codePointAt(i) as number;
+      folded += this.weights.get(cp) as string;
+      if (cp > 0xffff) i++;
+    }
+    return folded;
   }
 
   /**
@@ -356,12 +375,9 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     const steps = this.steps.get(customerId) ?? new Map<number, Step>();
     const corpus = this.corpora.get(customerId);
     if (corpus) {
-      const next = this.stepped(corpus, steps, Infinity);
-      if (next !== corpus) {
-        this.used += next.bytes - corpus.bytes;
-        this.metrics.searchCorpusBytes.inc(next.bytes - corpus.bytes);
-        this.corpora.set(customerId, next);
-      }
+      const grown = this.step(corpus, steps);
+      this.used += grown;
+      this.metrics.searchCorpusBytes.inc(grown);
     }
     // Kept: the steps after the corpus, or after the start of a load under way; within their bound.
     const loadFrom = this.states.get(customerId)?.loadingFrom;
@@ -376,30 +392,37 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
   }
 
   /**
-   * The corpus moved on by the kept steps that follow it, one version after the other, up to `until`:
-   * a new object (the one passed in when none applies). Stops before a step it cannot take (see patch).
+   * Moves the corpus on, in place, by the kept steps that follow it, one version after the other; returns
+   * how many bytes it grew by. Stops before a step it cannot take (see patch). Searches read a corpus only
+   * between two awaits, so none sees a step half applied.
    */
-  private stepped(corpus: Corpus, steps: Map<number, Step>, until: number): Corpus {
+  private step(corpus: Corpus, steps: Map<number, Step>): number {
     const weights = corpus.folded !== undefined ? this.weights : undefined;
-    if (corpus.folded !== undefined && !weights) return corpus;
-    let current = corpus;
-    for (let step = steps.get(current.version + 1); step && current.version < until; step = steps.get(current.version + 1)) {
-      const patched = new Map(current.patched);
-      let bytes = current.bytes;
-      const put = (id: number, item: PatchedItem | null) => {
-        bytes += patchedBytes(item) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
-        patched.set(id, item);
-      };
-      for (const { id, searchText } of step.written) {
-        if (weights && !weights.knows(searchText)) return current;
-        put(id, weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText });
-      }
-      for (const id of step.deleted) put(id, null);
-      if (patched.size > maxPatched(current.ids.length)) return current;
-      if (this.used - corpus.bytes + bytes > this.config.limits.searchMemoryBytes) return current;
-      current = { ...current, version: current.version + 1, patched, bytes };
+    if (corpus.folded !== undefined && !weights) return 0;
+    const grown = corpus.bytes;
+    for (let step = steps.get(corpus.version + 1); step; step = steps.get(corpus.version + 1)) {
+      // Checked before anything is applied: the bound of patched items, the characters' weights, the memory budget.
+      const patched = corpus.patched ?? new Map<number, PatchedItem | null>();
+      let added = 0;
+      for (const { id } of step.written) if (!patched.has(id)) added++;
+      for (const id of step.deleted) if (!patched.has(id)) added++;
+      if (patched.size + added > maxPatched(corpus.ids.length)) break;
+      if (weights && !step.written.every(({ searchText }) => weights.knows(searchText))) break;
+      const items = step.written.map(({ id, searchText }) => ({
+        id,
+        item: weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText },
+      }));
+      let bytes = 0;
+      for (const { id, item } of items) bytes += patchedBytes(item) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
+      for (const id of step.deleted) bytes += patchedBytes(null) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
+      if (this.used + (corpus.bytes - grown) + bytes > this.config.limits.searchMemoryBytes) break;
+      for (const { id, item } of items) patched.set(id, item);
+      for (const id of step.deleted) patched.set(id, null);
+      corpus.patched = patched;
+      corpus.bytes += bytes;
+      corpus.version += 1;
     }
-    return current;
+    return corpus.bytes - grown;
   }
 
   /** Starts a background load of the customer's corpus unless one runs or the last one was too recent. */
@@ -512,9 +535,9 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
     if (bytes + 4 * searched.length > budget || !(await pause())) return;
     const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 10_000, pause);
     if (!pairs || bytes + pairs.bytes > budget) return;
-    let corpus: Corpus = { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes };
+    const corpus: Corpus = { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes };
     const steps = this.steps.get(customerId);
-    if (steps) corpus = this.stepped(corpus, steps, Infinity);
+    if (steps) this.step(corpus, steps);
     // Not at the version read at the end (a step it could not take), or older than the corpus it would replace.
     if (corpus.version < final || corpus.version < (this.corpora.get(customerId)?.version ?? 0)) return;
     this.install(customerId, corpus);

@@ -1,0 +1,154 @@
+import type { AppConfig } from '../config/app-config';
+import type { Transactions } from '../database/transactions';
+import type { Metrics } from '../metrics/metrics.service';
+import { GoodsSearchCorpus } from './goods-search-corpus';
+
+/**
+ * The corpus against a fake SQLite catalog (the two queries a load makes), to drive what the e2e tests
+ * cannot time: steps told out of order, a load that writes on this node overtake, a corpus ahead of the
+ * request. The e2e test (test/search-exactness.e2e-spec.ts) holds the matching itself to INSTR on both engines.
+ */
+class FakeCatalog {
+  version = 1;
+  readonly rows = new Map<number, string>();
+  /** Runs once, when the load reads its first page (a write committing during the load). */
+  duringLoad?: () => void;
+
+  manager = {
+    query: (sql: string, params: unknown[]): Promise<unknown[]> => {
+      if (sql.startsWith('SELECT catalogVersion')) return Promise.resolve([{ v: this.version }]);
+      if (sql.startsWith('SELECT id, searchText FROM goods')) {
+        const [, after, limit] = params as number[];
+        const page = [...this.rows]
+          .filter(([id]) => id > after)
+          .sort((a, b) => a[0] - b[0])
+          .slice(0, limit)
+          .map(([id, searchText]) => ({ id, searchText }));
+        const during = this.duringLoad;
+        this.duringLoad = undefined;
+        during?.();
+        return Promise.resolve(page);
+      }
+      throw new Error(`unexpected query: ${sql}`);
+    },
+  };
+
+  /** A write on this node: the catalog moves on, and the corpus is told after the "commit". */
+  write(corpus: GoodsSearchCorpus, written: Array<[number, string]>, deleted: number[] = []): { version: number; tell: () => void } {
+    for (const [id, text] of written) this.rows.set(id, text);
+    for (const id of deleted) this.rows.delete(id);
+    const version = ++this.version;
+    return {
+      version,
+      tell: () =>
+        corpus.patch(
+          1,
+          version,
+          written.map(([id, searchText]) => ({ id, searchText })),
+          deleted,
+        ),
+    };
+  }
+
+  /** What INSTR would give: ids newest first. */
+  instr(keyword: string): number[] {
+    return [...this.rows]
+      .filter(([, text]) => text.includes(keyword))
+      .map(([id]) => id)
+      .sort((a, b) => b - a);
+  }
+}
+
+function corpusOver(catalog: FakeCatalog): GoodsSearchCorpus {
+  const gauge = { inc: () => undefined, dec: () => undefined };
+  const metrics = { searches: gauge, searchCorpusGoods: gauge, searchCorpusBytes: gauge } as unknown as Metrics;
+  const transactions = { manager: catalog.manager, isMysql: false } as unknown as Transactions;
+  const config = { limits: { searchMemoryBytes: 64 * 1024 * 1024 } } as unknown as AppConfig;
+  return new GoodsSearchCorpus(transactions, config, metrics);
+}
+
+/** Searches until the background load has installed a corpus at `version` (or later). */
+async function loaded(corpus: GoodsSearchCorpus, version: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await corpus.match(1, 'warm-up', version)) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error('the corpus never loaded');
+}
+
+/** The background load under way, if any, once it has ended. */
+async function loadUnderWay(corpus: GoodsSearchCorpus): Promise<void> {
+  const states = (corpus as unknown as { states: Map<number, { loading?: Promise<void> }> }).states;
+  await states.get(1)?.loading;
+}
+
+describe('GoodsSearchCorpus', () => {
+  let catalog: FakeCatalog;
+  let corpus: GoodsSearchCorpus;
+
+  beforeEach(() => {
+    catalog = new FakeCatalog();
+    for (let id = 1; id <= 50; id++) catalog.rows.set(id, `item ${id}\nacme`);
+    corpus = corpusOver(catalog);
+  });
+  afterEach(() => corpus.onApplicationShutdown());
+
+  it('takes writes told out of order once the step before them has come, and matches what the catalog holds', async () => {
+    await loaded(corpus, catalog.version);
+    const first = catalog.write(corpus, [[7, 'renamed gadget\nacme']]);
+    const second = catalog.write(corpus, [[51, 'new gadget\nzeta']], [9]);
+    second.tell();
+    first.tell();
+    // From memory at once: no search was made meanwhile, so nothing reloaded the corpus.
+    expect(await corpus.match(1, 'gadget', second.version)).toEqual([51, 7]);
+    expect(await corpus.match(1, 'item 9', second.version)).toEqual(catalog.instr('item 9'));
+    expect(await corpus.match(1, 'item', second.version)).toEqual(catalog.instr('item'));
+    expect(await corpus.match(1, 'acme', second.version)).toEqual(catalog.instr('acme'));
+  });
+
+  it('answers a request that read the version before a write the corpus has taken since', async () => {
+    await loaded(corpus, catalog.version);
+    const before = catalog.version;
+    catalog.write(corpus, [[3, 'other\nacme']]).tell();
+    expect(await corpus.match(1, 'item 3', before)).toEqual(catalog.instr('item 3'));
+    expect(await corpus.match(1, 'other', before)).toEqual([3]);
+  });
+
+  it('installs a load that writes on this node overtook, with their steps applied', async () => {
+    let write: { version: number; tell: () => void } | undefined;
+    catalog.duringLoad = () => {
+      write = catalog.write(corpus, [[2, 'during the load\nacme']], [4]);
+      write.tell();
+    };
+    // The first search (at version 1) starts the load; the write lands while it reads its first page.
+    expect(await corpus.match(1, 'item', 1)).toBeUndefined();
+    await loadUnderWay(corpus);
+    expect(write?.version).toBe(2);
+    // Installed by that load (a search finding no corpus would have started another).
+    expect(await corpus.match(1, 'during', 2)).toEqual([2]);
+    expect(await corpus.match(1, 'item 4', 2)).toEqual(catalog.instr('item 4'));
+    expect(await corpus.match(1, 'item', 2)).toEqual(catalog.instr('item'));
+  });
+
+  it('discards a load that a write it was not told of overtook', async () => {
+    catalog.duringLoad = () => {
+      catalog.write(corpus, [[2, 'elsewhere\nacme']]); // another node's write: never told here
+    };
+    expect(await corpus.match(1, 'item', 1)).toBeUndefined();
+    await loadUnderWay(corpus);
+    expect(await corpus.match(1, 'elsewhere', 2)).toBeUndefined();
+  });
+
+  it('leaves a step over the bound of patched items to a reload', async () => {
+    await loaded(corpus, catalog.version);
+    const big = catalog.write(
+      corpus,
+      Array.from({ length: 2001 }, (_, i): [number, string] => [1000 + i, `bulk ${i}`]),
+    );
+    big.tell();
+    expect(await corpus.match(1, 'bulk 1', big.version)).toBeUndefined();
+    // The search started a reload, which reads the catalog as it is now.
+    await loaded(corpus, big.version);
+    expect(await corpus.match(1, 'bulk 1999', big.version)).toEqual(catalog.instr('bulk 1999'));
+  });
+});
