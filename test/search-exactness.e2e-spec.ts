@@ -245,7 +245,7 @@ describeEngines('keyword search in memory matches INSTR on the database', __file
 });
 
 describeTwoNodes('keyword search in memory with writes on another node', __filename, 'Search cluster', (cluster) => {
-  it('a node whose corpus is loaded answers writes made on the other node exactly', async () => {
+  it('a node whose corpus is loaded follows the writes made on the other node, and answers exactly', async () => {
     const { A, B, C } = cluster;
     const dataSource = A.app.get(DataSource);
     expectOk(await B.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(catalog(120)));
@@ -261,24 +261,42 @@ describeTwoNodes('keyword search in memory with writes on another node', __filen
     };
     await fromMemory();
 
-    // Node B renames, deletes and adds; node A's corpus is at the old version and must not answer.
+    // Node B renames, deletes and adds: its steps reach A over Redis, and A's corpus follows them.
     const target = (await searchA('스마트')).ids[0];
     expectOk(await B.http.put(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send({ id: target, name: 'Strasse 9 가' }));
     const gone = (await searchA('cafe')).ids[0];
     expectOk(await B.http.delete(`/v1/goods/${C.accessKey}/${gone}`).set('Authorization', C.auth()));
     expectOk(await B.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(catalog(30, ' 워치')));
+    // Waited for without a search (a search finding the corpus behind would start a reload).
+    await untilCorpusAt(A.app, C.id, dataSource);
+    await fromMemory();
     const renamed = await searchA('strasse 9');
     expect(renamed.ids).toContain(target);
     expect(renamed).toEqual(await viaInstr(dataSource, C.id, 'strasse 9'));
     expect((await searchA('cafe')).ids).not.toContain(gone);
-    await check();
 
-    // Another sync on B; once A has reloaded, from memory again.
-    expectOk(await B.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(catalog(50, ' ß')));
+    // A step too large to share (over 2,000 items): A's corpus is left behind and must not answer; it
+    // is reloaded after the first search, and answers from memory again.
+    expectOk(await B.http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(catalog(2100, ' ß')));
+    const stale = await memorySearches(A.app);
+    expect(await searchA('schuhe ß')).toEqual(await viaInstr(dataSource, C.id, 'schuhe ß'));
+    expect(await memorySearches(A.app)).toBe(stale);
     await untilCorpusUsed(A.app, searchA);
     await fromMemory();
   });
 });
+
+/** Until the node's corpus of the customer is at the catalog's version (its steps applied), without searching. */
+async function untilCorpusAt(app: INestApplication, customerId: number, dataSource: DataSource): Promise<void> {
+  const corpus: unknown = app.get(GoodsSearchCorpus);
+  const { corpora } = corpus as { corpora: Map<number, { version: number }> };
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const rows: Array<{ v: number | string }> = await dataSource.query('SELECT catalogVersion AS v FROM customers WHERE id = ?', [customerId]);
+    if ((corpora.get(customerId)?.version ?? -1) >= Number(rows[0]?.v)) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error("the node's corpus never caught up with the catalog");
+}
 
 describeEngines(
   'keyword search with a catalog over SEARCH_MEMORY_MB',

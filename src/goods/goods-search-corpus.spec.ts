@@ -1,6 +1,7 @@
 import type { AppConfig } from '../config/app-config';
 import type { Transactions } from '../database/transactions';
 import type { Metrics } from '../metrics/metrics.service';
+import type { RedisConnection } from '../redis/redis.module';
 import { GoodsSearchCorpus } from './goods-search-corpus';
 
 /**
@@ -64,7 +65,7 @@ function corpusOver(catalog: FakeCatalog): GoodsSearchCorpus {
   const metrics = { searches: gauge, searchCorpusGoods: gauge, searchCorpusBytes: gauge } as unknown as Metrics;
   const transactions = { manager: catalog.manager, isMysql: false } as unknown as Transactions;
   const config = { limits: { searchMemoryBytes: 64 * 1024 * 1024 } } as unknown as AppConfig;
-  return new GoodsSearchCorpus(transactions, config, metrics);
+  return new GoodsSearchCorpus(transactions, config, metrics, { client: null } as unknown as RedisConnection);
 }
 
 /** Searches until the background load has installed a corpus at `version` (or later). */

@@ -1,8 +1,11 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type Redis from 'ioredis';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
+import { RedisConnection } from '../redis/redis.module';
 import { readCatalogVersion } from './goods-list.queries';
 import { PairIndex } from './search-pairs';
 
@@ -32,6 +35,11 @@ const patchedBytes = (item: PatchedItem | null | undefined) => (item ? 2 * (item
 /** A search finding the corpus behind waits for the steps on their way this long at most, if this node wrote within RECENT_WRITE_MS. */
 const CATCH_UP_MS = 20;
 const RECENT_WRITE_MS = 1000;
+/**
+ * With REDIS_URL, steps of at most this many items go to the other nodes (on `<REDIS_PREFIX>:search-steps`);
+ * they miss a larger one, and reload.
+ */
+const SHARED_STEP_ITEMS = 2_000;
 /** The most items all kept steps of one customer hold (the oldest go first). */
 const MAX_STEP_ITEMS = 50_000;
 
@@ -222,7 +230,7 @@ interface Step {
  * servers or collations (MySQL, a column not in utf8mb4_unicode_ci) are always scanned.
  */
 @Injectable()
-export class GoodsSearchCorpus implements OnApplicationShutdown {
+export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(GoodsSearchCorpus.name);
   private readonly corpora = new Map<number, Corpus>();
   private readonly states = new Map<number, LoadState>();
@@ -235,15 +243,37 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
   private weightsChecked?: Promise<CollationWeights | null>;
   private used = 0;
   private closed = false;
+  /** With REDIS_URL: the channel steps are shared on, and this node's subscription to it. */
+  private channel?: string;
+  private subscriber?: Redis;
+  /** This node, in the steps it shares (it skips its own when they come back). */
+  private readonly node = randomUUID();
 
   constructor(
     private readonly transactions: Transactions,
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly redis: RedisConnection,
   ) {}
+
+  /** With REDIS_URL, the nodes share their steps: each node's corpora follow the writes of all of them. */
+  onModuleInit(): void {
+    const { url, prefix } = this.config.redis;
+    if (!url || !this.redis.client) return;
+    const channel = `${prefix}:search-steps`;
+    // Its own connection (a subscriber can do nothing else); the subscription is replayed after a reconnect.
+    const subscriber = RedisConnection.open(url, this.logger, { offlineQueue: true });
+    subscriber.on('message', (from: string, message: string) => {
+      if (from === channel) this.received(message);
+    });
+    subscriber.subscribe(channel).catch((err: Error) => this.logger.warn(`search steps of other nodes not followed: ${err.message}`));
+    this.channel = channel;
+    this.subscriber = subscriber;
+  }
 
   onApplicationShutdown(): void {
     this.closed = true;
+    this.subscriber?.disconnect();
   }
 
   /**
@@ -327,7 +357,8 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
    * commit); null otherwise, without a query.
    */
   async committingVersion(em: EntityManager, customerId: number): Promise<number | null> {
-    if (!this.corpora.has(customerId) && !this.states.get(customerId)?.loading) return null;
+    // With other nodes, one of them may keep the customer's corpus: the step is shared whatever this node keeps.
+    if (!this.channel && !this.corpora.has(customerId) && !this.states.get(customerId)?.loading) return null;
     return readCatalogVersion(em, customerId);
   }
 
@@ -344,11 +375,44 @@ export class GoodsSearchCorpus implements OnApplicationShutdown {
    */
   patch(customerId: number, version: number | null, written: ReadonlyArray<{ id: number; searchText: string }>, deleted: readonly number[] = []): void {
     if (version === null || this.closed) return;
+    const step: Step = { written: written.map(({ id, searchText }) => ({ id, searchText })), deleted: [...deleted] };
+    this.take(customerId, version, step);
+    const client = this.redis.client;
+    if (this.channel && client && step.written.length + step.deleted.length <= SHARED_STEP_ITEMS) {
+      // Another node that misses it (Redis away) finds its corpus behind and reloads.
+      client.publish(this.channel, JSON.stringify({ node: this.node, customerId, version, ...step })).catch(() => undefined);
+    }
+  }
+
+  /** Keeps the step to `version` and moves the customer's corpus on as far as the steps go. */
+  private take(customerId: number, version: number, step: Step): void {
     let steps = this.steps.get(customerId);
     if (!steps) this.steps.set(customerId, (steps = new Map<number, Step>()));
-    steps.set(version, { written: written.map(({ id, searchText }) => ({ id, searchText })), deleted: [...deleted] });
+    steps.set(version, step);
     this.lastStepAt.set(customerId, performance.now());
     this.advance(customerId);
+  }
+
+  /** A step another node shared (see patch); anything else on the channel is ignored. */
+  private received(message: string): void {
+    if (this.closed) return;
+    let shared: unknown;
+    try {
+      shared = JSON.parse(message);
+    } catch {
+      return;
+    }
+    const s = shared as { node?: unknown; customerId?: unknown; version?: unknown; written?: unknown; deleted?: unknown };
+    if (typeof shared !== 'object' || shared === null || s.node === this.node || typeof s.node !== 'string') return;
+    const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+    if (!isId(s.customerId) || !isId(s.version) || !Array.isArray(s.written) || !Array.isArray(s.deleted)) return;
+    const written = s.written as Array<{ id?: unknown; searchText?: unknown }>;
+    if (!written.every((w) => typeof w === 'object' && w !== null && isId(w.id) && typeof w.searchText === 'string')) return;
+    if (!(s.deleted as unknown[]).every(isId)) return;
+    this.take(s.customerId, s.version, {
+      written: written.map((w) => ({ id: w.id as number, searchText: w.searchText as string })),
+      deleted: s.deleted as number[],
+    });
   }
 
   /** The customer's corpus once it is at `version` or later, or after CATCH_UP_MS (whatever it is then). */
