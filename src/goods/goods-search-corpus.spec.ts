@@ -140,6 +140,30 @@ describe('GoodsSearchCorpus', () => {
     expect(await corpus.match(1, 'elsewhere', 2)).toBeUndefined();
   });
 
+  it("takes another node's step from its message, and ignores anything else on the channel", async () => {
+    await loaded(corpus, catalog.version);
+    const received = (message: string) => (corpus as unknown as { received(message: string): void }).received(message);
+    const write = catalog.write(corpus, [[12, 'shared text\nacme']], [13]);
+    for (const garbage of [
+      'not json',
+      'null',
+      '[]',
+      JSON.stringify({ node: 'other', customerId: 1, version: write.version, written: [{ id: '12', searchText: 'x' }], deleted: [] }),
+      JSON.stringify({ node: 'other', customerId: 1, version: write.version, written: [{ id: 12, searchText: 7 }], deleted: [] }),
+      JSON.stringify({ node: 'other', customerId: 1, version: write.version, written: [], deleted: [-1] }),
+      JSON.stringify({ node: 'other', customerId: 1.5, version: write.version, written: [], deleted: [] }),
+      JSON.stringify({ customerId: 1, version: write.version, written: [], deleted: [] }),
+    ]) {
+      received(garbage);
+    }
+    const corpora = (corpus as unknown as { corpora: Map<number, { version: number }> }).corpora;
+    expect(corpora.get(1)?.version).toBe(write.version - 1);
+    received(JSON.stringify({ node: 'other', customerId: 1, version: write.version, written: [{ id: 12, searchText: 'shared text\nacme' }], deleted: [13] }));
+    expect(corpora.get(1)?.version).toBe(write.version);
+    expect(await corpus.match(1, 'shared', write.version)).toEqual([12]);
+    expect(await corpus.match(1, 'item 13', write.version)).toEqual(catalog.instr('item 13'));
+  });
+
   it('leaves a step over the bound of patched items to a reload', async () => {
     await loaded(corpus, catalog.version);
     const big = catalog.write(
