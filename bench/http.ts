@@ -4,17 +4,21 @@
  * The keyword run rotates 8 keywords, so after the first requests it measures the steady state with
  * the match counts cached; a last run sends a new keyword on every request (every count computed).
  * Last, new keywords while one more client registers items all along (every write moves the catalog
- * version: the in-memory search corpus must follow the writes, or keywords fall back to the scan).
- * Options: --engines=sqlite,mysql (default both)  --goods=100000  --duration=10
+ * version: the in-memory search corpus must follow the writes, or keywords fall back to the scan); with
+ * MariaDB, the same on two nodes and Redis, searching one and writing on the other.
+ * Options: --engines=sqlite,mysql (default both)  --goods=100000  --duration=10  --no-cluster  --redis=URL
  */
 import autocannon from 'autocannon';
-import { Engine, goodsElement, peakRssMb, startServer } from './support';
+import { BenchServer, Engine, goodsElement, peakRssMb, startServer } from './support';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const GOODS = Number(arg('goods', '100000'));
 const DURATION = Number(arg('duration', '10'));
 const ENGINES = arg('engines', 'sqlite,mysql').split(',') as Engine[];
 const BATCH = 10_000;
+const REDIS_URL = arg('redis', process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+/** With MariaDB among the engines: two nodes and Redis as well (see cluster), unless --no-cluster. */
+const CLUSTER = ENGINES.includes('mysql') && !process.argv.includes('--no-cluster');
 const KEYWORDS = ['워치', 'watch', 'linen', '이어폰', 'grinder', 'nordic', 'sku-00012', 'kimchi'];
 
 async function seed(baseUrl: string, accessKey: string, auth: string): Promise<void> {
@@ -33,6 +37,70 @@ async function run(title: string, options: autocannon.Options): Promise<string> 
   const result = await autocannon({ connections: 10, duration: DURATION, ...options });
   const non2xx = result.non2xx + result.errors;
   return `${title.padEnd(34)} ${result.requests.average.toFixed(0).padStart(7)} req/s   p50 ${String(result.latency.p50).padStart(4)} ms   p99 ${String(result.latency.p99).padStart(4)} ms${non2xx ? `   (${non2xx} errors/non-2xx!)` : ''}`;
+}
+
+/**
+ * Two nodes on one MariaDB database and Redis: new keywords on node A (nine clients) while one client
+ * registers items on node B all along. A's search corpus follows B's writes through the steps B shares
+ * over Redis (docs/decisions/0018); without them every new keyword on A would scan.
+ */
+async function cluster(port: number): Promise<string[]> {
+  const lines: string[] = [];
+  const a = await startServer('mysql', port, 'http_cluster', { env: { REDIS_URL, REDIS_PREFIX: `bench-http-${Date.now().toString(36)}` } });
+  let b: BenchServer | undefined;
+  try {
+    b = await startServer('mysql', port + 1, 'http_cluster', { join: a });
+    await seed(a.baseUrl, a.accessKey, a.auth);
+    const headers = { authorization: a.auth, 'content-type': 'application/json' };
+    const path = `/v1/goods/${a.accessKey}`;
+    let cold = 0;
+    const newKeyword = (): autocannon.Options => ({
+      url: `${a.baseUrl}${path}`,
+      headers,
+      requests: [
+        {
+          method: 'GET',
+          setupRequest: (req) => ({ ...req, path: `${path}?searchKeyword=${encodeURIComponent(`sku-${String((cold++ * 37) % 99991).padStart(5, '0')}`)}` }),
+        },
+      ],
+    });
+    // Warm-up; it also loads A's corpus of the customer.
+    await autocannon({ ...newKeyword(), connections: 10, duration: 5 });
+    const measure = async (title: string, options: autocannon.Options) => {
+      lines.push(`cluster: ${await run(title, options)}`);
+      console.log(lines[lines.length - 1]);
+    };
+    await measure('new keyword on A', newKeyword());
+    let n = 0;
+    const tag = Date.now().toString(36);
+    const writing = autocannon({
+      url: `${b.baseUrl}${path}`,
+      headers,
+      connections: 1,
+      duration: DURATION,
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => {
+            n += 1;
+            return {
+              ...req,
+              path,
+              body: JSON.stringify({ name: `Cluster item ${n}`, brand: 'Bench', sku: `C-${tag}-${n}`, url: `https://shop.example.com/c/${tag}/${n}` }),
+            };
+          },
+        },
+      ],
+    });
+    await measure('new keyword on A, 1 client registering on B', { ...newKeyword(), connections: 9 });
+    const writes = await writing;
+    lines.push(`cluster:   (meanwhile ${writes.requests.total} items registered on B, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
+    console.log(lines[lines.length - 1]);
+  } finally {
+    await b?.stop();
+    await a.stop();
+  }
+  return lines;
 }
 
 async function main(): Promise<void> {
@@ -105,6 +173,7 @@ async function main(): Promise<void> {
       await server.stop();
     }
   }
+  if (CLUSTER) lines.push(...(await cluster(port)));
   console.log(
     `\nbench:http results (${GOODS} goods stored, 10 connections, ${DURATION} s each; targets: unfiltered list p99 < 10 ms, keyword list p99 < 50 ms)`,
   );
