@@ -20,11 +20,11 @@ const FOLDED_COLLATION = 'utf8mb4_unicode_ci';
 /**
  * The most items a corpus keeps patched over its load (see GoodsSearchCorpus#patch): a tenth of the items
  * loaded, at least 2,000 and at most 50,000 (each search also passes over them). Past it the corpus is
- * reloaded as after a write on another node.
+ * left behind, and reloaded after the next search.
  */
 const maxPatched = (loaded: number) => Math.min(50_000, Math.max(2_000, Math.floor(loaded / 10)));
 
-/** An item as a write on this node left it, over the loaded corpus: its search text (and its weights on MariaDB). */
+/** An item as a write left it, over the loaded corpus: its search text (and its weights on MariaDB). */
 interface PatchedItem {
   text: string;
   folded?: string;
@@ -60,7 +60,7 @@ interface Corpus {
   /** What the corpus costs, the patched items included. */
   bytes: number;
   /**
-   * Items written on this node since the load (by id): their text now, null once deleted. They take the
+   * Items written since the load (by id): their text now, null once deleted. They take the
    * place of the loaded item of the same id, if any. `version`, `bytes` and this move on together, in
    * place, with each step (GoodsSearchCorpus#step).
    */
@@ -201,7 +201,7 @@ interface LoadState {
   finishedAt: number;
 }
 
-/** What one goods write transaction on this node changed in the searchable texts (see GoodsSearchCorpus#patch). */
+/** What one goods write transaction changed in the searchable texts (see GoodsSearchCorpus#patch). */
 interface Step {
   written: Array<{ id: number; searchText: string }>;
   deleted: number[];
@@ -217,9 +217,11 @@ interface Step {
  * write transaction bumps that version as its last statement, so equal readings prove that no write
  * committed during the load, and the corpus is the catalog at that version. It is used only while the
  * database reports that version or an older one (read by the list on every request, on any node: a request
- * that read an older one runs beside a write that committed since). A write on this node moves it on by a
- * step (see patch, docs/decisions/0018); after a write on another node it is reloaded in the background,
- * at most once per RELOAD_SPACING times its last load time, and searches scan meanwhile. All corpora together stay within SEARCH_MEMORY_MB (least recently searched dropped
+ * that read an older one runs beside a write that committed since). Each write moves it on by a step (see
+ * patch, docs/decisions/0018): a write on this node, and with REDIS_URL one on another node. A corpus that
+ * missed a step is reloaded in the background after the next search, at most once per RELOAD_SPACING
+ * times its last load time, and searches scan meanwhile. All corpora together stay within
+ * SEARCH_MEMORY_MB (least recently searched dropped
  * first); a catalog larger than that is always scanned.
  *
  * SQLite: INSTR is a plain substring test on the stored text, which String#indexOf is too. MariaDB: INSTR
@@ -234,10 +236,10 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(GoodsSearchCorpus.name);
   private readonly corpora = new Map<number, Corpus>();
   private readonly states = new Map<number, LoadState>();
-  /** Per customer: when this node last told a write (see matchInMemory), and the searches waiting for the corpus to catch up. */
+  /** Per customer: when this node last took a step (see matchInMemory), and the searches waiting for the corpus to catch up. */
   private readonly lastStepAt = new Map<number, number>();
   private readonly waiters = new Map<number, Set<() => void>>();
-  /** Per customer, by the version each one committed: the steps of the writes on this node not yet applied or still needed by a load. */
+  /** Per customer, by the version each one committed: the steps not yet applied, or still needed by a load. */
   private readonly steps = new Map<number, Map<number, Step>>();
   private weights?: CollationWeights | null;
   private weightsChecked?: Promise<CollationWeights | null>;
@@ -291,8 +293,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // A keyword with the separator or a lone surrogate (which the database would read as U+FFFD) is scanned.
     if (this.config.limits.searchMemoryBytes === 0 || keyword.includes(SEPARATOR) || !keyword.isWellFormed()) return undefined;
     let corpus = this.corpora.get(customerId);
-    // Just behind while this node writes the catalog: the steps of commits this request already sees
-    // are usually on their way (commits are told after they happen, not always in order).
+    // Just behind while the catalog is being written: the steps of commits this request already sees are
+    // usually on their way (commits are told after they happen, not always in order; other nodes' over Redis).
     if (corpus && corpus.version < version && performance.now() - (this.lastStepAt.get(customerId) ?? -Infinity) < RECENT_WRITE_MS) {
       corpus = await this.caughtUp(customerId, version);
     }
@@ -353,8 +355,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Inside a goods write transaction, after its catalog version bump: the version the transaction
-   * commits, when this node keeps a corpus of the customer or is loading one (for `patch` after the
-   * commit); null otherwise, without a query.
+   * commits, for `patch` after the commit, when a corpus of the customer may take it (this node keeps or
+   * loads one; with REDIS_URL, always: another node may); null otherwise, without a query.
    */
   async committingVersion(em: EntityManager, customerId: number): Promise<number | null> {
     // With other nodes, one of them may keep the customer's corpus: the step is shared whatever this node keeps.
@@ -367,11 +369,12 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
    * bump, from version - 1, under the catalog's write lock): the items it inserted or whose search text
    * it changed, and the ids it deleted. Kept as the step to `version`; a corpus at version - 1 takes it
    * (and any later steps already kept: commits may be told out of order) and is then at `version`, so
-   * that searches after a write on this node are still answered from memory, without a reload. A load
-   * under way uses the steps too (see load). A step that never comes (a write on another node) leaves the
-   * corpus behind, to be reloaded after the next search as before; so does one that would pass the bound
-   * of patched items or the memory budget, or (MariaDB) a text with a character whose weights are not
-   * known yet.
+   * that searches after a write are still answered from memory, without a reload. A load under way uses
+   * the steps too (see load). With REDIS_URL the step also goes to the other nodes, which take it the
+   * same way (received). A step that never comes (missed while Redis was away, or too large to share)
+   * leaves the corpus behind, to be reloaded after the next search as before; so does one that would pass
+   * the bound of patched items or the memory budget, or (MariaDB) a text with a character whose weights
+   * are not known yet.
    */
   patch(customerId: number, version: number | null, written: ReadonlyArray<{ id: number; searchText: string }>, deleted: readonly number[] = []): void {
     if (version === null || this.closed) return;

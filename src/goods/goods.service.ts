@@ -255,7 +255,7 @@ export class GoodsService {
       if (goods) await this.assertKeysFree(this.transactions.manager, tenant, goods);
       throw ApiException.conflict('sku or url is already used by another goods item');
     }
-    // Searches on this node keep matching in memory: the corpus takes the item as written.
+    // Searches keep matching in memory: the search corpora (this node's, and with Redis the others') take the item as written.
     if (saved.version != null) this.searchCorpus.patch(tenant.id, saved.version, [saved.goods]);
     await this.media.releaseFiles(saved.released);
     return saved;

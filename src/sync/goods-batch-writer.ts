@@ -258,7 +258,7 @@ export class GoodsBatchWriter {
             await slicer.yield();
             return { outcomes, released, seen: state.seen, answer, version };
           });
-          // Searches on this node keep matching in memory: the corpus takes the items whose text this batch wrote.
+          // Searches keep matching in memory: the search corpora (this node's, and with Redis the others') take the items whose text this batch wrote.
           if (version !== null) this.searchCorpus.patch(tenant.id, version, this.searchTextsWritten(outcomes));
           await this.media.releaseFiles(released);
           // One call for the whole batch: campaigns holding changed items tell their viewers (one event each).
