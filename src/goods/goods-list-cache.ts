@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { Customer } from '../customers/entities/customer.entity';
-import { lockRow } from '../database/engine';
+import { isMysql, lockRow } from '../database/engine';
 
 export interface ListCacheEntry {
   version: number;
@@ -54,13 +53,22 @@ export function lockCatalog(em: EntityManager, customerId: number): Promise<void
   return lockRow(em, 'customers', customerId);
 }
 
-/** Marks the customer's catalog as changed; call it as the last statement of a goods write transaction. */
-export async function bumpCatalogVersion(em: EntityManager, customerId: number): Promise<void> {
-  await em
-    .createQueryBuilder()
-    .update(Customer)
-    .set({ catalogVersion: () => 'catalogVersion + 1' })
-    .where('id = :id', { id: customerId })
-    .updateEntity(false)
-    .execute();
+/**
+ * Marks the customer's catalog as changed; call it as the last statement of a goods write transaction.
+ * Returns the version the transaction commits (the search corpora take the write as the step to it), from
+ * the same statement: SQLite's `RETURNING`, and on MySQL/MariaDB the value `LAST_INSERT_ID(expr)` puts in
+ * the statement's answer.
+ */
+export async function bumpCatalogVersion(em: EntityManager, customerId: number): Promise<number> {
+  if (isMysql(em)) {
+    const result: { insertId?: number | string } = await em.query('UPDATE customers SET catalogVersion = LAST_INSERT_ID(catalogVersion + 1) WHERE id = ?', [
+      customerId,
+    ]);
+    return Number(result.insertId);
+  }
+  const rows: Array<{ v: number | string }> = await em.query(
+    'UPDATE customers SET catalogVersion = catalogVersion + 1 WHERE id = ? RETURNING catalogVersion AS v',
+    [customerId],
+  );
+  return Number(rows[0]?.v);
 }

@@ -354,19 +354,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Inside a goods write transaction, after its catalog version bump: the version the transaction
-   * commits, for `patch` after the commit, when a corpus of the customer may take it (this node keeps or
-   * loads one; with REDIS_URL, always: another node may); null otherwise, without a query.
-   */
-  async committingVersion(em: EntityManager, customerId: number): Promise<number | null> {
-    // With other nodes, one of them may keep the customer's corpus: the step is shared whatever this node keeps.
-    if (!this.channel && !this.corpora.has(customerId) && !this.states.get(customerId)?.loading) return null;
-    return readCatalogVersion(em, customerId);
-  }
-
-  /**
-   * After the commit of a goods write transaction that took the customer's catalog to `version` (its
-   * bump, from version - 1, under the catalog's write lock): the items it inserted or whose search text
+   * After the commit of a goods write transaction that took the customer's catalog to `version` (what
+   * bumpCatalogVersion returned: from version - 1, under the catalog's write lock): the items it inserted or whose search text
    * it changed, and the ids it deleted. Kept as the step to `version`; a corpus at version - 1 takes it
    * (and any later steps already kept: commits may be told out of order) and is then at `version`, so
    * that searches after a write are still answered from memory, without a reload. A load under way uses
@@ -376,8 +365,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
    * the bound of patched items or the memory budget, or (MariaDB) a text with a character whose weights
    * are not known yet.
    */
-  patch(customerId: number, version: number | null, written: ReadonlyArray<{ id: number; searchText: string }>, deleted: readonly number[] = []): void {
-    if (version === null || this.closed) return;
+  patch(customerId: number, version: number, written: ReadonlyArray<{ id: number; searchText: string }>, deleted: readonly number[] = []): void {
+    if (this.closed) return;
     const step: Step = { written: written.map(({ id, searchText }) => ({ id, searchText })), deleted: [...deleted] };
     this.take(customerId, version, step);
     const client = this.redis.client;

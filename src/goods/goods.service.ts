@@ -28,8 +28,8 @@ interface SavedGoods {
   released: Media[];
   /** The write changed what viewers of a campaign holding the item see (its summary fields or image). */
   seen?: boolean;
-  /** The catalog version the write committed, when this node's search corpus of the customer may take it. */
-  version?: number | null;
+  /** The catalog version the write committed (none when it changed nothing). */
+  version?: number;
 }
 
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
@@ -128,8 +128,7 @@ export class GoodsService {
       goods.id = Number(result.identifiers[0]?.id ?? goods.id);
       const media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, goods.createdAt) : null;
       if (media) await this.media.insertRows(em, [media]);
-      await bumpCatalogVersion(em, tenant.id);
-      return { goods, media, released: [], version: await this.searchCorpus.committingVersion(em, tenant.id) };
+      return { goods, media, released: [], version: await bumpCatalogVersion(em, tenant.id) };
     });
     return toGoodsResponse(saved.goods, tenant, { media: saved.media, withFileSize: true });
   }
@@ -195,11 +194,7 @@ export class GoodsService {
         media = fetched?.ok ? this.media.newRow(tenant.id, goods.id, fetched.media, now) : null;
         if (media) await this.media.insertRows(em, [media]);
       }
-      let version: number | null = null;
-      if (changed.length || plan.action !== 'keep') {
-        await bumpCatalogVersion(em, tenant.id);
-        version = await this.searchCorpus.committingVersion(em, tenant.id);
-      }
+      const version = changed.length || plan.action !== 'keep' ? await bumpCatalogVersion(em, tenant.id) : undefined;
       return { goods, media, released, seen: changesWhatViewersSee(changed) || plan.action !== 'keep', version };
     });
     // Campaigns holding the item tell their viewers (after commit).
@@ -222,8 +217,7 @@ export class GoodsService {
       const afterCommit = await this.deletionHooks.run(em, tenant, goods.id);
       const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
-      await bumpCatalogVersion(em, tenant.id);
-      return { released: media, afterCommit, id: goods.id, version: await this.searchCorpus.committingVersion(em, tenant.id) };
+      return { released: media, afterCommit, id: goods.id, version: await bumpCatalogVersion(em, tenant.id) };
     });
     this.searchCorpus.patch(tenant.id, version, [], [id]);
     for (const done of afterCommit) done();
@@ -256,7 +250,7 @@ export class GoodsService {
       throw ApiException.conflict('sku or url is already used by another goods item');
     }
     // Searches keep matching in memory: the search corpora (this node's, and with Redis the others') take the item as written.
-    if (saved.version != null) this.searchCorpus.patch(tenant.id, saved.version, [saved.goods]);
+    if (saved.version !== undefined) this.searchCorpus.patch(tenant.id, saved.version, [saved.goods]);
     await this.media.releaseFiles(saved.released);
     return saved;
   }

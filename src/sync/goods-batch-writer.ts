@@ -244,11 +244,7 @@ export class GoodsBatchWriter {
               pending.catch(() => undefined);
             }
             if (pending) released.push(...(await pending));
-            let version: number | null = null;
-            if (state.changed) {
-              await bumpCatalogVersion(em, tenant.id);
-              version = await this.searchCorpus.committingVersion(em, tenant.id);
-            }
+            const version = state.changed ? await bumpCatalogVersion(em, tenant.id) : undefined;
             let answer: SyncResponse | undefined;
             if (options.beforeCommit) {
               answer = await this.envelope(tenant, outcomes, slicer);
@@ -259,7 +255,7 @@ export class GoodsBatchWriter {
             return { outcomes, released, seen: state.seen, answer, version };
           });
           // Searches keep matching in memory: the search corpora (this node's, and with Redis the others') take the items whose text this batch wrote.
-          if (version !== null) this.searchCorpus.patch(tenant.id, version, this.searchTextsWritten(outcomes));
+          if (version !== undefined) this.searchCorpus.patch(tenant.id, version, this.searchTextsWritten(outcomes));
           await this.media.releaseFiles(released);
           // One call for the whole batch: campaigns holding changed items tell their viewers (one event each).
           await this.changeHooks.changed(tenant, seen);
