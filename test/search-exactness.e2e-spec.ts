@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import type request from 'supertest';
 import { DataSource } from 'typeorm';
 import { buildSearchText, normalizeForSearch } from '../src/goods/goods-keys';
+import { readCatalogVersion } from '../src/goods/goods-list.queries';
 import { GoodsSearchCorpus } from '../src/goods/goods-search-corpus';
 import { Metrics } from '../src/metrics/metrics.service';
 import { describeTwoNodes, expectOk } from './support/cluster-app';
@@ -291,8 +292,7 @@ async function untilCorpusAt(app: INestApplication, customerId: number, dataSour
   const corpus: unknown = app.get(GoodsSearchCorpus);
   const { corpora } = corpus as { corpora: Map<number, { version: number }> };
   for (let attempt = 0; attempt < 500; attempt++) {
-    const rows: Array<{ v: number | string }> = await dataSource.query('SELECT catalogVersion AS v FROM customers WHERE id = ?', [customerId]);
-    if ((corpora.get(customerId)?.version ?? -1) >= Number(rows[0]?.v)) return;
+    if ((corpora.get(customerId)?.version ?? -1) >= (await readCatalogVersion(dataSource.manager, customerId))) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error("the node's corpus never caught up with the catalog");
