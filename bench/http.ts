@@ -39,6 +39,40 @@ async function run(title: string, options: autocannon.Options): Promise<string> 
   return `${title.padEnd(34)} ${result.requests.average.toFixed(0).padStart(7)} req/s   p50 ${String(result.latency.p50).padStart(4)} ms   p99 ${String(result.latency.p99).padStart(4)} ms${non2xx ? `   (${non2xx} errors/non-2xx!)` : ''}`;
 }
 
+/** Requests to `server`, each built anew: `next()` gives its path (and body). */
+function varying(server: BenchServer, method: 'GET' | 'POST', next: () => { path: string; body?: string }): autocannon.Options {
+  return {
+    url: `${server.baseUrl}/v1/goods/${server.accessKey}`,
+    headers: { authorization: server.auth, 'content-type': 'application/json' },
+    requests: [{ method, setupRequest: (req) => ({ ...req, ...next() }) }],
+  };
+}
+
+let searched = 0;
+/** The list path with a keyword no request has sent before (a seeded sku, in a scattered order). */
+function newKeywordPath(listPath: string): { path: string } {
+  return { path: `${listPath}?searchKeyword=${encodeURIComponent(`sku-${String((searched++ * 37) % 99991).padStart(5, '0')}`)}` };
+}
+
+let registered = 0;
+const tag = Date.now().toString(36);
+/** A register call: a new item each time. */
+function newItem(listPath: string): { path: string; body: string } {
+  const n = ++registered;
+  return {
+    path: listPath,
+    body: JSON.stringify({
+      name: `Bench item ${n}`,
+      brand: 'Bench',
+      sku: `B-${tag}-${n}`,
+      url: `https://shop.example.com/bench/${tag}/${n}`,
+      originalPrice: 19.99,
+      discountedPrice: 17.99,
+      discountPercentage: 10,
+    }),
+  };
+}
+
 /**
  * Two nodes on one MariaDB database and Redis: new keywords on node A (nine clients) while one client
  * registers items on node B all along. A's search corpus follows B's writes through the steps B shares
@@ -51,48 +85,19 @@ async function cluster(port: number): Promise<string[]> {
   try {
     b = await startServer('mysql', port + 1, 'http_cluster', { join: a });
     await seed(a.baseUrl, a.accessKey, a.auth);
-    const headers = { authorization: a.auth, 'content-type': 'application/json' };
-    const path = `/v1/goods/${a.accessKey}`;
-    let cold = 0;
-    const newKeyword = (): autocannon.Options => ({
-      url: `${a.baseUrl}${path}`,
-      headers,
-      requests: [
-        {
-          method: 'GET',
-          setupRequest: (req) => ({ ...req, path: `${path}?searchKeyword=${encodeURIComponent(`sku-${String((cold++ * 37) % 99991).padStart(5, '0')}`)}` }),
-        },
-      ],
-    });
+    const listPath = `/v1/goods/${a.accessKey}`;
     // Warm-up; it also loads A's corpus of the customer.
-    await autocannon({ ...newKeyword(), connections: 10, duration: 5 });
+    await autocannon({ ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 10, duration: 5 });
     const measure = async (title: string, options: autocannon.Options) => {
       lines.push(`cluster: ${await run(title, options)}`);
       console.log(lines[lines.length - 1]);
     };
-    await measure('new keyword on A', newKeyword());
-    let n = 0;
-    const tag = Date.now().toString(36);
-    const writing = autocannon({
-      url: `${b.baseUrl}${path}`,
-      headers,
-      connections: 1,
-      duration: DURATION,
-      requests: [
-        {
-          method: 'POST',
-          setupRequest: (req) => {
-            n += 1;
-            return {
-              ...req,
-              path,
-              body: JSON.stringify({ name: `Cluster item ${n}`, brand: 'Bench', sku: `C-${tag}-${n}`, url: `https://shop.example.com/c/${tag}/${n}` }),
-            };
-          },
-        },
-      ],
-    });
-    await measure('new keyword on A, 1 client registering on B', { ...newKeyword(), connections: 9 });
+    await measure(
+      'new keyword on A',
+      varying(a, 'GET', () => newKeywordPath(listPath)),
+    );
+    const writing = autocannon({ ...varying(b, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
+    await measure('new keyword on A, 1 client registering on B', { ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 9 });
     const writes = await writing;
     lines.push(`cluster:   (meanwhile ${writes.requests.total} items registered on B, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
     console.log(lines[lines.length - 1]);
@@ -121,50 +126,26 @@ async function main(): Promise<void> {
         lines.push(`${engine}: ${await run(title, options)}`);
         console.log(lines[lines.length - 1]);
       };
-      /** Every request built anew: `next()` gives its path (and body). */
-      const varying = (method: 'GET' | 'POST', next: () => { path: string; body?: string }): autocannon.Options => ({
-        url: listUrl,
-        headers,
-        requests: [{ method, setupRequest: (req) => ({ ...req, ...next() }) }],
-      });
       const listPath = `/v1/goods/${server.accessKey}`;
 
       await measure('list, no keyword (count=30)', { url: `${listUrl}?page=1&count=30`, headers });
       let k = 0;
       await measure(
         'list, keyword (8 keywords rotating)',
-        varying('GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(KEYWORDS[k++ % KEYWORDS.length])}&page=1&count=30` })),
+        varying(server, 'GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(KEYWORDS[k++ % KEYWORDS.length])}&page=1&count=30` })),
       );
-      let cold = 0;
       await measure(
         'list, a new keyword every request',
-        varying('GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(`sku-${String((cold++ * 37) % 99991).padStart(5, '0')}`)}` })),
+        varying(server, 'GET', () => newKeywordPath(listPath)),
       );
-      let n = 0;
-      const tag = Date.now().toString(36);
-      const register = () => {
-        n += 1;
-        return {
-          path: listPath,
-          body: JSON.stringify({
-            name: `Bench item ${n}`,
-            brand: 'Bench',
-            sku: `B-${tag}-${n}`,
-            url: `https://shop.example.com/bench/${tag}/${n}`,
-            originalPrice: 19.99,
-            discountedPrice: 17.99,
-            discountPercentage: 10,
-          }),
-        };
-      };
-      await measure('register (POST one item)', varying('POST', register));
+      await measure(
+        'register (POST one item)',
+        varying(server, 'POST', () => newItem(listPath)),
+      );
       // New keywords while the catalog changes: one client registers items all along (each write moves
       // the catalog version), nine send a new keyword each request; the figures are the searches'.
-      const writing = autocannon({ ...varying('POST', register), connections: 1, duration: DURATION });
-      await measure('new keyword, 1 client registering', {
-        ...varying('GET', () => ({ path: `${listPath}?searchKeyword=${encodeURIComponent(`sku-${String((cold++ * 37) % 99991).padStart(5, '0')}`)}` })),
-        connections: 9,
-      });
+      const writing = autocannon({ ...varying(server, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
+      await measure('new keyword, 1 client registering', { ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 9 });
       const writes = await writing;
       lines.push(`${engine}:   (meanwhile ${writes.requests.total} items registered, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
       console.log(lines[lines.length - 1]);
