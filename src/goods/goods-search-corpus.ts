@@ -464,16 +464,18 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       for (const id of step.deleted) if (!patched.has(id)) added++;
       if (patched.size + added > maxPatched(corpus.ids.length)) break;
       if (weights && !step.written.every(({ searchText }) => weights.knows(searchText))) break;
-      const items = step.written.map(({ id, searchText }) => ({
-        id,
-        item: weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText },
-      }));
+      // The step's items as they will stand (a deleted one is null), and what they change in memory.
+      const changes: Array<[number, PatchedItem | null]> = [
+        ...step.written.map(({ id, searchText }): [number, PatchedItem] => [
+          id,
+          weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText },
+        ]),
+        ...step.deleted.map((id): [number, null] => [id, null]),
+      ];
       let bytes = 0;
-      for (const { id, item } of items) bytes += patchedBytes(item) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
-      for (const id of step.deleted) bytes += patchedBytes(null) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
+      for (const [id, item] of changes) bytes += patchedBytes(item) - (patched.has(id) ? patchedBytes(patched.get(id)) : 0);
       if (this.used + (corpus.bytes - grown) + bytes > this.config.limits.searchMemoryBytes) break;
-      for (const { id, item } of items) patched.set(id, item);
-      for (const id of step.deleted) patched.set(id, null);
+      for (const [id, item] of changes) patched.set(id, item);
       corpus.patched = patched;
       corpus.bytes += bytes;
       corpus.version += 1;
