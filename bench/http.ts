@@ -7,8 +7,10 @@
  * version: the in-memory search corpus must follow the writes, or keywords fall back to the scan); with
  * MariaDB, the same on two nodes and Redis, searching one and writing on the other.
  * Options: --engines=sqlite,mysql (default both)  --goods=100000  --duration=10  --no-cluster  --redis=URL
+ *          --sync-size=5000 (items per sync call in the measures with bulk writes)  --only=TEXT (only the measures whose title holds it)
  */
 import autocannon from 'autocannon';
+import { parsePrometheusText, valueOf } from '../test/support/prometheus-text';
 import { BenchServer, Engine, goodsElement, peakRssMb, startServer } from './support';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
@@ -73,6 +75,57 @@ function newItem(listPath: string): { path: string; body: string } {
   };
 }
 
+const SYNC_SIZE = Number(arg('sync-size', '5000'));
+/** --only=TEXT: only the measures whose title holds TEXT (the seeding and warm-up still run). */
+const ONLY = arg('only', '');
+const wanted = (title: string) => title.includes(ONLY);
+
+/** The server's count of keywords matched in memory and by a scan so far (livegoods_search_keywords_total). */
+async function searchPaths(server: BenchServer): Promise<{ memory: number; scan: number }> {
+  const families = parsePrometheusText(await (await fetch(`${server.baseUrl}/metrics`)).text());
+  const count = (path: string) => valueOf(families, 'livegoods_search_keywords_total', { path }) ?? 0;
+  return { memory: count('memory'), scan: count('scan') };
+}
+
+/** `n% from memory` for the keywords `server` matched since `before` (a searchPaths reading). */
+async function fromMemory(server: BenchServer, before: { memory: number; scan: number }): Promise<string> {
+  const after = await searchPaths(server);
+  const memory = after.memory - before.memory;
+  const all = memory + after.scan - before.scan;
+  return `${all ? ((100 * memory) / all).toFixed(1) : '-'}% of keywords from memory`;
+}
+
+/**
+ * One client syncing SYNC_SIZE seeded items with new names, one call after the other, for `seconds`:
+ * each call is one bulk write of that many changed search texts (cycling through the seeded goods, their
+ * names changing back and forth). The bodies are built before the clock starts, so that building them does
+ * not hold up the bench's other clients. Resolves to the calls made and their mean time.
+ */
+function syncing(server: BenchServer, seconds: number): () => Promise<{ calls: number; meanMs: number }> {
+  const windows = Math.max(1, Math.floor(GOODS / SYNC_SIZE));
+  const bodies = [1, 2].flatMap((variant) =>
+    Array.from({ length: windows }, (_, w) => JSON.stringify(Array.from({ length: SYNC_SIZE }, (_, i) => goodsElement(w * SYNC_SIZE + i, variant)))),
+  );
+  return async () => {
+    const until = Date.now() + seconds * 1000;
+    let calls = 0;
+    let spent = 0;
+    while (Date.now() < until) {
+      const started = Date.now();
+      const res = await fetch(`${server.baseUrl}/v1/goods/${server.accessKey}/sync`, {
+        method: 'POST',
+        headers: { authorization: server.auth, 'content-type': 'application/json' },
+        body: bodies[calls % bodies.length],
+      });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`sync while searching: HTTP ${res.status}`);
+      spent += Date.now() - started;
+      calls++;
+    }
+    return { calls, meanMs: calls ? spent / calls : 0 };
+  };
+}
+
 /**
  * Two nodes on one MariaDB database and Redis: new keywords on node A (nine clients) while one client
  * registers items on node B all along. A's search corpus follows B's writes through the steps B shares
@@ -92,15 +145,32 @@ async function cluster(port: number): Promise<string[]> {
       lines.push(`cluster: ${await run(title, options)}`);
       console.log(lines[lines.length - 1]);
     };
-    await measure(
-      'new keyword on A',
-      varying(a, 'GET', () => newKeywordPath(listPath)),
-    );
-    const writing = autocannon({ ...varying(b, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
-    await measure('new keyword on A, 1 client registering on B', { ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 9 });
-    const writes = await writing;
-    lines.push(`cluster:   (meanwhile ${writes.requests.total} items registered on B, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
-    console.log(lines[lines.length - 1]);
+    if (wanted('new keyword on A'))
+      await measure(
+        'new keyword on A',
+        varying(a, 'GET', () => newKeywordPath(listPath)),
+      );
+    if (wanted('new keyword on A, 1 client registering on B')) {
+      const writing = autocannon({ ...varying(b, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
+      await measure('new keyword on A, 1 client registering on B', { ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 9 });
+      const writes = await writing;
+      lines.push(
+        `cluster:   (meanwhile ${writes.requests.total} items registered on B, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`,
+      );
+      console.log(lines[lines.length - 1]);
+    }
+    const syncTitle = `new keyword on A, syncs of ${SYNC_SIZE} on B`;
+    if (wanted(syncTitle)) {
+      const syncOnB = syncing(b, DURATION);
+      const pathsOnA = await searchPaths(a);
+      const syncsOnB = syncOnB();
+      await measure(syncTitle, { ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 9 });
+      const syncs = await syncsOnB;
+      lines.push(
+        `cluster:   (meanwhile ${syncs.calls} syncs of ${SYNC_SIZE} renamed items on B, ${syncs.meanMs.toFixed(0)} ms each; A: ${await fromMemory(a, pathsOnA)})`,
+      );
+      console.log(lines[lines.length - 1]);
+    }
   } finally {
     await b?.stop();
     await a.stop();
@@ -123,6 +193,7 @@ async function main(): Promise<void> {
       await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 5 });
 
       const measure = async (title: string, options: autocannon.Options): Promise<void> => {
+        if (!wanted(title)) return;
         lines.push(`${engine}: ${await run(title, options)}`);
         console.log(lines[lines.length - 1]);
       };
@@ -144,11 +215,28 @@ async function main(): Promise<void> {
       );
       // New keywords while the catalog changes: one client registers items all along (each write moves
       // the catalog version), nine send a new keyword each request; the figures are the searches'.
-      const writing = autocannon({ ...varying(server, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
-      await measure('new keyword, 1 client registering', { ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 9 });
-      const writes = await writing;
-      lines.push(`${engine}:   (meanwhile ${writes.requests.total} items registered, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
-      console.log(lines[lines.length - 1]);
+      if (wanted('new keyword, 1 client registering')) {
+        const writing = autocannon({ ...varying(server, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
+        await measure('new keyword, 1 client registering', { ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 9 });
+        const writes = await writing;
+        lines.push(`${engine}:   (meanwhile ${writes.requests.total} items registered, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
+        console.log(lines[lines.length - 1]);
+      }
+      // The same with bulk writes: one client syncing renamed items, call after call.
+      const syncTitle = `new keyword, syncs of ${SYNC_SIZE}`;
+      if (wanted(syncTitle)) {
+        // New keywords first (as the runs above do), so that the corpus is in memory when the syncs start.
+        await autocannon({ ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 10, duration: 3 });
+        const syncRun = syncing(server, DURATION);
+        const paths = await searchPaths(server);
+        const syncs = syncRun();
+        await measure(syncTitle, { ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 9 });
+        const done = await syncs;
+        lines.push(
+          `${engine}:   (meanwhile ${done.calls} syncs of ${SYNC_SIZE} renamed items, ${done.meanMs.toFixed(0)} ms each; ${await fromMemory(server, paths)})`,
+        );
+        console.log(lines[lines.length - 1]);
+      }
       lines.push(`${engine}: server peak RSS ${peakRssMb(server.pid)} MB`);
     } finally {
       await server.stop();
