@@ -12,6 +12,8 @@ import { GoodsSearchCorpus } from './goods-search-corpus';
 class FakeCatalog {
   version = 1;
   readonly rows = new Map<number, string>();
+  /** Pages of rows read so far (by loads). */
+  pagesRead = 0;
   /** Runs once, when the load reads its first page (a write committing during the load). */
   duringLoad?: () => void;
 
@@ -25,6 +27,7 @@ class FakeCatalog {
           .sort((a, b) => a[0] - b[0])
           .slice(0, limit)
           .map(([id, searchText]) => ({ id, searchText }));
+        this.pagesRead++;
         const during = this.duringLoad;
         this.duringLoad = undefined;
         during?.();
@@ -60,13 +63,21 @@ class FakeCatalog {
   }
 }
 
-function corpusOver(catalog: FakeCatalog): GoodsSearchCorpus {
+function corpusOver(catalog: FakeCatalog, redisClient: unknown = null): GoodsSearchCorpus {
   const gauge = { inc: () => undefined, dec: () => undefined };
   const metrics = { searches: gauge, searchCorpusGoods: gauge, searchCorpusBytes: gauge } as unknown as Metrics;
   const transactions = { manager: catalog.manager, isMysql: false } as unknown as Transactions;
   const config = { limits: { searchMemoryBytes: 64 * 1024 * 1024 } } as unknown as AppConfig;
-  return new GoodsSearchCorpus(transactions, config, metrics, { client: null } as unknown as RedisConnection);
+  return new GoodsSearchCorpus(transactions, config, metrics, { client: redisClient } as unknown as RedisConnection);
 }
+
+/** The corpus's internals the tests look at: its corpora, and a message from the channel. */
+const internals = (corpus: GoodsSearchCorpus) =>
+  corpus as unknown as {
+    corpora: Map<number, { version: number; patched?: Map<number, unknown>; ids: Float64Array }>;
+    received(message: string): void;
+    channel?: string;
+  };
 
 /** Searches until the background load has installed a corpus at `version` (or later). */
 async function loaded(corpus: GoodsSearchCorpus, version: number): Promise<void> {
@@ -164,16 +175,112 @@ describe('GoodsSearchCorpus', () => {
     expect(await corpus.match(1, 'item 13', write.version)).toEqual(catalog.instr('item 13'));
   });
 
-  it('leaves a step over the bound of patched items to a reload', async () => {
+  it('folds a step over the bound of patched items into a corpus rebuilt in memory, without reading the catalog', async () => {
     await loaded(corpus, catalog.version);
+    const pagesRead = catalog.pagesRead;
     const big = catalog.write(
       corpus,
       Array.from({ length: 2001 }, (_, i): [number, string] => [1000 + i, `bulk ${i}`]),
+      [5],
     );
     big.tell();
-    expect(await corpus.match(1, 'bulk 1', big.version)).toBeUndefined();
-    // The search started a reload, which reads the catalog as it is now.
-    await loaded(corpus, big.version);
-    expect(await corpus.match(1, 'bulk 1999', big.version)).toEqual(catalog.instr('bulk 1999'));
+    // The overlay cannot take it (2,000 at most here): the rebuild can, and then the corpus is at its version.
+    await loadUnderWay(corpus);
+    const rebuilt = internals(corpus).corpora.get(1);
+    expect(rebuilt?.version).toBe(big.version);
+    expect(rebuilt?.patched?.size ?? 0).toBe(0);
+    expect(rebuilt?.ids.length).toBe(catalog.rows.size);
+    expect(catalog.pagesRead).toBe(pagesRead);
+    for (const keyword of ['bulk 1999', 'bulk 1', 'item 5', 'item', 'acme'])
+      expect(await corpus.match(1, keyword, big.version)).toEqual(catalog.instr(keyword));
+  });
+
+  it('rebuilds a corpus whose patched items pass half their bound, and applies the writes told meanwhile', async () => {
+    // Loaded with the odd ids only; the writes bring ids between them and after them, renames and deletes.
+    for (let id = 2; id <= 50; id += 2) catalog.rows.delete(id);
+    await loaded(corpus, catalog.version);
+    const first = catalog.write(
+      corpus,
+      Array.from({ length: 1001 }, (_, i): [number, string] => [i < 25 ? 2 * (i + 1) : i < 30 ? 2 * i - 49 : 1000 + i, `wave ${i}`]),
+      [3],
+    );
+    first.tell();
+    // Taken at once as patched items (1,001 of 2,000), which starts a rebuild in the background.
+    expect(internals(corpus).corpora.get(1)?.version).toBe(first.version);
+    const meanwhile = catalog.write(
+      corpus,
+      [
+        [7, 'told during the rebuild'],
+        [5000, 'new during the rebuild'],
+      ],
+      [8],
+    );
+    meanwhile.tell();
+    await loadUnderWay(corpus);
+    const rebuilt = internals(corpus).corpora.get(1);
+    expect(rebuilt?.version).toBe(meanwhile.version);
+    expect(rebuilt?.patched?.size).toBe(3);
+    for (const keyword of ['wave 1000', 'wave 2', 'wave', 'during the rebuild', 'item 8', 'item 3', 'item', 'acme'])
+      expect(await corpus.match(1, keyword, meanwhile.version)).toEqual(catalog.instr(keyword));
+  });
+
+  it("puts another node's step back together from its parts, and drops one whose parts do not follow each other", async () => {
+    await loaded(corpus, catalog.version);
+    const { corpora } = internals(corpus);
+    const send = (message: Record<string, unknown>) => internals(corpus).received(JSON.stringify(message));
+    const write = catalog.write(
+      corpus,
+      [
+        [60, 'part one'],
+        [61, 'part two'],
+      ],
+      [10],
+    );
+    const base = { customerId: 1, version: write.version, parts: 3 };
+    // A step whose second part never came, then another node's parts in between: neither is taken.
+    send({ node: 'B', ...base, part: 0, written: [{ id: 60, searchText: 'part one' }], deleted: [] });
+    send({ node: 'B', ...base, part: 2, written: [], deleted: [10] });
+    send({ node: 'C', ...base, version: write.version + 5, part: 0, written: [], deleted: [] });
+    expect(corpora.get(1)?.version).toBe(write.version - 1);
+    // Parts of two nodes' steps interleaved: each node's is put together on its own.
+    send({ node: 'B', ...base, part: 0, written: [{ id: 60, searchText: 'part one' }], deleted: [] });
+    send({ node: 'C', ...base, version: write.version + 5, part: 1, written: [], deleted: [] });
+    send({ node: 'B', ...base, part: 1, written: [{ id: 61, searchText: 'part two' }], deleted: [] });
+    expect(corpora.get(1)?.version).toBe(write.version - 1);
+    send({ node: 'B', ...base, part: 2, written: [], deleted: [10] });
+    expect(corpora.get(1)?.version).toBe(write.version);
+    for (const keyword of ['part', 'item 10', 'item']) expect(await corpus.match(1, keyword, write.version)).toEqual(catalog.instr(keyword));
+    // Out of range: ignored.
+    for (const bad of [{ part: 3 }, { part: -1 }, { parts: 0 }, { parts: 1000 }, { part: 0.5 }])
+      send({ node: 'D', ...base, version: write.version + 1, written: [], deleted: [], part: 0, ...bad });
+    expect(corpora.get(1)?.version).toBe(write.version);
+  });
+
+  it('shares a large step in parts that put it back together on another node', async () => {
+    const messages: string[] = [];
+    const writer = corpusOver(catalog, { publish: (_channel: string, message: string) => (messages.push(message), Promise.resolve(1)) });
+    internals(writer).channel = 'test:search-steps';
+    const other = corpusOver(catalog);
+    try {
+      await loaded(other, catalog.version);
+      const written = Array.from({ length: 4500 }, (_, i): [number, string] => [2000 + i, `shared bulk ${i}`]);
+      const write = catalog.write(writer, written, [11, 12]);
+      write.tell();
+      await (writer as unknown as { sharing: { queue: Promise<void> } }).sharing.queue;
+      const parts = messages.map((m) => JSON.parse(m) as { part: number; parts: number; written: unknown[]; deleted: unknown[] });
+      expect(parts.map((p) => [p.part, p.parts, p.written.length, p.deleted.length])).toEqual([
+        [0, 4, 2000, 0],
+        [1, 4, 2000, 0],
+        [2, 4, 500, 0],
+        [3, 4, 0, 2],
+      ]);
+      for (const message of messages) internals(other).received(message);
+      await loadUnderWay(other);
+      expect(internals(other).corpora.get(1)?.version).toBe(write.version);
+      for (const keyword of ['shared bulk 4499', 'item 11', 'item']) expect(await other.match(1, keyword, write.version)).toEqual(catalog.instr(keyword));
+    } finally {
+      writer.onApplicationShutdown();
+      other.onApplicationShutdown();
+    }
   });
 });

@@ -36,12 +36,18 @@ const patchedBytes = (item: PatchedItem | null | undefined) => (item ? 2 * (item
 const CATCH_UP_MS = 20;
 const RECENT_WRITE_MS = 1000;
 /**
- * With REDIS_URL, steps of at most this many items go to the other nodes (on `<REDIS_PREFIX>:search-steps`);
- * they miss a larger one, and reload.
+ * With REDIS_URL, steps go to the other nodes (on `<REDIS_PREFIX>:search-steps`) in messages of at most this
+ * many items each; a step of more than MAX_STEP_ITEMS is not shared (the other nodes reload after it).
  */
 const SHARED_STEP_ITEMS = 2_000;
 /** The most items all kept steps of one customer hold (the oldest go first). */
 const MAX_STEP_ITEMS = 50_000;
+/** The most messages a shared step takes: its written items' parts, and its deleted ids'. */
+const MAX_SHARED_PARTS = Math.ceil(MAX_STEP_ITEMS / SHARED_STEP_ITEMS) + 1;
+/** The most nodes whose shared step a node puts together at once (see received). */
+const MAX_ASSEMBLING = 64;
+/** A rebuild that could not install its corpus is not tried again for the customer for this long (a load is, after a search). */
+const REBUILD_RETRY_MS = 10_000;
 
 /**
  * One customer's searchable text at one catalog version: the ids ascending, the searchTexts joined by
@@ -80,6 +86,19 @@ function itemAt(starts: Int32Array, pos: number): number {
     else hi = mid - 1;
   }
   return lo;
+}
+
+/** Whether the ascending `ids` hold `id`. */
+function holdsId(ids: Float64Array, id: number): boolean {
+  let lo = 0;
+  let hi = ids.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (ids[mid] === id) return true;
+    if (ids[mid] < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
 }
 
 /** Items of `haystack` (spans in `starts`) that hold `needle`, in order. */
@@ -199,6 +218,8 @@ interface LoadState {
   loadingFrom?: number;
   lastLoadMs: number;
   finishedAt: number;
+  /** When a rebuild (see rebuildIfCrowded) last ended without installing its corpus. */
+  rebuildFailedAt?: number;
 }
 
 /** What one goods write transaction changed in the searchable texts (see GoodsSearchCorpus#patch). */
@@ -250,6 +271,10 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   private subscriber?: Redis;
   /** This node, in the steps it shares (it skips its own when they come back). */
   private readonly node = randomUUID();
+  /** The steps this node is publishing, one after the other (see share), and how many items they hold. */
+  private readonly sharing = { queue: Promise.resolve(), items: 0 };
+  /** Per node that shares steps: the step whose parts are arriving (see received). */
+  private readonly assembling = new Map<string, Step & { customerId: number; version: number; parts: number; next: number }>();
 
   constructor(
     private readonly transactions: Transactions,
@@ -360,20 +385,46 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
    * (and any later steps already kept: commits may be told out of order) and is then at `version`, so
    * that searches after a write are still answered from memory, without a reload. A load under way uses
    * the steps too (see load). With REDIS_URL the step also goes to the other nodes, which take it the
-   * same way (received). A step that never comes (missed while Redis was away, or too large to share)
-   * leaves the corpus behind, to be reloaded after the next search as before; so does one that would pass
-   * the bound of patched items or the memory budget, or (MariaDB) a text with a character whose weights
-   * are not known yet.
+   * same way (received). A step the patched items cannot take (their bound, the memory budget, or on
+   * MariaDB a character whose weights are not known yet) waits for a rebuild of the corpus in memory
+   * (rebuildIfCrowded). A step that never comes (missed while Redis was away, or too large to share)
+   * leaves the corpus behind, to be reloaded after the next search as before.
    */
   patch(customerId: number, version: number, written: ReadonlyArray<{ id: number; searchText: string }>, deleted: readonly number[] = []): void {
     if (this.closed) return;
     const step: Step = { written: written.map(({ id, searchText }) => ({ id, searchText })), deleted: [...deleted] };
     this.take(customerId, version, step);
-    const client = this.redis.client;
-    if (this.channel && client && step.written.length + step.deleted.length <= SHARED_STEP_ITEMS) {
-      // Another node that misses it (Redis away) finds its corpus behind and reloads.
-      client.publish(this.channel, JSON.stringify({ node: this.node, customerId, version, ...step })).catch(() => undefined);
-    }
+    if (this.channel && step.written.length + step.deleted.length <= MAX_STEP_ITEMS) this.share(customerId, version, step);
+  }
+
+  /**
+   * Publishes the step for the other nodes, in parts of at most SHARED_STEP_ITEMS items (a message each,
+   * stringified one per turn of the event loop), this node's steps one after the other: the parts of
+   * one step follow each other on the channel, in order, which is how a node puts them back together
+   * (received). A node that misses one (Redis away) finds its corpus behind and reloads.
+   */
+  private share(customerId: number, version: number, step: Step): void {
+    const parts: Step[] = [];
+    for (let at = 0; at < step.written.length; at += SHARED_STEP_ITEMS) parts.push({ written: step.written.slice(at, at + SHARED_STEP_ITEMS), deleted: [] });
+    for (let at = 0; at < step.deleted.length; at += SHARED_STEP_ITEMS) parts.push({ written: [], deleted: step.deleted.slice(at, at + SHARED_STEP_ITEMS) });
+    if (!parts.length) parts.push({ written: [], deleted: [] });
+    const items = step.written.length + step.deleted.length;
+    // Bounded: past it, a step is not shared (the other nodes reload), rather than held here.
+    if (this.sharing.items + items > MAX_STEP_ITEMS) return;
+    this.sharing.items += items;
+    this.sharing.queue = this.sharing.queue.then(async () => {
+      try {
+        for (let part = 0; part < parts.length; part++) {
+          if (part > 0) await new Promise((resolve) => setImmediate(resolve));
+          const client = this.redis.client;
+          if (this.closed || !client || !this.channel) break;
+          const message = JSON.stringify({ node: this.node, customerId, version, part, parts: parts.length, ...parts[part] });
+          client.publish(this.channel, message).catch(() => undefined);
+        }
+      } finally {
+        this.sharing.items -= items;
+      }
+    });
   }
 
   /** Keeps the step to `version` and moves the customer's corpus on as far as the steps go. */
@@ -385,7 +436,11 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     this.advance(customerId);
   }
 
-  /** A step another node shared (see patch); anything else on the channel is ignored. */
+  /**
+   * A part of a step another node shared (see share); anything else on the channel is ignored. The parts
+   * of a step come one after the other from its node: a part that is not the next one expected from that
+   * node drops the step being put together (the corpus then finds itself behind, and reloads).
+   */
   private received(message: string): void {
     if (this.closed) return;
     let shared: unknown;
@@ -394,17 +449,41 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     } catch {
       return;
     }
-    const s = shared as { node?: unknown; customerId?: unknown; version?: unknown; written?: unknown; deleted?: unknown };
+    const s = shared as { node?: unknown; customerId?: unknown; version?: unknown; part?: unknown; parts?: unknown; written?: unknown; deleted?: unknown };
     if (typeof shared !== 'object' || shared === null || s.node === this.node || typeof s.node !== 'string') return;
     const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
     if (!isId(s.customerId) || !isId(s.version) || !Array.isArray(s.written) || !Array.isArray(s.deleted)) return;
     const written = s.written as Array<{ id?: unknown; searchText?: unknown }>;
     if (!written.every((w) => typeof w === 'object' && w !== null && isId(w.id) && typeof w.searchText === 'string')) return;
     if (!(s.deleted as unknown[]).every(isId)) return;
-    this.take(s.customerId, s.version, {
-      written: written.map((w) => ({ id: w.id as number, searchText: w.searchText as string })),
-      deleted: s.deleted as number[],
-    });
+    // A message without parts is a whole step.
+    const parts = s.parts ?? 1;
+    const part = s.part ?? 0;
+    if (!isId(parts) || parts > MAX_SHARED_PARTS || !Number.isSafeInteger(part) || (part as number) < 0 || (part as number) >= parts) return;
+    const node = s.node;
+    let step = this.assembling.get(node);
+    if (part === 0) {
+      this.assembling.delete(node);
+      step = { customerId: s.customerId, version: s.version, parts, next: 0, written: [], deleted: [] };
+    }
+    if (!step || step.customerId !== s.customerId || step.version !== s.version || step.parts !== parts || step.next !== part) {
+      this.assembling.delete(node);
+      return;
+    }
+    for (const w of written) step.written.push({ id: w.id as number, searchText: w.searchText as string });
+    for (const id of s.deleted as number[]) step.deleted.push(id);
+    step.next++;
+    if (step.next < parts) {
+      this.assembling.set(node, step);
+      // One step per node at most; and no more than MAX_ASSEMBLING nodes' (a node gone mid-step leaves one).
+      for (const [other] of this.assembling) {
+        if (this.assembling.size <= MAX_ASSEMBLING) break;
+        this.assembling.delete(other);
+      }
+      return;
+    }
+    this.assembling.delete(node);
+    this.take(step.customerId, step.version, { written: step.written, deleted: step.deleted });
   }
 
   /** The customer's corpus once it is at `version` or later, or after CATCH_UP_MS (whatever it is then). */
@@ -434,6 +513,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       const grown = this.step(corpus, steps);
       this.used += grown;
       this.metrics.searchCorpusBytes.inc(grown);
+      this.rebuildIfCrowded(customerId, corpus, steps);
     }
     // Kept: the steps after the corpus, or after the start of a load under way; within their bound.
     const loadFrom = this.states.get(customerId)?.loadingFrom;
@@ -481,6 +561,115 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       corpus.version += 1;
     }
     return corpus.bytes - grown;
+  }
+
+  /**
+   * Starts a rebuild of the customer's corpus in memory (see rebuild) when its patched items pass half
+   * their bound, or a step waits after it that it could not take (the bound, the memory budget), so that
+   * a catalog written in bulk all along is still searched from memory: each search passes over the patched
+   * items, and a corpus left behind is searched by a scan until it is reloaded. Not while a load or a
+   * rebuild runs, nor within REBUILD_RETRY_MS of one that failed.
+   */
+  private rebuildIfCrowded(customerId: number, corpus: Corpus, steps: Map<number, Step>): void {
+    const crowded = (corpus.patched?.size ?? 0) > maxPatched(corpus.ids.length) / 2;
+    if ((!crowded && !steps.has(corpus.version + 1)) || this.closed) return;
+    const state = this.states.get(customerId) ?? { lastLoadMs: 0, finishedAt: 0 };
+    this.states.set(customerId, state);
+    if (state.loading || (state.rebuildFailedAt && performance.now() - state.rebuildFailedAt < REBUILD_RETRY_MS)) return;
+    // The steps after the corpus are kept for the rebuild from now on (see advance).
+    state.loadingFrom = corpus.version;
+    state.loading = this.rebuild(customerId, corpus)
+      .then(
+        (installed) => {
+          if (!installed) state.rebuildFailedAt = performance.now();
+        },
+        (err: unknown) => {
+          state.rebuildFailedAt = performance.now();
+          if (!this.closed) this.logger.warn(`search corpus of customer ${customerId} not rebuilt: ${(err as Error).message}`);
+        },
+      )
+      .finally(() => {
+        state.loading = undefined;
+        state.loadingFrom = undefined;
+      });
+  }
+
+  /**
+   * A new corpus from the customer's corpus `base`, its patched items and the steps waiting after it,
+   * built in memory (no database read but, on MariaDB, the weights of characters not met yet): the items
+   * in id order with their texts now, and nothing patched. Steps that come meanwhile are kept and applied
+   * to it as to any corpus. Installed in place of `base` unless that was replaced or dropped meanwhile, or
+   * the new corpus is behind it; true when installed.
+   */
+  private async rebuild(customerId: number, base: Corpus): Promise<boolean> {
+    const weights = base.folded !== undefined ? this.weights : undefined;
+    if (base.folded !== undefined && !weights) return false;
+    // The items that take the place of the loaded ones: the patched items as they are now, then the
+    // steps that wait after the corpus, in order.
+    const changed = new Map<number, PatchedItem | null>(base.patched ?? []);
+    const waiting: Step[] = [];
+    let version = base.version;
+    const steps = this.steps.get(customerId);
+    for (let step = steps?.get(version + 1); step; step = steps?.get(version + 1)) {
+      waiting.push(step);
+      version++;
+    }
+    if (weights)
+      await weights.learn(
+        this.transactions.manager,
+        waiting.flatMap((step) => step.written.map((w) => w.searchText)),
+      );
+    for (const step of waiting) {
+      for (const { id, searchText } of step.written) changed.set(id, weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText });
+      for (const id of step.deleted) changed.set(id, null);
+    }
+    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
+    if (!(await pause())) return false;
+
+    // Items not in the loaded corpus, ascending, to be merged in at their place.
+    const added = [...changed.keys()].filter((id) => changed.get(id) && !holdsId(base.ids, id)).sort((a, b) => a - b);
+    const ids: number[] = [];
+    const pages = new Layout();
+    const foldedPages = weights ? new Layout() : null;
+    let texts: string[] = [];
+    let foldedTexts: string[] = [];
+    const push = (id: number, text: string, folded: string | undefined) => {
+      ids.push(id);
+      texts.push(text);
+      if (foldedPages) foldedTexts.push(folded as string);
+    };
+    const pushChanged = (id: number) => {
+      const item = changed.get(id);
+      if (item) push(id, item.text, item.folded);
+    };
+    const { text, starts, folded, foldedStarts } = base;
+    let next = 0;
+    for (let i = 0; i < base.ids.length; i++) {
+      const id = base.ids[i];
+      for (; next < added.length && added[next] < id; next++) pushChanged(added[next]);
+      if (changed.has(id)) pushChanged(id);
+      else push(id, text.slice(starts[i], starts[i + 1] - 1), folded?.slice((foldedStarts as Int32Array)[i], (foldedStarts as Int32Array)[i + 1] - 1));
+      if (texts.length >= LOAD_CHUNK) {
+        pages.add(texts);
+        foldedPages?.add(foldedTexts);
+        texts = [];
+        foldedTexts = [];
+        if (!(await pause())) return false;
+      }
+    }
+    for (; next < added.length; next++) pushChanged(added[next]);
+    pages.add(texts);
+    foldedPages?.add(foldedTexts);
+    const bytes = 2 * pages.length + 12 * ids.length + (foldedPages ? 2 * foldedPages.length + 4 * ids.length : 0);
+    if (bytes > this.config.limits.searchMemoryBytes) return false;
+    const corpus = await this.build(version, ids, pages, foldedPages, bytes);
+    if (!corpus || this.corpora.get(customerId) !== base) return false;
+    const later = this.steps.get(customerId);
+    if (later) this.step(corpus, later);
+    if (corpus.version < base.version) return false;
+    this.install(customerId, corpus);
+    this.advance(customerId);
+    return true;
   }
 
   /** Starts a background load of the customer's corpus unless one runs or the last one was too recent. */
@@ -578,28 +767,41 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       for (let v = version + 1; v <= final; v++) if (!steps?.has(v)) return;
     }
 
-    // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
-    // one string per turn.
-    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
-    const { text, starts } = pages.done();
-    let folded: string | undefined;
-    let foldedStarts: Int32Array | undefined;
-    if (mysql) {
-      if (!(await pause())) return;
-      ({ text: folded, starts: foldedStarts } = foldedPages.done());
-    }
-    const searched = folded ?? text;
-    // The pair index holds about one posting (4 bytes) per code unit.
-    if (bytes + 4 * searched.length > budget || !(await pause())) return;
-    const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 10_000, pause);
-    if (!pairs || bytes + pairs.bytes > budget) return;
-    const corpus: Corpus = { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes };
+    const corpus = await this.build(version, ids, pages, mysql ? foldedPages : null, bytes);
+    if (!corpus) return;
     const steps = this.steps.get(customerId);
     if (steps) this.step(corpus, steps);
     // Not at the version read at the end (a step it could not take), or older than the corpus it would replace.
     if (corpus.version < final || corpus.version < (this.corpora.get(customerId)?.version ?? 0)) return;
     this.install(customerId, corpus);
     this.advance(customerId);
+  }
+
+  /**
+   * The corpus at `version` of these items (ids ascending, their texts laid out in `pages`, and in
+   * `foldedPages` on MariaDB), `bytes` the ids' and texts' share; undefined when it would pass the memory
+   * budget, or the node is closing. Joins, flattens and indexes in slices, with turns of the event loop
+   * between them.
+   */
+  private async build(version: number, ids: number[], pages: Layout, foldedPages: Layout | null, bytes: number): Promise<Corpus | undefined> {
+    const budget = this.config.limits.searchMemoryBytes;
+    // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
+    // one string per turn.
+    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
+    if (!(await pause())) return undefined;
+    const { text, starts } = pages.done();
+    let folded: string | undefined;
+    let foldedStarts: Int32Array | undefined;
+    if (foldedPages) {
+      if (!(await pause())) return undefined;
+      ({ text: folded, starts: foldedStarts } = foldedPages.done());
+    }
+    const searched = folded ?? text;
+    // The pair index holds about one posting (4 bytes) per code unit.
+    if (bytes + 4 * searched.length > budget || !(await pause())) return undefined;
+    const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 10_000, pause);
+    if (!pairs || bytes + pairs.bytes > budget) return undefined;
+    return { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes };
   }
 
   /** Keeps the corpus, dropping the customer's previous one and then the least recently searched ones while over budget. */
