@@ -32,9 +32,15 @@ interface PatchedItem {
 
 /** What one patched item costs in memory, roughly: two bytes a code unit, and the map's entry. */
 const patchedBytes = (item: PatchedItem | null | undefined) => (item ? 2 * (item.text.length + (item.folded?.length ?? 0)) : 0) + 64;
-/** A search finding the corpus behind waits for the steps on their way this long at most, if this node wrote within RECENT_WRITE_MS. */
-const CATCH_UP_MS = 20;
-const RECENT_WRITE_MS = 1000;
+/**
+ * A search finding the corpus behind waits for the steps on their way this long at most, if the corpus took
+ * a step (this node's or another's) within RECENT_WRITE_MS: a customer written in bulk commits every second
+ * or two, and a step from another node comes in parts through two busy event loops, while a scan instead
+ * costs a pass over the catalog on the database (hundreds of ms at 100,000 goods while a bulk write runs).
+ * When no step comes (Redis away), such a search is scanned this much later.
+ */
+const CATCH_UP_MS = 100;
+const RECENT_WRITE_MS = 10_000;
 /**
  * With REDIS_URL, steps go to the other nodes (on `<REDIS_PREFIX>:search-steps`) in messages of at most this
  * many items each; a step of more than MAX_STEP_ITEMS is not shared (the other nodes reload after it).
@@ -218,7 +224,9 @@ interface LoadState {
   loadingFrom?: number;
   lastLoadMs: number;
   finishedAt: number;
-  /** When a rebuild (see rebuildIfCrowded) last ended without installing its corpus. */
+  /** A rebuild (see rebuildIfCrowded) is under way (then `loading` is set too). */
+  rebuilding?: boolean;
+  /** When a rebuild last ended without installing its corpus. */
   rebuildFailedAt?: number;
 }
 
@@ -510,7 +518,9 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     const steps = this.steps.get(customerId) ?? new Map<number, Step>();
     const corpus = this.corpora.get(customerId);
     if (corpus) {
-      const grown = this.step(corpus, steps);
+      // While a rebuild runs, the patched items may grow to twice their bound: the rebuild takes them
+      // soon, and meanwhile searches stay in memory (each passes over them, a few ms at most).
+      const grown = this.step(corpus, steps, this.states.get(customerId)?.rebuilding ? 2 : 1);
       this.used += grown;
       this.metrics.searchCorpusBytes.inc(grown);
       this.rebuildIfCrowded(customerId, corpus, steps);
@@ -532,7 +542,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
    * how many bytes it grew by. Stops before a step it cannot take (see patch). Searches read a corpus only
    * between two awaits, so none sees a step half applied.
    */
-  private step(corpus: Corpus, steps: Map<number, Step>): number {
+  private step(corpus: Corpus, steps: Map<number, Step>, bounds = 1): number {
     const weights = corpus.folded !== undefined ? this.weights : undefined;
     if (corpus.folded !== undefined && !weights) return 0;
     const grown = corpus.bytes;
@@ -542,7 +552,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       let added = 0;
       for (const { id } of step.written) if (!patched.has(id)) added++;
       for (const id of step.deleted) if (!patched.has(id)) added++;
-      if (patched.size + added > maxPatched(corpus.ids.length)) break;
+      if (patched.size + added > bounds * maxPatched(corpus.ids.length)) break;
       if (weights && !step.written.every(({ searchText }) => weights.knows(searchText))) break;
       // The step's items as they will stand (a deleted one is null), and what they change in memory.
       const changes: Array<[number, PatchedItem | null]> = [
@@ -564,20 +574,21 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Starts a rebuild of the customer's corpus in memory (see rebuild) when its patched items pass half
+   * Starts a rebuild of the customer's corpus in memory (see rebuild) when its patched items reach half
    * their bound, or a step waits after it that it could not take (the bound, the memory budget), so that
    * a catalog written in bulk all along is still searched from memory: each search passes over the patched
    * items, and a corpus left behind is searched by a scan until it is reloaded. Not while a load or a
    * rebuild runs, nor within REBUILD_RETRY_MS of one that failed.
    */
   private rebuildIfCrowded(customerId: number, corpus: Corpus, steps: Map<number, Step>): void {
-    const crowded = (corpus.patched?.size ?? 0) > maxPatched(corpus.ids.length) / 2;
+    const crowded = (corpus.patched?.size ?? 0) >= maxPatched(corpus.ids.length) / 2;
     if ((!crowded && !steps.has(corpus.version + 1)) || this.closed) return;
     const state = this.states.get(customerId) ?? { lastLoadMs: 0, finishedAt: 0 };
     this.states.set(customerId, state);
     if (state.loading || (state.rebuildFailedAt && performance.now() - state.rebuildFailedAt < REBUILD_RETRY_MS)) return;
     // The steps after the corpus are kept for the rebuild from now on (see advance).
     state.loadingFrom = corpus.version;
+    state.rebuilding = true;
     state.loading = this.rebuild(customerId, corpus)
       .then(
         (installed) => {
@@ -591,6 +602,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       .finally(() => {
         state.loading = undefined;
         state.loadingFrom = undefined;
+        state.rebuilding = false;
       });
   }
 
