@@ -224,6 +224,25 @@ describe('GoodsSearchCorpus', () => {
       expect(await corpus.match(1, keyword, meanwhile.version)).toEqual(catalog.instr(keyword));
   });
 
+  it('takes more than the bound of patched items while a rebuild runs, and the rebuilt corpus takes them too', async () => {
+    await loaded(corpus, catalog.version);
+    const batch = (from: number, count: number) => Array.from({ length: count }, (_, i): [number, string] => [from + i, `batch ${from} ${i}`]);
+    catalog.write(corpus, batch(1000, 1000)).tell();
+    // A rebuild runs now; 2,400 more items come before it ends (the bound is 2,000).
+    catalog.write(corpus, batch(3000, 1200)).tell();
+    const last = catalog.write(corpus, batch(5000, 1200));
+    last.tell();
+    expect(internals(corpus).corpora.get(1)?.version).toBe(last.version);
+    expect(await corpus.match(1, 'batch 5000 1199', last.version)).toEqual([6199]);
+    await loadUnderWay(corpus);
+    const rebuilt = internals(corpus).corpora.get(1);
+    expect(rebuilt?.version).toBe(last.version);
+    // The rebuilt corpus (the first batch folded in, the two others patched), not the one it replaced.
+    expect(rebuilt?.patched?.size).toBe(2400);
+    for (const keyword of ['batch 1000 999', 'batch 3000', 'batch', 'item'])
+      expect(await corpus.match(1, keyword, last.version)).toEqual(catalog.instr(keyword));
+  });
+
   it("puts another node's step back together from its parts, and drops one whose parts do not follow each other", async () => {
     await loaded(corpus, catalog.version);
     const { corpora } = internals(corpus);

@@ -603,6 +603,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
         state.loading = undefined;
         state.loadingFrom = undefined;
         state.rebuilding = false;
+        // Steps refused meanwhile (the corpus is back to one bound), or a corpus still crowded: at once, not at the next write.
+        if (!this.closed) this.advance(customerId);
       });
   }
 
@@ -676,8 +678,9 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     if (bytes > this.config.limits.searchMemoryBytes) return false;
     const corpus = await this.build(version, ids, pages, foldedPages, bytes);
     if (!corpus || this.corpora.get(customerId) !== base) return false;
+    // The steps committed meanwhile, which `base` took with the room a rebuild gives (see advance).
     const later = this.steps.get(customerId);
-    if (later) this.step(corpus, later);
+    if (later) this.step(corpus, later, 2);
     if (corpus.version < base.version) return false;
     this.install(customerId, corpus);
     this.advance(customerId);
