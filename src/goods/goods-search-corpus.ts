@@ -79,6 +79,13 @@ interface Corpus {
   patched?: Map<number, PatchedItem | null>;
 }
 
+/**
+ * What `items` ids and their texts laid out in `pages` (and `foldedPages` on MariaDB) cost in memory: two
+ * bytes a character (a string holding Hangul is stored two bytes a character), 8 an id, 4 a start.
+ */
+const layoutBytes = (items: number, pages: Layout, foldedPages: Layout | null) =>
+  2 * pages.length + 12 * items + (foldedPages ? 2 * foldedPages.length + 4 * items : 0);
+
 /** UTF-8 length of one code point. */
 const utf8Length = (cp: number) => (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
 
@@ -469,15 +476,12 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     const part = s.part ?? 0;
     if (!isId(parts) || parts > MAX_SHARED_PARTS || !Number.isSafeInteger(part) || (part as number) < 0 || (part as number) >= parts) return;
     const node = s.node;
-    let step = this.assembling.get(node);
-    if (part === 0) {
-      this.assembling.delete(node);
-      step = { customerId: s.customerId, version: s.version, parts, next: 0, written: [], deleted: [] };
-    }
-    if (!step || step.customerId !== s.customerId || step.version !== s.version || step.parts !== parts || step.next !== part) {
-      this.assembling.delete(node);
-      return;
-    }
+    // Taken out, and put back (as the newest) only while incomplete: a part out of order drops the step.
+    const pending = this.assembling.get(node);
+    this.assembling.delete(node);
+    const step =
+      part === 0 ? { customerId: s.customerId, version: s.version, parts, next: 0, written: [] as Step['written'], deleted: [] as number[] } : pending;
+    if (!step || step.customerId !== s.customerId || step.version !== s.version || step.parts !== parts || step.next !== part) return;
     for (const w of written) step.written.push({ id: w.id as number, searchText: w.searchText as string });
     for (const id of s.deleted as number[]) step.deleted.push(id);
     step.next++;
@@ -490,7 +494,6 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       }
       return;
     }
-    this.assembling.delete(node);
     this.take(step.customerId, step.version, { written: step.written, deleted: step.deleted });
   }
 
@@ -583,8 +586,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   private rebuildIfCrowded(customerId: number, corpus: Corpus, steps: Map<number, Step>): void {
     const crowded = (corpus.patched?.size ?? 0) >= maxPatched(corpus.ids.length) / 2;
     if ((!crowded && !steps.has(corpus.version + 1)) || this.closed) return;
-    const state = this.states.get(customerId) ?? { lastLoadMs: 0, finishedAt: 0 };
-    this.states.set(customerId, state);
+    const state = this.stateOf(customerId);
     if (state.loading || (state.rebuildFailedAt && performance.now() - state.rebuildFailedAt < REBUILD_RETRY_MS)) return;
     // The steps after the corpus are kept for the rebuild from now on (see advance).
     state.loadingFrom = corpus.version;
@@ -647,6 +649,12 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     const foldedPages = weights ? new Layout() : null;
     let texts: string[] = [];
     let foldedTexts: string[] = [];
+    const flush = () => {
+      pages.add(texts);
+      foldedPages?.add(foldedTexts);
+      texts = [];
+      foldedTexts = [];
+    };
     const push = (id: number, text: string, folded: string | undefined) => {
       ids.push(id);
       texts.push(text);
@@ -664,33 +672,33 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       if (changed.has(id)) pushChanged(id);
       else push(id, text.slice(starts[i], starts[i + 1] - 1), folded?.slice((foldedStarts as Int32Array)[i], (foldedStarts as Int32Array)[i + 1] - 1));
       if (texts.length >= LOAD_CHUNK) {
-        pages.add(texts);
-        foldedPages?.add(foldedTexts);
-        texts = [];
-        foldedTexts = [];
+        flush();
         if (!(await pause())) return false;
       }
     }
     for (; next < added.length; next++) pushChanged(added[next]);
-    pages.add(texts);
-    foldedPages?.add(foldedTexts);
-    const bytes = 2 * pages.length + 12 * ids.length + (foldedPages ? 2 * foldedPages.length + 4 * ids.length : 0);
-    if (bytes > this.config.limits.searchMemoryBytes) return false;
-    const corpus = await this.build(version, ids, pages, foldedPages, bytes);
+    flush();
+    const corpus = await this.build(version, ids, pages, foldedPages);
     if (!corpus || this.corpora.get(customerId) !== base) return false;
     // The steps committed meanwhile, which `base` took with the room a rebuild gives (see advance).
     const later = this.steps.get(customerId);
     if (later) this.step(corpus, later, 2);
     if (corpus.version < base.version) return false;
+    // The steps kept for it are let go, and any waiting search told, by the advance when it ends (rebuildIfCrowded).
     this.install(customerId, corpus);
-    this.advance(customerId);
     return true;
+  }
+
+  /** The customer's load state, created on first use. */
+  private stateOf(customerId: number): LoadState {
+    let state = this.states.get(customerId);
+    if (!state) this.states.set(customerId, (state = { lastLoadMs: 0, finishedAt: 0 }));
+    return state;
   }
 
   /** Starts a background load of the customer's corpus unless one runs or the last one was too recent. */
   private refresh(customerId: number, version: number): void {
-    const state = this.states.get(customerId) ?? { lastLoadMs: 0, finishedAt: 0 };
-    this.states.set(customerId, state);
+    const state = this.stateOf(customerId);
     if (state.loading || this.closed) return;
     if (state.finishedAt && performance.now() - state.finishedAt < state.lastLoadMs * RELOAD_SPACING) return;
     const started = performance.now();
@@ -745,8 +753,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // Each page is joined at once, so that the load holds a few long strings rather than two million short ones.
     const ids: number[] = [];
     const pages = new Layout();
-    const foldedPages = new Layout();
-    let bytes = 0;
+    const foldedPages = mysql ? new Layout() : null;
     let after = 0;
     for (;;) {
       if (this.closed) return;
@@ -757,15 +764,12 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       const texts = rows.map((r) => r.searchText);
       for (const row of rows) ids.push(Number(row.id));
       pages.add(texts);
-      // Two bytes a character (a string holding Hangul is stored two bytes a character), 8 an id, 4 a start.
-      bytes = 2 * pages.length + 12 * ids.length;
-      if (mysql) {
+      if (foldedPages) {
         const weights = this.weights as CollationWeights;
         await weights.learn(em, texts);
         foldedPages.add(texts.map((t) => weights.fold(t)));
-        bytes += 2 * foldedPages.length + 4 * ids.length;
       }
-      if (bytes > budget) return;
+      if (layoutBytes(ids.length, pages, foldedPages) > budget) return;
       if (rows.length < LOAD_CHUNK) break;
       after = Number(rows[rows.length - 1].id);
       // Let requests run between two pages (on SQLite each query holds the event loop).
@@ -782,7 +786,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       for (let v = version + 1; v <= final; v++) if (!steps?.has(v)) return;
     }
 
-    const corpus = await this.build(version, ids, pages, mysql ? foldedPages : null, bytes);
+    const corpus = await this.build(version, ids, pages, foldedPages);
     if (!corpus) return;
     const steps = this.steps.get(customerId);
     if (steps) this.step(corpus, steps);
@@ -794,12 +798,13 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * The corpus at `version` of these items (ids ascending, their texts laid out in `pages`, and in
-   * `foldedPages` on MariaDB), `bytes` the ids' and texts' share; undefined when it would pass the memory
-   * budget, or the node is closing. Joins, flattens and indexes in slices, with turns of the event loop
+   * `foldedPages` on MariaDB); undefined when it would pass the memory budget, or the node is closing. Joins, flattens and indexes in slices, with turns of the event loop
    * between them.
    */
-  private async build(version: number, ids: number[], pages: Layout, foldedPages: Layout | null, bytes: number): Promise<Corpus | undefined> {
+  private async build(version: number, ids: number[], pages: Layout, foldedPages: Layout | null): Promise<Corpus | undefined> {
     const budget = this.config.limits.searchMemoryBytes;
+    const bytes = layoutBytes(ids.length, pages, foldedPages);
+    if (bytes > budget) return undefined;
     // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
     // one string per turn.
     const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
