@@ -137,9 +137,37 @@ function syncing(server: BenchServer, seconds: number): () => Promise<{ calls: n
   };
 }
 
+type Measure = (title: string, options: autocannon.Options) => Promise<void>;
+
 /**
- * Two nodes on one MariaDB database and Redis: new keywords on node A (nine clients) while one client
- * registers items on node B all along. A's search corpus follows B's writes through the steps B shares
+ * New keywords on `search` (nine clients) while one client registers items on `write` all along (each
+ * write moves the catalog version): the searches are measured; resolves to what the writer got through.
+ */
+async function newKeywordsWhileRegistering(search: BenchServer, write: BenchServer, listPath: string, title: string, measure: Measure): Promise<string> {
+  const writing = autocannon({ ...varying(write, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
+  await measure(title, { ...varying(search, 'GET', () => newKeywordPath(listPath)), connections: 9 });
+  const writes = await writing;
+  return `${writes.requests.total} items registered, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms`;
+}
+
+/**
+ * New keywords on `search` (nine clients, its corpus loaded first) while one client syncs renamed items on
+ * `write`, call after call: the searches are measured; resolves to the syncs made and the share of
+ * keywords `search` matched in memory.
+ */
+async function newKeywordsWhileSyncing(search: BenchServer, write: BenchServer, listPath: string, title: string, measure: Measure): Promise<string> {
+  await untilInMemory(search, listPath);
+  const sync = syncing(write, DURATION);
+  const before = await searchPaths(search);
+  const syncs = sync();
+  await measure(title, { ...varying(search, 'GET', () => newKeywordPath(listPath)), connections: 9 });
+  const done = await syncs;
+  return `${done.calls} syncs of ${SYNC_SIZE} renamed items, ${done.meanMs.toFixed(0)} ms each; ${await fromMemory(search, before)}`;
+}
+
+/**
+ * Two nodes on one MariaDB database and Redis: new keywords on node A (nine clients) alone, then while one
+ * client registers items on node B all along, then while it syncs renamed items on B. A's search corpus follows B's writes through the steps B shares
  * over Redis (docs/decisions/0018); without them every new keyword on A would scan.
  */
 async function cluster(port: number): Promise<string[]> {
@@ -152,37 +180,20 @@ async function cluster(port: number): Promise<string[]> {
     const listPath = `/v1/goods/${a.accessKey}`;
     // Warm-up; it also loads A's corpus of the customer.
     await autocannon({ ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 10, duration: 5 });
-    const measure = async (title: string, options: autocannon.Options) => {
-      lines.push(`cluster: ${await run(title, options)}`);
+    const print = (line: string) => {
+      lines.push(`cluster: ${line}`);
       console.log(lines[lines.length - 1]);
     };
+    const measure: Measure = async (title, options) => print(await run(title, options));
     if (wanted('new keyword on A'))
       await measure(
         'new keyword on A',
         varying(a, 'GET', () => newKeywordPath(listPath)),
       );
-    if (wanted('new keyword on A, 1 client registering on B')) {
-      const writing = autocannon({ ...varying(b, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
-      await measure('new keyword on A, 1 client registering on B', { ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 9 });
-      const writes = await writing;
-      lines.push(
-        `cluster:   (meanwhile ${writes.requests.total} items registered on B, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`,
-      );
-      console.log(lines[lines.length - 1]);
-    }
+    const registerTitle = 'new keyword on A, 1 client registering on B';
+    if (wanted(registerTitle)) print(`  (meanwhile on B: ${await newKeywordsWhileRegistering(a, b, listPath, registerTitle, measure)})`);
     const syncTitle = `new keyword on A, syncs of ${SYNC_SIZE} on B`;
-    if (wanted(syncTitle)) {
-      await untilInMemory(a, listPath);
-      const syncOnB = syncing(b, DURATION);
-      const pathsOnA = await searchPaths(a);
-      const syncsOnB = syncOnB();
-      await measure(syncTitle, { ...varying(a, 'GET', () => newKeywordPath(listPath)), connections: 9 });
-      const syncs = await syncsOnB;
-      lines.push(
-        `cluster:   (meanwhile ${syncs.calls} syncs of ${SYNC_SIZE} renamed items on B, ${syncs.meanMs.toFixed(0)} ms each; A: ${await fromMemory(a, pathsOnA)})`,
-      );
-      console.log(lines[lines.length - 1]);
-    }
+    if (wanted(syncTitle)) print(`  (meanwhile on B: ${await newKeywordsWhileSyncing(a, b, listPath, syncTitle, measure)})`);
   } finally {
     await b?.stop();
     await a.stop();
@@ -204,10 +215,12 @@ async function main(): Promise<void> {
       // Warm-up so that the first figures do not include JIT and cache warm-up.
       await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 5 });
 
-      const measure = async (title: string, options: autocannon.Options): Promise<void> => {
-        if (!wanted(title)) return;
-        lines.push(`${engine}: ${await run(title, options)}`);
+      const print = (line: string) => {
+        lines.push(`${engine}: ${line}`);
         console.log(lines[lines.length - 1]);
+      };
+      const measure: Measure = async (title, options) => {
+        if (wanted(title)) print(await run(title, options));
       };
       const listPath = `/v1/goods/${server.accessKey}`;
 
@@ -225,30 +238,11 @@ async function main(): Promise<void> {
         'register (POST one item)',
         varying(server, 'POST', () => newItem(listPath)),
       );
-      // New keywords while the catalog changes: one client registers items all along (each write moves
-      // the catalog version), nine send a new keyword each request; the figures are the searches'.
-      if (wanted('new keyword, 1 client registering')) {
-        const writing = autocannon({ ...varying(server, 'POST', () => newItem(listPath)), connections: 1, duration: DURATION });
-        await measure('new keyword, 1 client registering', { ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 9 });
-        const writes = await writing;
-        lines.push(`${engine}:   (meanwhile ${writes.requests.total} items registered, ${writes.requests.average.toFixed(0)}/s, p99 ${writes.latency.p99} ms)`);
-        console.log(lines[lines.length - 1]);
-      }
-      // The same with bulk writes: one client syncing renamed items, call after call.
+      // New keywords while the catalog changes: one client registers items, then syncs renamed items.
+      const registerTitle = 'new keyword, 1 client registering';
+      if (wanted(registerTitle)) print(`  (meanwhile ${await newKeywordsWhileRegistering(server, server, listPath, registerTitle, measure)})`);
       const syncTitle = `new keyword, syncs of ${SYNC_SIZE}`;
-      if (wanted(syncTitle)) {
-        // The corpus in memory before the syncs start (as the runs above leave it).
-        await untilInMemory(server, listPath);
-        const syncRun = syncing(server, DURATION);
-        const paths = await searchPaths(server);
-        const syncs = syncRun();
-        await measure(syncTitle, { ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 9 });
-        const done = await syncs;
-        lines.push(
-          `${engine}:   (meanwhile ${done.calls} syncs of ${SYNC_SIZE} renamed items, ${done.meanMs.toFixed(0)} ms each; ${await fromMemory(server, paths)})`,
-        );
-        console.log(lines[lines.length - 1]);
-      }
+      if (wanted(syncTitle)) print(`  (meanwhile ${await newKeywordsWhileSyncing(server, server, listPath, syncTitle, measure)})`);
       lines.push(`${engine}: server peak RSS ${peakRssMb(server.pid)} MB`);
     } finally {
       await server.stop();
