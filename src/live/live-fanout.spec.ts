@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Namespace, Socket } from 'socket.io';
 import { Encoder } from 'socket.io-parser';
 import type { LiveEventMap } from './live-events';
@@ -74,13 +75,35 @@ function fakeSocket(
   };
 }
 
-function namespaceOf(sockets: FakeSocket[], rooms: Record<string, string[]>): Namespace {
+/** socket.io's in-memory adapter as the fan-out sees it: its rooms, and the join-room / leave-room events it emits. */
+class FakeAdapter extends EventEmitter {
+  readonly rooms: Map<string, Set<string>>;
+
+  constructor(rooms: Record<string, string[]>) {
+    super();
+    this.rooms = new Map(Object.entries(rooms).map(([room, ids]) => [room, new Set(ids)]));
+  }
+
+  join(room: string, id: string): void {
+    if (!this.rooms.has(room)) this.rooms.set(room, new Set());
+    this.rooms.get(room)?.add(id);
+    this.emit('join-room', room, id);
+  }
+
+  leave(room: string, id: string): void {
+    this.rooms.get(room)?.delete(id);
+    if (this.rooms.get(room)?.size === 0) this.rooms.delete(room);
+    this.emit('leave-room', room, id);
+  }
+}
+
+function namespaceOf(sockets: FakeSocket[], rooms: Record<string, string[]>): Namespace & { adapter: FakeAdapter } {
   return {
     name: '/live',
     server: { encoder: new Encoder() },
     sockets: new Map(sockets.map((s) => [s.id, s])),
-    adapter: { rooms: new Map(Object.entries(rooms).map(([room, ids]) => [room, new Set(ids)])) },
-  } as unknown as Namespace;
+    adapter: new FakeAdapter(rooms),
+  } as unknown as Namespace & { adapter: FakeAdapter };
 }
 
 describe('LiveFanout', () => {
@@ -180,6 +203,83 @@ describe('LiveFanout', () => {
     expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(3);
     expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(3);
     expect(fanout.counts).toEqual({ direct: 4, engine: 2, slowDisconnects: 0 });
+  });
+
+  describe('a room’s viewers, kept between events', () => {
+    const seqsOf = (s: FakeSocket) => s.sent.map((d) => (JSON.parse(d.toString().slice('42/live,'.length)) as [string, { seq: number }])[1].seq);
+    const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
+
+    it('follow the adapter’s joins and leaves', () => {
+      const [a, b, c] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
+      const namespace = namespaceOf([a, b, c], { r: ['a', 'b'] });
+      const fanout = new LiveFanout(namespace);
+      expect(fanout.toRoom('r', 'goods.salesStatus', event(1))).toBe(2);
+      namespace.adapter.join('r', 'c');
+      namespace.adapter.leave('r', 'a');
+      expect(fanout.toRoom('r', 'goods.salesStatus', event(2))).toBe(2);
+      namespace.adapter.leave('r', 'b');
+      namespace.adapter.leave('r', 'c');
+      expect(fanout.toRoom('r', 'goods.salesStatus', event(3))).toBe(0);
+      expect([seqsOf(a), seqsOf(b), seqsOf(c)]).toEqual([[1], [1, 2], [2]]);
+    });
+
+    it('write straight to a polling viewer once it has upgraded, and check a transport that changed again afresh', () => {
+      const s = fakeSocket('a', { transport: 'polling' });
+      const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
+      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      expect(s.emit).toHaveBeenCalledTimes(1);
+      // The upgrade: engine.io's socket now has a WebSocket transport.
+      const upgraded = fakeSocket('a');
+      s.conn.transport = upgraded.conn.transport;
+      fanout.toRoom('r', 'goods.salesStatus', event(2));
+      fanout.toRoom('r', 'goods.salesStatus', event(3));
+      expect(seqsOf(upgraded)).toEqual([2, 3]);
+      // A transport the fan-out did not see before (another WebSocket), then one that is busy.
+      const other = fakeSocket('a');
+      s.conn.transport = other.conn.transport;
+      fanout.toRoom('r', 'goods.salesStatus', event(4));
+      (other.conn.transport as { writable: boolean }).writable = false;
+      fanout.toRoom('r', 'goods.salesStatus', event(5));
+      expect(seqsOf(other)).toEqual([4]);
+      expect(s.emit).toHaveBeenCalledTimes(2);
+      expect(s.emit).toHaveBeenLastCalledWith('goods.salesStatus', event(5));
+      expect(fanout.counts).toEqual({ direct: 3, engine: 2, slowDisconnects: 0 });
+    });
+
+    it('are read afresh from a new adapter, and every event without an adapter that tells of joins', () => {
+      const [a, b] = [fakeSocket('a'), fakeSocket('b')];
+      const namespace = namespaceOf([a, b], { r: ['a'] });
+      const fanout = new LiveFanout(namespace);
+      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      const first = namespace.adapter;
+      (namespace as { adapter: unknown }).adapter = new FakeAdapter({ r: ['b'] });
+      fanout.toRoom('r', 'goods.salesStatus', event(2));
+      expect(first.listenerCount('join-room') + first.listenerCount('leave-room')).toBe(0);
+      (namespace as { adapter: unknown }).adapter = { rooms: new Map([['r', new Set(['a'])]]) };
+      fanout.toRoom('r', 'goods.salesStatus', event(3));
+      (namespace.adapter.rooms.get('r') as Set<string>).add('b');
+      fanout.toRoom('r', 'goods.salesStatus', event(4));
+      expect([seqsOf(a), seqsOf(b)]).toEqual([
+        [1, 3, 4],
+        [2, 4],
+      ]);
+    });
+
+    it('still check each viewer’s state: one that fell behind, closes or was disconnected since the previous event is not written to', () => {
+      const [slow, closing, gone, fine] = [fakeSocket('slow'), fakeSocket('closing'), fakeSocket('gone'), fakeSocket('fine')];
+      const fanout = new LiveFanout(namespaceOf([slow, closing, gone, fine], { r: ['slow', 'closing', 'gone', 'fine'] }));
+      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      (slow.conn.transport as { socket: { bufferedAmount: number } }).socket.bufferedAmount = MAX_BUFFERED_BYTES + 1;
+      closing.conn.readyState = 'closing';
+      gone.connected = false;
+      fanout.toRoom('r', 'goods.salesStatus', event(2));
+      expect([seqsOf(slow), seqsOf(closing), seqsOf(gone), seqsOf(fine)]).toEqual([[1], [1], [1], [1, 2]]);
+      expect(slow.disconnect).toHaveBeenCalledWith(true);
+      expect(slow.emit).not.toHaveBeenCalled();
+      expect(closing.emit).toHaveBeenCalledWith('goods.salesStatus', event(2)); // socket.io's path, as for any closing connection
+      expect(gone.emit).not.toHaveBeenCalled();
+      expect(fanout.counts).toEqual({ direct: 5, engine: 1, slowDisconnects: 1 });
+    });
   });
 
   describe('textFrame', () => {

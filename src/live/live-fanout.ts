@@ -23,6 +23,53 @@ interface WebSocketLike {
   _sender?: SenderLike;
 }
 
+interface EventEmitterLike {
+  on?: (event: string, listener: (room: string) => void) => unknown;
+  off?: (event: string, listener: (room: string) => void) => unknown;
+}
+
+type EngineTransport = NonNullable<EngineSocketInternals['transport']>;
+type DirectSender = SenderLike & { sendFrame: (list: Buffer[]) => void };
+
+/**
+ * A room's viewers on this node, in parallel arrays: for each socket its engine.io connection and, when it
+ * was last seen on a WebSocket transport that frames may be written to directly, that transport, its
+ * WebSocket and ws's sender (fixed for the transport's life). Reading these arrays instead of following
+ * socket → conn → transport → WebSocket → sender for every viewer lets the processor fetch the objects of
+ * many viewers at once; each write still checks the live state of each one.
+ */
+class RoomViewers {
+  readonly sockets: Socket[] = [];
+  readonly conns: EngineSocketInternals[] = [];
+  readonly transports: Array<EngineTransport | null> = [];
+  readonly wss: Array<WebSocketLike | null> = [];
+  readonly senders: Array<DirectSender | null> = [];
+
+  constructor(ids: Set<string>, byId: Map<string, Socket>) {
+    for (const id of ids) {
+      const socket = byId.get(id);
+      if (!socket) continue;
+      this.sockets.push(socket);
+      this.conns.push(socket.conn as unknown as EngineSocketInternals);
+      this.transports.push(null);
+      this.wss.push(null);
+      this.senders.push(null);
+      this.remember(this.sockets.length - 1, socket.conn as unknown as EngineSocketInternals);
+    }
+  }
+
+  /** Notes the viewer's current transport when it is a WebSocket that frames may be written to directly. */
+  remember(i: number, conn: EngineSocketInternals): void {
+    const transport = conn.transport;
+    const ws = transport?.name === 'websocket' && !transport.perMessageDeflate ? transport.socket : undefined;
+    const sender = ws?._sender;
+    const usable = !!sender && typeof sender.sendFrame === 'function' && Array.isArray(sender._queue) && Array.isArray(conn.writeBuffer);
+    this.transports[i] = usable ? (transport as EngineTransport) : null;
+    this.wss[i] = usable ? ws : null;
+    this.senders[i] = usable ? (sender as DirectSender) : null;
+  }
+}
+
 /** ws's Sender: `sendFrame(list)` writes frames built beforehand to the TCP socket, in that order. */
 interface SenderLike {
   /** 0 (DEFAULT) when nothing is being compressed or read from a Blob, so a frame written now keeps the order. */
@@ -95,6 +142,10 @@ export class LiveFanout {
   // A Map, not a WeakMap: its size lets a room event skip the look-up per viewer when nobody waits
   // (the usual case). Every entry ends in snapshotSent() or when it overflows.
   private readonly awaitingSnapshot = new Map<Socket, HeldEvent[]>();
+  /** Each room's viewers as the fan-out loop reads them; an entry is dropped whenever the room changes. */
+  private readonly rooms = new Map<string, RoomViewers>();
+  private watched: Namespace['adapter'] | null = null;
+  private watching = false;
 
   constructor(private readonly namespace: Namespace) {}
 
@@ -119,34 +170,94 @@ export class LiveFanout {
 
   /** Sends the event to every socket of `room` on this node; returns how many sockets it was written to. */
   toRoom<K extends LiveEventType>(room: string, type: K, payload: LiveEventMap[K]): number {
-    const ids = this.namespace.adapter.rooms.get(room);
-    if (!ids?.size) return 0;
+    const viewers = this.viewersOf(room);
+    if (!viewers) return 0;
     const event = this.encode(type, payload);
-    const sockets = this.namespace.sockets;
+    const frame = event.frame;
     const waiting = this.awaitingSnapshot.size > 0 ? this.awaitingSnapshot : null;
+    const { sockets, conns, transports, wss, senders } = viewers;
     // Counted here and added once per event, not per viewer.
     let direct = 0;
     let engine = 0;
-    for (const id of ids) {
-      const socket = sockets.get(id);
-      if (!socket) continue;
-      const held = waiting?.get(socket);
-      if (held) {
-        if (held.length < MAX_HELD_EVENTS) held.push({ type, payload });
-        else {
-          this.awaitingSnapshot.delete(socket);
-          socket.disconnect(true);
+    for (let i = 0; i < sockets.length; i += 1) {
+      const socket = sockets[i];
+      if (waiting) {
+        const held = waiting.get(socket);
+        if (held) {
+          if (held.length < MAX_HELD_EVENTS) held.push({ type, payload });
+          else {
+            this.awaitingSnapshot.delete(socket);
+            socket.disconnect(true);
+          }
+          continue;
         }
-        continue;
+      }
+      // The usual case, read from the room's arrays rather than down each viewer's chain of objects: the
+      // WebSocket transport remembered for this viewer is still its transport and nothing is queued or in
+      // flight; then exactly the checks of directSender() and isBacklogged() hold, and the frame goes out.
+      const conn = conns[i];
+      const transport = transports[i];
+      if (frame && transport && conn.transport === transport && conn.readyState === 'open' && !conn.upgrading && transport.writable && socket.connected) {
+        const queued = conn.writeBuffer;
+        const ws = wss[i] as WebSocketLike;
+        const sender = senders[i] as DirectSender;
+        if (queued?.length === 0 && ws.readyState === WS_OPEN && sender._state === 0 && (sender._queue as unknown[]).length === 0) {
+          if ((ws.bufferedAmount ?? 0) > MAX_BUFFERED_BYTES) {
+            this.counts.slowDisconnects += 1;
+            socket.disconnect(true);
+          } else {
+            sender.sendFrame(frame);
+            direct += 1;
+          }
+          continue;
+        }
       }
       const written = this.write(socket, event);
       if (written === DIRECT) direct += 1;
       else if (written === ENGINE) engine += 1;
+      // An upgrade that finished since the arrays were built: this viewer's next events take the short way.
+      if (written === DIRECT && conn.transport !== transport) viewers.remember(i, conn);
     }
     this.counts.direct += direct;
     this.counts.engine += engine;
     return direct + engine;
   }
+
+  /**
+   * The room's viewers on this node as arrays (built from the adapter's room on first use, dropped when a
+   * socket joins or leaves the room), or null when nobody is in it.
+   */
+  private viewersOf(room: string): RoomViewers | null {
+    const adapter = this.namespace.adapter;
+    if (adapter !== this.watched) this.watch(adapter);
+    const cached = this.rooms.get(room);
+    if (cached) return cached;
+    const ids = adapter.rooms.get(room);
+    if (!ids?.size) return null;
+    const viewers = new RoomViewers(ids, this.namespace.sockets);
+    // Only an adapter that tells of joins and leaves lets the arrays outlive this event.
+    if (this.watched === adapter && this.watching) this.rooms.set(room, viewers);
+    return viewers;
+  }
+
+  /** Follows the adapter's joins and leaves (a new adapter, as `server.adapter()` makes, starts afresh). */
+  private watch(adapter: Namespace['adapter']): void {
+    const previous = this.watched;
+    previous?.off?.('join-room', this.forget);
+    previous?.off?.('leave-room', this.forget);
+    this.rooms.clear();
+    this.watched = adapter;
+    const emitter = adapter as Namespace['adapter'] & EventEmitterLike;
+    this.watching = typeof emitter.on === 'function';
+    if (this.watching) {
+      emitter.on('join-room', this.forget);
+      emitter.on('leave-room', this.forget);
+    }
+  }
+
+  private readonly forget = (room: string): void => {
+    this.rooms.delete(room);
+  };
 
   /**
    * Sends one event to one socket, the same way (so the code path is already warm for room events).
