@@ -15,6 +15,9 @@
  *          --profile=DIR (V8 tick profile of each server into DIR/<mode>-<node>.log; read it with
  *          `node --prof-process DIR/single-A.log`)  --node-args=--max-semi-space-size=64,... (extra
  *          node flags for the server processes, comma-separated, to try GC settings)
+ *          --warm-up=1 (changes sent first and left out of the figures, which print them on a line of their own:
+ *          the first change of a fresh server and fresh viewer processes runs code not yet compiled on either
+ *          side, and with 20 changes its 10,000 deliveries would be 5% of all, enough to set the p99 alone)
  *          --client=raw|socket.io (default raw: a minimal WebSocket + Socket.IO v5 client on a plain TCP
  *          socket, so that the load generator, which shares the 2 cores with the server, spends little
  *          CPU per message; socket.io: the full socket.io-client, for comparison)
@@ -174,6 +177,14 @@ const arg = (name: string, fallback: string) => process.argv.find((a) => a.start
 /** Viewers per run: 10,000 on one process, 20,000 (10,000 per node) on two, unless --viewers says otherwise. */
 const viewersFor = (mode: 'single' | 'cluster'): number => Number(arg('viewers', mode === 'single' ? '10000' : '20000'));
 const CHANGES = Number(arg('changes', '20'));
+/**
+ * Changes sent first and left out of the figures (printed on a line of their own): the first change of
+ * a fresh server and of fresh viewer processes runs code that nothing compiled yet on either side (the
+ * route's queries and validation, the fan-out loop, the viewers' event parsing).
+ */
+const WARM_UP = Math.max(0, Number(arg('warm-up', '1')));
+/** Every change sent: the warm-up ones, then the measured ones. */
+const SENT = WARM_UP + CHANGES;
 const MODE = arg('mode', 'both');
 const GAP_MS = Number(arg('gap', '250'));
 const BATCH = Number(arg('batch', '500'));
@@ -224,7 +235,7 @@ function viewerProcess(): void {
   const connectViewer = CLIENT === 'socket.io' ? socketIoViewer : rawViewer;
 
   async function connectAll(baseUrls: string[], auth: Record<string, string>, first: number, count: number): Promise<void> {
-    arrival = new Float64Array(count * CHANGES).fill(NaN);
+    arrival = new Float64Array(count * SENT).fill(NaN);
     const snapshotSeq: number[] = new Array<number>(count).fill(NaN);
     for (let start = 0; start < count; start += BATCH) {
       const batch: Promise<void>[] = [];
@@ -238,8 +249,8 @@ function viewerProcess(): void {
                 status: (seq) => {
                   const at = now();
                   const change = seq - baseSeq - 1;
-                  if (baseSeq < 0 || change < 0 || change >= CHANGES) unexpected += 1;
-                  else arrival[v * CHANGES + change] = at;
+                  if (baseSeq < 0 || change < 0 || change >= SENT) unexpected += 1;
+                  else arrival[v * SENT + change] = at;
                 },
                 snapshot: (seq) => {
                   if (joined) return;
@@ -449,17 +460,23 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
     await Promise.all(generators.map((g) => g.ask({ kind: 'base', baseSeq }, 'ready')));
     await sleep(1000); // let the server settle after the connection storm
 
-    await Promise.all(generators.map((g) => g.ask({ kind: 'mark' }, 'ready')));
-    const cpuBefore = nodes.map((n) => cpuMs(n.pid));
-    const generatorBefore = process.cpuUsage();
-    const sentAt = new Float64Array(CHANGES).fill(NaN);
+    const sentAt = new Float64Array(SENT).fill(NaN);
     const httpMs: number[] = [];
-    for (let c = 0; c < CHANGES; c += 1) {
+    const warmUpHttpMs: number[] = [];
+    let cpuBefore = nodes.map((n) => cpuMs(n.pid));
+    let generatorBefore = process.cpuUsage();
+    for (let c = 0; c < SENT; c += 1) {
+      if (c === WARM_UP) {
+        // The measured window starts here: the CPU time of each process from now on.
+        await Promise.all(generators.map((g) => g.ask({ kind: 'mark' }, 'ready')));
+        cpuBefore = nodes.map((n) => cpuMs(n.pid));
+        generatorBefore = process.cpuUsage();
+      }
       const goodsId = goodsIds[c % goodsIds.length];
       const salesStatus = STATUSES[c % STATUSES.length];
       sentAt[c] = now();
       await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, { goodsId: String(goodsId), salesStatus }, true);
-      httpMs.push(now() - sentAt[c]);
+      (c < WARM_UP ? warmUpHttpMs : httpMs).push(now() - sentAt[c]);
       await sleep(GAP_MS);
     }
     // Every viewer process answers once all its viewers have every change, or 10 s after the last change.
@@ -471,11 +488,18 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
     const generatorCpuMs = [cpuOf(process.cpuUsage(generatorBefore)), ...answers.map((a) => a.cpuMs)];
 
     // Delivery delays: one slot per viewer and change (NaN = not arrived).
-    const delay = new Float64Array(viewers * CHANGES).fill(NaN);
+    const every = new Float64Array(viewers * SENT).fill(NaN);
     let offset = 0;
     for (const answer of answers) {
-      for (let j = 0; j < answer.arrival.length; j += 1) delay[offset + j] = answer.arrival[j] - sentAt[j % CHANGES];
+      for (let j = 0; j < answer.arrival.length; j += 1) every[offset + j] = answer.arrival[j] - sentAt[j % SENT];
       offset += answer.arrival.length;
+    }
+    // The measured changes (one slot per viewer and change) and, apart, the warm-up ones.
+    const delay = new Float64Array(viewers * CHANGES);
+    const warmUp = new Float64Array(viewers * WARM_UP);
+    for (let v = 0; v < viewers; v += 1) {
+      delay.set(every.subarray(v * SENT + WARM_UP, (v + 1) * SENT), v * CHANGES);
+      warmUp.set(every.subarray(v * SENT, v * SENT + WARM_UP), v * WARM_UP);
     }
     const unexpected = answers.reduce((n, a) => n + a.unexpected, 0);
     await sleep(500);
@@ -498,6 +522,14 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
       return `${s.p50.toFixed(0)}/${s.max.toFixed(0)}`;
     });
     perNode.push(`per change p50/max (ms): ${perChange.join(' ')}`);
+    if (WARM_UP) {
+      const arrived = warmUp.filter((x) => !Number.isNaN(x));
+      const w = summarize(arrived);
+      perNode.push(
+        `warm-up, left out of the figures: ${WARM_UP} change${WARM_UP > 1 ? 's' : ''} first, ${arrived.length}/${warmUp.length} delivered, ` +
+          `p50 ${w.p50.toFixed(1)} ms, max ${w.max.toFixed(1)} ms; HTTP call ${warmUpHttpMs.map((ms) => ms.toFixed(1)).join(', ')} ms`,
+      );
+    }
     if (unexpected) perNode.push(`${unexpected} unexpected goods.salesStatus events`);
     const httpFirst = httpMs[0];
     httpMs.sort((a, b) => a - b);
@@ -568,7 +600,7 @@ function checkFdLimit(viewers: number, nodes: number): void {
 
 async function main(): Promise<void> {
   console.log(
-    `bench:fanout — ${MODE === 'cluster' ? '' : `${viewersFor('single')} viewers on one process, `}${MODE === 'single' ? '' : `${viewersFor('cluster')} on two, `}${CHANGES} changes ${GAP_MS} ms apart, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
+    `bench:fanout — ${MODE === 'cluster' ? '' : `${viewersFor('single')} viewers on one process, `}${MODE === 'single' ? '' : `${viewersFor('cluster')} on two, `}${CHANGES} changes ${GAP_MS} ms apart${WARM_UP ? ` after ${WARM_UP} warm-up` : ''}, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
   );
   console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
   if (NODE_ARGS.length) console.log(`server node flags: ${NODE_ARGS.join(' ')}`);
