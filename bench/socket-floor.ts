@@ -10,14 +10,18 @@
  * Runs the two shapes of bench:fanout: 10,000 connections on one sender, then 20,000 on two senders (a
  * round starts on both at once, as an event reaches both nodes of a cluster).
  * Options: --mode=single|cluster|both (default both)  --sockets=N (per run; default 10000 × senders)
- *          --rounds=20 (at most 256)  --bytes=200 (about a goods.salesStatus frame)  --gap=250 (ms)  --per-process=10000
+ *          --rounds=20 (at most 255 with the warm-up)  --warm-up=1 (rounds sent first and left out of the figures,
+ *          printed on a line of their own, as bench:fanout leaves out its first change)  --bytes=200 (about a goods.salesStatus frame)  --gap=250 (ms)  --per-process=10000
  */
 import { ChildProcess, fork } from 'node:child_process';
 import { connect, createServer, Socket } from 'node:net';
 
 const text = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const arg = (name: string, fallback: number) => Number(text(name) ?? fallback);
-const ROUNDS = Math.min(arg('rounds', 20), 256);
+const WARM_UP = Math.max(0, arg('warm-up', 1));
+const ROUNDS = Math.min(arg('rounds', 20), 256 - WARM_UP);
+/** Every round sent: the warm-up ones, then the measured ones (a frame's first byte is its round). */
+const SENT = WARM_UP + ROUNDS;
 const BYTES = arg('bytes', 200);
 const GAP_MS = arg('gap', 250);
 const PER_PROCESS = arg('per-process', 10_000);
@@ -25,7 +29,7 @@ const PER_PROCESS = arg('per-process', 10_000);
 /** The monotonic clock in ms (CLOCK_MONOTONIC: one clock for every process of the machine). */
 const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
 
-type Message = { port?: number; ready?: true; round?: number; cpu?: NodeJS.CpuUsage; wall?: number; delays?: number[] };
+type Message = { port?: number; ready?: true; round?: number; cpu?: NodeJS.CpuUsage; wall?: number; delays?: number[][] };
 
 /** A sender (--role=sender): accepts --sockets connections, then writes the frame to each of them on every `round`. */
 function sender(): void {
@@ -50,6 +54,7 @@ function sender(): void {
     const frame = Buffer.alloc(BYTES, 0x61);
     frame[0] = m.round;
     for (const s of sockets) s.write(frame);
+    if (m.round < WARM_UP) return; // not measured
     wall += performance.now() - t0;
     const used = process.cpuUsage(cpu);
     user += used.user;
@@ -90,10 +95,7 @@ async function reader(): Promise<void> {
   process.on('message', (m: Message & { started?: number[] }) => {
     cpuBefore ??= process.cpuUsage();
     if (m.started) {
-      const delays: number[] = [];
-      m.started.forEach((t, r) => {
-        for (const at of arrivals[r] ?? []) delays.push(at - t);
-      });
+      const delays = m.started.map((t, r) => (arrivals[r] ?? []).map((at) => at - t));
       process.send?.({ delays, cpu: process.cpuUsage(cpuBefore) });
     }
   });
@@ -130,9 +132,9 @@ async function run(senderCount: number): Promise<void> {
   await Promise.all(sendersReady);
   const connections = Math.floor(perSender / readerCount) * readerCount * senderCount;
   const started: number[] = [];
-  for (const c of readers) c.send({}); // their CPU is counted from here
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < SENT; r++) {
     await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+    if (r === WARM_UP) for (const c of readers) c.send({}); // their CPU is counted from here
     // The readers' clock starts counting from here; the senders get the round over IPC (as a cluster's
     // second node gets an event over Redis).
     started.push(monotonicMs());
@@ -141,7 +143,9 @@ async function run(senderCount: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const sent = await Promise.all(senders.map((s) => (s.send({}), reply(s, (m) => m.cpu !== undefined))));
   const read = await Promise.all(readers.map((c) => (c.send({ started }), reply(c, (m) => m.delays !== undefined))));
-  const delays = read.flatMap((m) => m.delays as number[]).sort((a, b) => a - b);
+  const byRound = (from: number, to: number) => read.flatMap((m) => (m.delays as number[][]).slice(from, to).flat()).sort((a, b) => a - b);
+  const delays = byRound(WARM_UP, SENT);
+  const warmUp = byRound(0, WARM_UP);
   const at = (q: number) => delays[Math.min(delays.length - 1, Math.floor(q * delays.length))];
   const writes = connections * ROUNDS;
   const user = sent.reduce((s, m) => s + (m.cpu as NodeJS.CpuUsage).user, 0);
@@ -149,7 +153,7 @@ async function run(senderCount: number): Promise<void> {
   const readerCpu = read.reduce((s, m) => s + (m.cpu as NodeJS.CpuUsage).user + (m.cpu as NodeJS.CpuUsage).system, 0);
   const wall = sent.map((m) => ((m.wall as number) / ROUNDS).toFixed(1));
   console.log(
-    `bench:socket-floor — ${connections} loopback connections on ${senderCount} sender${senderCount > 1 ? 's' : ''} × ${ROUNDS} rounds of ${BYTES} bytes, read by ${readerCount} reader${readerCount > 1 ? 's' : ''}, on this machine`,
+    `bench:socket-floor — ${connections} loopback connections on ${senderCount} sender${senderCount > 1 ? 's' : ''} × ${ROUNDS} rounds of ${BYTES} bytes${WARM_UP ? ` after ${WARM_UP} warm-up` : ''}, read by ${readerCount} reader${readerCount > 1 ? 's' : ''}, on this machine`,
   );
   console.log(
     `  sender CPU per write: user ${(user / writes).toFixed(2)} µs, system ${(system / writes).toFixed(2)} µs; wall time of a round ${wall.join(' / ')} ms`,
@@ -158,6 +162,12 @@ async function run(senderCount: number): Promise<void> {
   console.log(
     `  delivered ${delays.length}/${writes}; from the start of a round to the data at a reader: p50 ${at(0.5).toFixed(1)} ms, p99 ${at(0.99).toFixed(1)} ms, max ${delays[delays.length - 1].toFixed(1)} ms`,
   );
+  if (WARM_UP) {
+    console.log(
+      `  warm-up, left out of the figures: ${WARM_UP} round${WARM_UP > 1 ? 's' : ''} first, ${warmUp.length}/${connections * WARM_UP} delivered, ` +
+        `p50 ${warmUp[Math.floor(warmUp.length / 2)]?.toFixed(1)} ms, max ${warmUp[warmUp.length - 1]?.toFixed(1)} ms`,
+    );
+  }
   for (const c of [...readers, ...senders]) c.kill();
 }
 
