@@ -236,7 +236,7 @@ export class LiveFanout {
     if (!ids?.size) return null;
     const viewers = new RoomViewers(ids, this.namespace.sockets);
     // Only an adapter that tells of joins and leaves lets the arrays outlive this event.
-    if (this.watched === adapter && this.watching) this.rooms.set(room, viewers);
+    if (this.watching) this.rooms.set(room, viewers);
     return viewers;
   }
 
