@@ -209,6 +209,22 @@ describe('LiveFanout', () => {
     const seqsOf = (s: FakeSocket) => s.sent.map((d) => (JSON.parse(d.toString().slice('42/live,'.length)) as [string, { seq: number }])[1].seq);
     const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
 
+    it('are looked up once while the room does not change, and again after a join', () => {
+      const [a, b] = [fakeSocket('a'), fakeSocket('b')];
+      const namespace = namespaceOf([a, b], { r: ['a'] });
+      const lookUp = jest.spyOn(namespace.sockets, 'get');
+      const fanout = new LiveFanout(namespace);
+      for (let seq = 1; seq <= 3; seq += 1) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      expect(lookUp).toHaveBeenCalledTimes(1);
+      namespace.adapter.join('r', 'b');
+      for (let seq = 4; seq <= 5; seq += 1) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      expect(lookUp).toHaveBeenCalledTimes(3); // the room's two sockets, once
+      expect([seqsOf(a), seqsOf(b)]).toEqual([
+        [1, 2, 3, 4, 5],
+        [4, 5],
+      ]);
+    });
+
     it('follow the adapter’s joins and leaves', () => {
       const [a, b, c] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
       const namespace = namespaceOf([a, b, c], { r: ['a', 'b'] });
