@@ -53,7 +53,7 @@ async function uploadOnce(baseUrl: string, accessKey: string, auth: string, file
 async function warmUp(baseUrl: string, accessKey: string, auth: string): Promise<void> {
   const book = new ExcelJS.Workbook();
   // 2,000 rows: enough to start the validation worker too (a bulk write validates its first segment of
-  // 1,000 elements on the main thread, and hands the next ones to the worker).
+  // 500 elements on the main thread, and hands the next ones to the worker).
   book
     .addWorksheet('Goods')
     .addRows([['sku', 'url', 'name'], ...Array.from({ length: 2000 }, (_, i) => [`WARM-UP-${i}`, `https://shop.example.com/warm-up/${i}`, `Warm-up ${i}`])]);
