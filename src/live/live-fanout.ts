@@ -61,12 +61,10 @@ class RoomViewers {
   /** Notes the viewer's current transport when it is a WebSocket that frames may be written to directly. */
   remember(i: number, conn: EngineSocketInternals): void {
     const transport = conn.transport;
-    const ws = transport?.name === 'websocket' && !transport.perMessageDeflate ? transport.socket : undefined;
-    const sender = ws?._sender;
-    const usable = !!sender && typeof sender.sendFrame === 'function' && Array.isArray(sender._queue) && Array.isArray(conn.writeBuffer);
-    this.transports[i] = usable ? (transport as EngineTransport) : null;
-    this.wss[i] = usable ? ws : null;
-    this.senders[i] = usable ? (sender as DirectSender) : null;
+    const parts = directParts(transport);
+    this.transports[i] = parts ? (transport as EngineTransport) : null;
+    this.wss[i] = parts?.ws ?? null;
+    this.senders[i] = parts?.sender ?? null;
   }
 }
 
@@ -193,24 +191,18 @@ export class LiveFanout {
         }
       }
       // The usual case, read from the room's arrays rather than down each viewer's chain of objects: the
-      // WebSocket transport remembered for this viewer is still its transport and nothing is queued or in
-      // flight; then exactly the checks of directSender() and isBacklogged() hold, and the frame goes out.
+      // WebSocket transport remembered for this viewer is still its transport and a frame may go out now
+      // (write() below makes the same checks after following the chain).
       const conn = conns[i];
       const transport = transports[i];
-      if (frame && transport && conn.transport === transport && conn.readyState === 'open' && !conn.upgrading && transport.writable && socket.connected) {
-        const queued = conn.writeBuffer;
-        const ws = wss[i] as WebSocketLike;
-        const sender = senders[i] as DirectSender;
-        if (queued?.length === 0 && ws.readyState === WS_OPEN && sender._state === 0 && (sender._queue as unknown[]).length === 0) {
-          if ((ws.bufferedAmount ?? 0) > MAX_BUFFERED_BYTES) {
-            this.counts.slowDisconnects += 1;
-            socket.disconnect(true);
-          } else {
-            sender.sendFrame(frame);
-            direct += 1;
-          }
-          continue;
+      const sender = senders[i];
+      if (frame && transport && sender && socket.connected && writableNow(conn, transport, wss[i] as WebSocketLike, sender)) {
+        if (overBuffered(wss[i])) this.dropSlow(socket);
+        else {
+          sender.sendFrame(frame);
+          direct += 1;
         }
+        continue;
       }
       const written = this.write(socket, event);
       if (written === DIRECT) direct += 1;
@@ -283,8 +275,7 @@ export class LiveFanout {
     if (!socket.connected) return NOT_WRITTEN;
     const conn = socket.conn as unknown as EngineSocketInternals;
     if (isBacklogged(conn)) {
-      this.counts.slowDisconnects += 1;
-      socket.disconnect(true);
+      this.dropSlow(socket);
       return NOT_WRITTEN;
     }
     const sender = event.frame && directSender(conn);
@@ -294,6 +285,12 @@ export class LiveFanout {
     }
     (socket.emit as (event: string, ...args: unknown[]) => boolean)(event.type, event.payload);
     return ENGINE;
+  }
+
+  /** Disconnects a viewer that has more waiting for it than the caps allow (a slow consumer). */
+  private dropSlow(socket: Socket): void {
+    this.counts.slowDisconnects += 1;
+    socket.disconnect(true);
   }
 }
 
@@ -320,24 +317,49 @@ export function textFrame(text: string): Buffer {
 
 /** The viewer has more waiting to be sent to it than MAX_BUFFERED_BYTES or MAX_QUEUED_PACKETS. */
 function isBacklogged(conn: EngineSocketInternals): boolean {
-  if (Array.isArray(conn.writeBuffer) && conn.writeBuffer.length > MAX_QUEUED_PACKETS) return true;
-  const buffered = conn.transport?.socket?.bufferedAmount;
+  return (Array.isArray(conn.writeBuffer) && conn.writeBuffer.length > MAX_QUEUED_PACKETS) || overBuffered(conn.transport?.socket);
+}
+
+/** The WebSocket holds more than MAX_BUFFERED_BYTES that the kernel has not taken yet. */
+function overBuffered(ws: WebSocketLike | null | undefined): boolean {
+  const buffered = ws?.bufferedAmount;
   return typeof buffered === 'number' && buffered > MAX_BUFFERED_BYTES;
 }
 
 /**
- * The viewer's ws sender when writing a frame to it now is exactly what engine.io and ws would do
- * themselves: the connection is open on the WebSocket transport, not upgrading, without per-message
- * compression, engine.io has nothing queued or in flight for it (its transport is writable), and ws is
- * neither compressing nor holding messages. Otherwise null.
+ * The WebSocket and ws sender of a transport that frames may ever be written to directly: engine.io's
+ * WebSocket transport without per-message compression, its ws sender able to write pre-built frames
+ * (fixed for the transport's life); null for any other. writableNow() says whether one may be now.
  */
-function directSender(conn: EngineSocketInternals): (SenderLike & { sendFrame: (list: Buffer[]) => void }) | null {
+function directParts(transport: EngineSocketInternals['transport']): { ws: WebSocketLike; sender: DirectSender } | null {
+  const ws = transport?.name === 'websocket' && !transport.perMessageDeflate ? transport.socket : undefined;
+  const sender = ws?._sender;
+  return ws && sender && typeof sender.sendFrame === 'function' ? { ws, sender: sender as DirectSender } : null;
+}
+
+/**
+ * Writing a frame to this transport's WebSocket now is exactly what engine.io and ws would do themselves:
+ * the connection is open on that transport, not upgrading, engine.io has nothing queued or in flight for
+ * it (its transport is writable), the WebSocket is open, and ws is neither compressing nor holding messages.
+ */
+function writableNow(conn: EngineSocketInternals, transport: EngineTransport, ws: WebSocketLike, sender: SenderLike): boolean {
+  return (
+    conn.transport === transport &&
+    conn.readyState === 'open' &&
+    !conn.upgrading &&
+    !!transport.writable &&
+    Array.isArray(conn.writeBuffer) &&
+    conn.writeBuffer.length === 0 &&
+    ws.readyState === WS_OPEN &&
+    sender._state === 0 &&
+    Array.isArray(sender._queue) &&
+    sender._queue.length === 0
+  );
+}
+
+/** The viewer's ws sender when a frame may be written to it directly now (see writableNow), otherwise null. */
+function directSender(conn: EngineSocketInternals): DirectSender | null {
   const transport = conn.transport;
-  if (conn.readyState !== 'open' || conn.upgrading || !transport || transport.name !== 'websocket' || !transport.writable || transport.perMessageDeflate)
-    return null;
-  if (!Array.isArray(conn.writeBuffer) || conn.writeBuffer.length) return null;
-  const ws = transport.socket;
-  const sender = ws?.readyState === WS_OPEN ? ws._sender : undefined;
-  if (!sender || typeof sender.sendFrame !== 'function' || sender._state !== 0 || !Array.isArray(sender._queue) || sender._queue.length) return null;
-  return sender as SenderLike & { sendFrame: (list: Buffer[]) => void };
+  const parts = directParts(transport);
+  return parts && writableNow(conn, transport as EngineTransport, parts.ws, parts.sender) ? parts.sender : null;
 }
