@@ -107,6 +107,9 @@ function namespaceOf(sockets: FakeSocket[], rooms: Record<string, string[]>): Na
 }
 
 describe('LiveFanout', () => {
+  /** A goods.salesStatus event numbered `seq`, and the seqs of the events a socket was sent, in order. */
+  const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
+  const seqsOf = (s: FakeSocket) => s.sent.map((d) => (JSON.parse(d.toString().slice('42/live,'.length)) as [string, { seq: number }])[1].seq);
   // Any JSON goes through unchanged (an extra field, non-ASCII text, quotes).
   const payload = { seq: 7, goodsId: '12', salesStatus: 'SOLD_OUT', note: 'ünïcode "quoted"' } as unknown as LiveEventMap['goods.salesStatus'];
   const frame = `42/live,${JSON.stringify(['goods.salesStatus', payload])}`;
@@ -122,8 +125,6 @@ describe('LiveFanout', () => {
   });
 
   describe('a viewer waiting for its snapshot', () => {
-    const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
-    const seqsOf = (s: FakeSocket) => s.sent.map((d) => (JSON.parse(d.toString().slice('42/live,'.length)) as [string, { seq: number }])[1].seq);
     const snapshot = { seq: 5 } as unknown as LiveEventMap['campaign.snapshot'];
 
     it('gets the room’s events only after its snapshot, and only those that come after it, in order', () => {
@@ -206,9 +207,6 @@ describe('LiveFanout', () => {
   });
 
   describe('a room’s viewers, kept between events', () => {
-    const seqsOf = (s: FakeSocket) => s.sent.map((d) => (JSON.parse(d.toString().slice('42/live,'.length)) as [string, { seq: number }])[1].seq);
-    const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
-
     it('are looked up once while the room does not change, and again after a join', () => {
       const [a, b] = [fakeSocket('a'), fakeSocket('b')];
       const namespace = namespaceOf([a, b], { r: ['a'] });
