@@ -798,8 +798,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * The corpus at `version` of these items (ids ascending, their texts laid out in `pages`, and in
-   * `foldedPages` on MariaDB); undefined when it would pass the memory budget, or the node is closing. Joins, flattens and indexes in slices, with turns of the event loop
-   * between them.
+   * `foldedPages` on MariaDB); undefined when it would pass the memory budget, or the node is closing.
+   * Joins, flattens and indexes in slices, with turns of the event loop between them.
    */
   private async build(version: number, ids: number[], pages: Layout, foldedPages: Layout | null): Promise<Corpus | undefined> {
     const budget = this.config.limits.searchMemoryBytes;
