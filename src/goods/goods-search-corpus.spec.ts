@@ -224,6 +224,58 @@ describe('GoodsSearchCorpus', () => {
       expect(await corpus.match(1, keyword, meanwhile.version)).toEqual(catalog.instr(keyword));
   });
 
+  it('rebuilds on a search once the writes have gone quiet, with fewer patched items than a crowded corpus needs', async () => {
+    for (let id = 51; id <= 30_000; id++) catalog.rows.set(id, `item ${id}`);
+    await loaded(corpus, catalog.version);
+    const pagesRead = catalog.pagesRead;
+    const few = catalog.write(
+      corpus,
+      Array.from({ length: 999 }, (_, i): [number, string] => [40_000 + i, `few ${i}`]),
+    );
+    few.tell();
+    const quiet = catalog.write(corpus, [[50_000, 'quiet one']], [7]);
+    quiet.tell();
+    // 1,001 patched: under half the bound (3,000 for 30,000 items), and the writes may go on: no rebuild.
+    expect(await corpus.match(1, 'quiet', quiet.version)).toEqual([50_000]);
+    await loadUnderWay(corpus);
+    expect(internals(corpus).corpora.get(1)?.patched?.size).toBe(1001);
+    // Two seconds on, no step taken since: the next search starts a rebuild, and is answered meanwhile.
+    const real = performance.now.bind(performance);
+    const clock = jest.spyOn(performance, 'now').mockImplementation(() => real() + 2_001);
+    try {
+      expect(await corpus.match(1, 'few 99', quiet.version)).toEqual(catalog.instr('few 99'));
+      await loadUnderWay(corpus);
+    } finally {
+      clock.mockRestore();
+    }
+    const rebuilt = internals(corpus).corpora.get(1);
+    expect(rebuilt?.version).toBe(quiet.version);
+    expect(rebuilt?.patched?.size ?? 0).toBe(0);
+    expect(rebuilt?.ids.length).toBe(catalog.rows.size);
+    expect(catalog.pagesRead).toBe(pagesRead);
+    for (const keyword of ['few 998', 'quiet', 'item 7', 'item 29999', 'acme'])
+      expect(await corpus.match(1, keyword, quiet.version)).toEqual(catalog.instr(keyword));
+  });
+
+  it('leaves fewer patched items than that to the searches, however quiet the writes', async () => {
+    for (let id = 51; id <= 30_000; id++) catalog.rows.set(id, `item ${id}`);
+    await loaded(corpus, catalog.version);
+    const few = catalog.write(
+      corpus,
+      Array.from({ length: 999 }, (_, i): [number, string] => [40_000 + i, `few ${i}`]),
+    );
+    few.tell();
+    const real = performance.now.bind(performance);
+    const clock = jest.spyOn(performance, 'now').mockImplementation(() => real() + 60_000);
+    try {
+      expect(await corpus.match(1, 'few 998', few.version)).toEqual([40_998]);
+      await loadUnderWay(corpus);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(internals(corpus).corpora.get(1)?.patched?.size).toBe(999);
+  });
+
   it('takes more than the bound of patched items while a rebuild runs, and the rebuilt corpus takes them too', async () => {
     await loaded(corpus, catalog.version);
     const batch = (from: number, count: number) => Array.from({ length: count }, (_, i): [number, string] => [from + i, `batch ${from} ${i}`]);

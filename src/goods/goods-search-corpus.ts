@@ -54,6 +54,15 @@ const MAX_SHARED_PARTS = Math.ceil(MAX_STEP_ITEMS / SHARED_STEP_ITEMS) + 1;
 const MAX_ASSEMBLING = 64;
 /** A rebuild that could not install its corpus is not tried again for the customer for this long (a load is, after a search). */
 const REBUILD_RETRY_MS = 10_000;
+/**
+ * A search finding at least SETTLED_PATCHED items patched, and no step taken for SETTLE_MS (the writes have
+ * gone quiet), starts a rebuild (see rebuildIfCrowded), so that the searches after a bulk write stop passing
+ * over its items one by one (about 0.1 µs of CPU per patched item and search: 20,000 left after an import
+ * into a catalog of 1,000,000 made each search four times as costly). Only on a search: a catalog nobody
+ * searches costs no rebuild.
+ */
+const SETTLED_PATCHED = 1_000;
+const SETTLE_MS = 2_000;
 
 /**
  * One customer's searchable text at one catalog version: the ids ascending, the searchTexts joined by
@@ -347,6 +356,9 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // Most recently searched last: the map's order is the eviction order.
     this.corpora.delete(customerId);
     this.corpora.set(customerId, corpus);
+    if ((corpus.patched?.size ?? 0) >= SETTLED_PATCHED && performance.now() - (this.lastStepAt.get(customerId) ?? -Infinity) >= SETTLE_MS) {
+      this.rebuildIfCrowded(customerId, corpus, this.steps.get(customerId) ?? new Map<number, Step>(), true);
+    }
 
     // The string searched: the texts themselves on SQLite, their collation weights on MariaDB.
     let needle = keyword;
@@ -580,11 +592,13 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
    * Starts a rebuild of the customer's corpus in memory (see rebuild) when its patched items reach half
    * their bound, or a step waits after it that it could not take (the bound, the memory budget), so that
    * a catalog written in bulk all along is still searched from memory: each search passes over the patched
-   * items, and a corpus left behind is searched by a scan until it is reloaded. Not while a load or a
+   * items, and a corpus left behind is searched by a scan until it is reloaded. `settled`: a search found
+   * the writes quiet (see SETTLED_PATCHED); then fewer patched items are enough. Not while a load or a
    * rebuild runs, nor within REBUILD_RETRY_MS of one that failed.
    */
-  private rebuildIfCrowded(customerId: number, corpus: Corpus, steps: Map<number, Step>): void {
-    const crowded = (corpus.patched?.size ?? 0) >= maxPatched(corpus.ids.length) / 2;
+  private rebuildIfCrowded(customerId: number, corpus: Corpus, steps: Map<number, Step>, settled = false): void {
+    const patched = corpus.patched?.size ?? 0;
+    const crowded = patched >= (settled ? SETTLED_PATCHED : maxPatched(corpus.ids.length) / 2);
     if ((!crowded && !steps.has(corpus.version + 1)) || this.closed) return;
     const state = this.stateOf(customerId);
     if (state.loading || (state.rebuildFailedAt && performance.now() - state.rebuildFailedAt < REBUILD_RETRY_MS)) return;
