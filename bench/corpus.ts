@@ -9,7 +9,10 @@
  * must be at the step's version with nothing left patched. SQLite's corpus (texts only); MariaDB's also
  * holds the texts' collation weights, which need the server.
  *
- * Options: --goods=100000,1000000 (catalog sizes, one run each)
+ * Then --searches new keywords (numbers, brands, sku prefixes) matched against the rebuilt corpus: the
+ * time of each match, mean, p50 and p99.
+ *
+ * Options: --goods=100000,1000000 (catalog sizes, one run each)  --searches=3000
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { AppConfig } from '../src/config/app-config';
@@ -19,6 +22,7 @@ import type { Metrics } from '../src/metrics/metrics.service';
 import type { RedisConnection } from '../src/redis/redis.module';
 
 const SIZES = (process.argv.find((a) => a.startsWith('--goods='))?.split('=')[1] ?? '100000,1000000').split(',').map(Number);
+const SEARCHES = Number(process.argv.find((a) => a.startsWith('--searches='))?.split('=')[1] ?? 3000);
 
 interface Internals {
   states: Map<number, { loading?: Promise<void> }>;
@@ -73,6 +77,21 @@ async function run(size: number): Promise<string[]> {
       );
       console.log(lines[lines.length - 1]);
     }
+    // New keywords against the rebuilt corpus (nothing patched): numbers of 3 to 6 digits, brands, sku prefixes.
+    const times: number[] = [];
+    let matched = 0;
+    for (let n = 0; n < SEARCHES; n++) {
+      const keyword = n % 3 === 0 ? String((n * 7919) % 10 ** (3 + (n % 4))) : n % 3 === 1 ? `brand ${n % 97}` : `sku-${String(n % 1000).padStart(4, '0')}`;
+      const at = performance.now();
+      matched += (await corpus.match(1, keyword, version))?.length ?? 0;
+      times.push(performance.now() - at);
+    }
+    times.sort((a, b) => a - b);
+    lines.push(
+      `${size} goods: ${SEARCHES} new keywords matched in memory, mean ${(times.reduce((a, b) => a + b, 0) / SEARCHES).toFixed(2)} ms, ` +
+        `p50 ${times[Math.floor(SEARCHES / 2)].toFixed(2)} ms, p99 ${times[Math.floor(SEARCHES * 0.99)].toFixed(2)} ms (${matched} matches)`,
+    );
+    console.log(lines[lines.length - 1]);
   } finally {
     corpus.onApplicationShutdown();
   }

@@ -7,14 +7,13 @@ import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
 import { RedisConnection } from '../redis/redis.module';
 import { readCatalogVersion } from './goods-list.queries';
+import { PagedLayout, PagedText, SEPARATOR } from './paged-text';
 import { PairIndex } from './search-pairs';
 
 /** Rows read per query while loading a corpus: each query is short, and requests run between them. */
 const LOAD_CHUNK = 5000;
 /** A corpus is reloaded at most once per this many times its last load took (so reloading uses ≤ 20% of the time). */
 const RELOAD_SPACING = 4;
-/** Joins the items' texts: a keyword without it can only match inside one item. */
-const SEPARATOR = '\u0000';
 /** The one collation whose INSTR the in-memory match reproduces (MariaDB's UCA 4.0.0, primary level). */
 const FOLDED_COLLATION = 'utf8mb4_unicode_ci';
 /**
@@ -65,18 +64,16 @@ const SETTLED_PATCHED = 1_000;
 const SETTLE_MS = 2_000;
 
 /**
- * One customer's searchable text at one catalog version: the ids ascending, the searchTexts joined by
- * SEPARATOR (item i spans starts[i] .. starts[i + 1] - 1) and, on MariaDB, the same texts as collation
- * weights (one UTF-16 code unit per 16-bit primary weight) joined the same way.
+ * One customer's searchable text at one catalog version: the ids ascending, the searchTexts in the same
+ * order (item i of `text`; a keyword without SEPARATOR can only match inside one item) and, on MariaDB,
+ * the same texts as collation weights (one UTF-16 code unit per 16-bit primary weight).
  */
 interface Corpus {
   version: number;
   ids: Float64Array;
-  text: string;
-  starts: Int32Array;
-  folded?: string;
-  foldedStarts?: Int32Array;
-  /** The pairs of the searched string: `folded` on MariaDB, `text` on SQLite. */
+  text: PagedText;
+  folded?: PagedText;
+  /** The pairs of the searched texts: `folded` on MariaDB, `text` on SQLite. */
   pairs: PairIndex;
   /** What the corpus costs, the patched items included. */
   bytes: number;
@@ -92,23 +89,11 @@ interface Corpus {
  * What `items` ids and their texts laid out in `pages` (and `foldedPages` on MariaDB) cost in memory: two
  * bytes a character (a string holding Hangul is stored two bytes a character), 8 an id, 4 a start.
  */
-const layoutBytes = (items: number, pages: Layout, foldedPages: Layout | null) =>
+const layoutBytes = (items: number, pages: PagedLayout, foldedPages: PagedLayout | null) =>
   2 * pages.length + 12 * items + (foldedPages ? 2 * foldedPages.length + 4 * items : 0);
 
 /** UTF-8 length of one code point. */
 const utf8Length = (cp: number) => (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
-
-/** Index of the item whose span holds `pos`: the last i with starts[i] <= pos. */
-function itemAt(starts: Int32Array, pos: number): number {
-  let lo = 0;
-  let hi = starts.length - 2;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid] <= pos) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
 
 /** Whether the ascending `ids` hold `id`. */
 function holdsId(ids: Float64Array, id: number): boolean {
@@ -121,18 +106,6 @@ function holdsId(ids: Float64Array, id: number): boolean {
     else hi = mid - 1;
   }
   return false;
-}
-
-/** Items of `haystack` (spans in `starts`) that hold `needle`, in order. */
-function itemsHolding(haystack: string, starts: Int32Array, needle: string): number[] {
-  const found: number[] = [];
-  let pos = haystack.indexOf(needle);
-  while (pos !== -1) {
-    const item = itemAt(starts, pos);
-    found.push(item);
-    pos = haystack.indexOf(needle, starts[item + 1]);
-  }
-  return found;
 }
 
 /**
@@ -369,18 +342,17 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       needle = weights.fold(keyword);
       if (!supported(needle)) return undefined;
       const bytes = Buffer.byteLength(keyword, 'utf8');
-      const { text, starts } = corpus;
-      exact = (i) => weights.instr(text.slice(starts[i], starts[i + 1] - 1), bytes, needle);
+      const { text } = corpus;
+      exact = (i) => weights.instr(text.item(i), bytes, needle);
     }
     const haystack = corpus.folded ?? corpus.text;
-    const starts = corpus.foldedStarts ?? corpus.starts;
     let items: number[];
     if (needle.length === 1) {
-      // One code unit: none of the items if no item holds it, else a pass over the whole string.
-      items = corpus.pairs.hasUnit(needle.charCodeAt(0)) ? itemsHolding(haystack, starts, needle) : [];
+      // One code unit: none of the items if no item holds it, else a pass over all the texts.
+      items = corpus.pairs.hasUnit(needle.charCodeAt(0)) ? haystack.holding(needle) : [];
     } else {
       items = [];
-      for (const i of corpus.pairs.candidates(needle)) if (haystack.slice(starts[i], starts[i + 1] - 1).includes(needle)) items.push(i);
+      for (const i of corpus.pairs.candidates(needle)) if (haystack.item(i).includes(needle)) items.push(i);
     }
     if (exact) items = items.filter(exact);
     let ids = new Array<number>(items.length);
@@ -659,8 +631,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // Items not in the loaded corpus, ascending, to be merged in at their place.
     const added = [...changed.keys()].filter((id) => changed.get(id) && !holdsId(base.ids, id)).sort((a, b) => a - b);
     const ids: number[] = [];
-    const pages = new Layout();
-    const foldedPages = weights ? new Layout() : null;
+    const pages = new PagedLayout();
+    const foldedPages = weights ? new PagedLayout() : null;
     let texts: string[] = [];
     let foldedTexts: string[] = [];
     const flush = () => {
@@ -678,13 +650,13 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       const item = changed.get(id);
       if (item) push(id, item.text, item.folded);
     };
-    const { text, starts, folded, foldedStarts } = base;
+    const { text, folded } = base;
     let next = 0;
     for (let i = 0; i < base.ids.length; i++) {
       const id = base.ids[i];
       for (; next < added.length && added[next] < id; next++) pushChanged(added[next]);
       if (changed.has(id)) pushChanged(id);
-      else push(id, text.slice(starts[i], starts[i + 1] - 1), folded?.slice((foldedStarts as Int32Array)[i], (foldedStarts as Int32Array)[i + 1] - 1));
+      else push(id, text.item(i), folded?.item(i));
       if (texts.length >= LOAD_CHUNK) {
         flush();
         if (!(await pause())) return false;
@@ -766,8 +738,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     if (state) state.loadingFrom = version;
     // Each page is joined at once, so that the load holds a few long strings rather than two million short ones.
     const ids: number[] = [];
-    const pages = new Layout();
-    const foldedPages = mysql ? new Layout() : null;
+    const pages = new PagedLayout();
+    const foldedPages = mysql ? new PagedLayout() : null;
     let after = 0;
     for (;;) {
       if (this.closed) return;
@@ -813,29 +785,21 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   /**
    * The corpus at `version` of these items (ids ascending, their texts laid out in `pages`, and in
    * `foldedPages` on MariaDB); undefined when it would pass the memory budget, or the node is closing.
-   * Joins, flattens and indexes in slices, with turns of the event loop between them.
+   * Indexes in slices, with turns of the event loop between them (the texts are already joined, page by page).
    */
-  private async build(version: number, ids: number[], pages: Layout, foldedPages: Layout | null): Promise<Corpus | undefined> {
+  private async build(version: number, ids: number[], pages: PagedLayout, foldedPages: PagedLayout | null): Promise<Corpus | undefined> {
     const budget = this.config.limits.searchMemoryBytes;
     const bytes = layoutBytes(ids.length, pages, foldedPages);
     if (bytes > budget) return undefined;
-    // Joining and flattening a string of 40 million characters holds the event loop for about 40 ms:
-    // one string per turn.
     const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
     if (!(await pause())) return undefined;
-    const { text, starts } = pages.done();
-    let folded: string | undefined;
-    let foldedStarts: Int32Array | undefined;
-    if (foldedPages) {
-      if (!(await pause())) return undefined;
-      ({ text: folded, starts: foldedStarts } = foldedPages.done());
-    }
-    const searched = folded ?? text;
+    const text = pages.done();
+    const folded = foldedPages?.done();
     // The pair index holds about one posting (4 bytes) per code unit.
-    if (bytes + 4 * searched.length > budget || !(await pause())) return undefined;
-    const pairs = await PairIndex.build(searched, foldedStarts ?? starts, 10_000, pause);
+    if (bytes + 4 * (foldedPages ?? pages).length > budget || !(await pause())) return undefined;
+    const pairs = await PairIndex.build(folded ?? text, 10_000, pause);
     if (!pairs || bytes + pairs.bytes > budget) return undefined;
-    return { version, ids: Float64Array.from(ids), text, starts, folded, foldedStarts, pairs, bytes: bytes + pairs.bytes };
+    return { version, ids: Float64Array.from(ids), text, folded, pairs, bytes: bytes + pairs.bytes };
   }
 
   /** Keeps the corpus, dropping the customer's previous one and then the least recently searched ones while over budget. */
@@ -858,34 +822,5 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     this.used -= corpus.bytes;
     this.metrics.searchCorpusGoods.dec(corpus.ids.length);
     this.metrics.searchCorpusBytes.dec(corpus.bytes);
-  }
-}
-
-/** Texts joined by SEPARATOR, page by page, with the start offset of each (and the end of the last + 1). */
-class Layout {
-  private readonly pages: string[] = [];
-  private starts: number[] = [];
-  length = 0;
-
-  add(texts: string[]): void {
-    if (!texts.length) return;
-    for (const t of texts) {
-      this.starts.push(this.length);
-      this.length += t.length + 1;
-    }
-    this.pages.push(texts.join(SEPARATOR));
-  }
-
-  done(): { text: string; starts: Int32Array } {
-    const starts = Int32Array.from(this.starts);
-    const withEnd = new Int32Array(starts.length + 1);
-    withEnd.set(starts);
-    withEnd[starts.length] = this.length;
-    this.starts = [];
-    const text = this.pages.join(SEPARATOR);
-    // Flattened now (rather than by the first search that reads it), so that the pages can go.
-    text.indexOf(SEPARATOR + SEPARATOR);
-    this.pages.length = 0;
-    return { text, starts: withEnd };
   }
 }

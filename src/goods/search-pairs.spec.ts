@@ -1,15 +1,11 @@
+import { PagedLayout, PagedText } from './paged-text';
 import { PairIndex } from './search-pairs';
 
-/** Items joined by \u0000 and their starts, as the search corpus lays them out. */
-function layout(items: string[]): { text: string; starts: Int32Array } {
-  const starts = new Int32Array(items.length + 1);
-  let at = 0;
-  items.forEach((item, i) => {
-    starts[i] = at;
-    at += item.length + 1;
-  });
-  starts[items.length] = at;
-  return { text: items.join('\u0000'), starts };
+/** Items laid out as the search corpus lays them out (several pages for more than 4,096 items). */
+function layout(items: string[]): PagedText {
+  const pages = new PagedLayout();
+  pages.add(items);
+  return pages.done();
 }
 
 /** A deterministic pseudo-random sequence (a linear congruential generator). */
@@ -26,11 +22,11 @@ describe('PairIndex', () => {
   const alphabet = ['a', 'b', 'c', 'ß', 's', ' ', '\n', '가', '각', '워', '치', '1', '2', '😀'];
   const word = (length: number) => Array.from({ length }, () => alphabet[Math.floor(next() * alphabet.length)]).join('');
   const items = Array.from({ length: 3000 }, () => word(1 + Math.floor(next() * 12)));
-  const { text, starts } = layout(items);
+  const text = layout(items);
   let index: PairIndex;
   beforeAll(async () => {
     // Slices of 250 items, so that the build pauses many times.
-    index = (await PairIndex.build(text, starts, 250, () => Promise.resolve(true))) as PairIndex;
+    index = (await PairIndex.build(text, 250, () => Promise.resolve(true))) as PairIndex;
   });
 
   it('its candidates hold every item that contains a needle of two or more units (one list or several)', () => {
@@ -59,7 +55,7 @@ describe('PairIndex', () => {
 
   it('never pairs units across two items (the separator)', () => {
     const small = layout(['ab', 'cd']);
-    return PairIndex.build(small.text, small.starts, 1, () => Promise.resolve(true)).then((built) => {
+    return PairIndex.build(small, 1, () => Promise.resolve(true)).then((built) => {
       expect([...(built as PairIndex).candidates('bc')]).toEqual([]);
       expect([...(built as PairIndex).candidates('cd')]).toEqual([1]);
     });
@@ -68,11 +64,11 @@ describe('PairIndex', () => {
   it('grows its table past many distinct pairs and still finds each of them', async () => {
     const many = Array.from({ length: 40_000 }, (_, i) => String.fromCharCode(0x4e00 + (i % 200), 0x4e00 + Math.floor(i / 200)));
     const big = layout(many);
-    const built = (await PairIndex.build(big.text, big.starts, 5000, () => Promise.resolve(true))) as PairIndex;
+    const built = (await PairIndex.build(big, 5000, () => Promise.resolve(true))) as PairIndex;
     for (const i of [0, 199, 200, 12_345, 39_999]) expect([...built.candidates(many[i])]).toEqual([i]);
   });
 
   it('stops when the pause says so', async () => {
-    expect(await PairIndex.build(text, starts, 100, () => Promise.resolve(false))).toBeUndefined();
+    expect(await PairIndex.build(text, 100, () => Promise.resolve(false))).toBeUndefined();
   });
 });

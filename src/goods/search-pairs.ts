@@ -1,3 +1,5 @@
+import type { PagedText } from './paged-text';
+
 /**
  * An in-memory index of the adjacent pairs of UTF-16 code units of a corpus's items (for each pair, the
  * items holding it, ascending), and which single code units occur at all. It only narrows: an item that
@@ -31,22 +33,24 @@ export class PairIndex {
   }
 
   /**
-   * Indexes `items` spans of `text` (item i spans starts[i] .. starts[i + 1] - 1): counts, then fills, in
-   * slices of `slice` items with `pause()` awaited between them so that the event loop keeps running.
+   * Indexes the items of `text`: counts, then fills, in slices of `slice` items with `pause()` awaited
+   * between them so that the event loop keeps running.
    */
-  static async build(text: string, starts: Int32Array, slice: number, pause: () => Promise<boolean>): Promise<PairIndex | undefined> {
+  static async build(text: PagedText, slice: number, pause: () => Promise<boolean>): Promise<PairIndex | undefined> {
     const index = new PairIndex();
-    const items = starts.length - 1;
+    const { items, starts } = text;
     let counts: Int32Array = new Int32Array(1 << 12);
     let last: Int32Array = new Int32Array(1 << 12).fill(-1);
     for (let from = 0; from < items; from += slice) {
       for (let i = from; i < Math.min(items, from + slice); i++) {
-        const end = starts[i + 1] - 1;
-        for (let k = starts[i]; k < end; k++) {
-          const a = text.charCodeAt(k);
+        const page = text.page(i);
+        const start = text.offset(i);
+        const end = start + starts[i + 1] - starts[i] - 1;
+        for (let k = start; k < end; k++) {
+          const a = page.charCodeAt(k);
           index.units[a] = 1;
           if (k + 1 === end) break;
-          const number = index.numberOf(((a << 16) | text.charCodeAt(k + 1)) >>> 0, true);
+          const number = index.numberOf(((a << 16) | page.charCodeAt(k + 1)) >>> 0, true);
           if (number >= counts.length) {
             counts = grow(counts, 0);
             last = grow(last, -1);
@@ -66,9 +70,11 @@ export class PairIndex {
     last.fill(-1);
     for (let from = 0; from < items; from += slice) {
       for (let i = from; i < Math.min(items, from + slice); i++) {
-        const end = starts[i + 1] - 1;
-        for (let k = starts[i]; k + 1 < end; k++) {
-          const number = index.numberOf(((text.charCodeAt(k) << 16) | text.charCodeAt(k + 1)) >>> 0, false);
+        const page = text.page(i);
+        const start = text.offset(i);
+        const end = start + starts[i + 1] - starts[i] - 1;
+        for (let k = start; k + 1 < end; k++) {
+          const number = index.numberOf(((page.charCodeAt(k) << 16) | page.charCodeAt(k + 1)) >>> 0, false);
           if (last[number] !== i) {
             last[number] = i;
             postings[fill[number]++] = i;

@@ -1,0 +1,103 @@
+/** What separates two items' texts (no keyword holding it is matched in memory). */
+export const SEPARATOR = '\u0000';
+
+/** Items per page: a power of two, so that an item's page is its index shifted. */
+const PAGE_BITS = 12;
+const PAGE_ITEMS = 1 << PAGE_BITS;
+
+/**
+ * The texts of a corpus's items, numbered from 0, as if joined by SEPARATOR into one string (item i spans
+ * starts[i] .. starts[i + 1] - 1 of it), but kept as pages of PAGE_ITEMS items, each page one string:
+ * joining a whole catalog into one string copies it in one go, which at 1,000,000 goods held the event
+ * loop for 120–350 ms on a 2-core VM; a page is joined in well under a millisecond.
+ */
+export class PagedText {
+  constructor(
+    private readonly pages: readonly string[],
+    /** Offsets in the joined string: item i starts at starts[i]; the last entry is the joined length + 1. */
+    readonly starts: Int32Array,
+  ) {}
+
+  /** The number of items. */
+  get items(): number {
+    return this.starts.length - 1;
+  }
+
+  /** The page holding item i. */
+  page(i: number): string {
+    return this.pages[i >>> PAGE_BITS];
+  }
+
+  /** Where item i starts in its page. */
+  offset(i: number): number {
+    return this.starts[i] - this.starts[i & ~(PAGE_ITEMS - 1)];
+  }
+
+  /** The text of item i. */
+  item(i: number): string {
+    const from = this.offset(i);
+    return this.page(i).slice(from, from + this.starts[i + 1] - this.starts[i] - 1);
+  }
+
+  /** The items whose text holds `needle` (without SEPARATOR), in order. */
+  holding(needle: string): number[] {
+    const found: number[] = [];
+    for (let p = 0; p < this.pages.length; p++) {
+      const page = this.pages[p];
+      const first = p << PAGE_BITS;
+      const base = this.starts[first];
+      const last = Math.min(this.items, first + PAGE_ITEMS) - 1;
+      let pos = page.indexOf(needle);
+      while (pos !== -1) {
+        const item = this.itemAt(first, last, base + pos);
+        found.push(item);
+        pos = page.indexOf(needle, this.starts[item + 1] - base);
+      }
+    }
+    return found;
+  }
+
+  /** The item among first..last whose span holds the offset `at` of the joined string. */
+  private itemAt(first: number, last: number, at: number): number {
+    let lo = first;
+    let hi = last;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid] <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+}
+
+/** Builds a PagedText from texts added in order, a batch at a time (any sizes); a page is joined once it is full. */
+export class PagedLayout {
+  private readonly pages: string[] = [];
+  private pending: string[] = [];
+  private starts: number[] = [];
+  /** The length of the texts joined so far, as one string, plus one. */
+  length = 0;
+
+  add(texts: readonly string[]): void {
+    for (const t of texts) {
+      this.starts.push(this.length);
+      this.length += t.length + 1;
+      this.pending.push(t);
+      if (this.pending.length === PAGE_ITEMS) this.flush();
+    }
+  }
+
+  done(): PagedText {
+    if (this.pending.length) this.flush();
+    const starts = new Int32Array(this.starts.length + 1);
+    starts.set(this.starts);
+    starts[this.starts.length] = this.length;
+    this.starts = [];
+    return new PagedText(this.pages.splice(0), starts);
+  }
+
+  private flush(): void {
+    this.pages.push(this.pending.join(SEPARATOR));
+    this.pending = [];
+  }
+}
