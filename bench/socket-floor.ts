@@ -62,14 +62,14 @@ function sender(): void {
   });
 }
 
+/** Where a reader's connections' reads land, one after the other (see reader()). */
+const READ_BUFFER = Buffer.alloc(256 * 1024);
+
 /**
  * A reader (--role=reader): opens its share of connections to the senders (--ports, --sockets each,
  * 500 at a time) and notes when each one's data arrived in each round (the monotonic clock, shared by
  * the processes of one machine).
  */
-/** Where a reader's connections' reads land, one after the other (see reader()). */
-const READ_BUFFER = Buffer.alloc(256 * 1024);
-
 async function reader(): Promise<void> {
   const ports = (text('ports') ?? '').split(',').map(Number);
   const each = arg('sockets', 0);
