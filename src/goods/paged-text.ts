@@ -33,10 +33,14 @@ export class PagedText {
     return this.starts[i] - this.starts[i & ~(PAGE_ITEMS - 1)];
   }
 
+  /** Where item i ends in its page (the offset after its last unit). */
+  end(i: number): number {
+    return this.offset(i) + this.starts[i + 1] - this.starts[i] - 1;
+  }
+
   /** The text of item i. */
   item(i: number): string {
-    const from = this.offset(i);
-    return this.page(i).slice(from, from + this.starts[i + 1] - this.starts[i] - 1);
+    return this.page(i).slice(this.offset(i), this.end(i));
   }
 
   /** The items whose text holds `needle` (without SEPARATOR), in order. */
@@ -79,12 +83,15 @@ export class PagedLayout {
   length = 0;
 
   add(texts: readonly string[]): void {
-    for (const t of texts) {
-      this.starts.push(this.length);
-      this.length += t.length + 1;
-      this.pending.push(t);
-      if (this.pending.length === PAGE_ITEMS) this.flush();
-    }
+    for (const text of texts) this.push(text);
+  }
+
+  /** Adds one item's text after the others. */
+  push(text: string): void {
+    this.starts.push(this.length);
+    this.length += text.length + 1;
+    this.pending.push(text);
+    if (this.pending.length === PAGE_ITEMS) this.flush();
   }
 
   done(): PagedText {

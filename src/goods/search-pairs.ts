@@ -38,15 +38,14 @@ export class PairIndex {
    */
   static async build(text: PagedText, slice: number, pause: () => Promise<boolean>): Promise<PairIndex | undefined> {
     const index = new PairIndex();
-    const { items, starts } = text;
+    const { items } = text;
     let counts: Int32Array = new Int32Array(1 << 12);
     let last: Int32Array = new Int32Array(1 << 12).fill(-1);
     for (let from = 0; from < items; from += slice) {
       for (let i = from; i < Math.min(items, from + slice); i++) {
         const page = text.page(i);
-        const start = text.offset(i);
-        const end = start + starts[i + 1] - starts[i] - 1;
-        for (let k = start; k < end; k++) {
+        const end = text.end(i);
+        for (let k = text.offset(i); k < end; k++) {
           const a = page.charCodeAt(k);
           index.units[a] = 1;
           if (k + 1 === end) break;
@@ -71,9 +70,8 @@ export class PairIndex {
     for (let from = 0; from < items; from += slice) {
       for (let i = from; i < Math.min(items, from + slice); i++) {
         const page = text.page(i);
-        const start = text.offset(i);
-        const end = start + starts[i + 1] - starts[i] - 1;
-        for (let k = start; k + 1 < end; k++) {
+        const end = text.end(i);
+        for (let k = text.offset(i); k + 1 < end; k++) {
           const number = index.numberOf(((page.charCodeAt(k) << 16) | page.charCodeAt(k + 1)) >>> 0, false);
           if (last[number] !== i) {
             last[number] = i;
