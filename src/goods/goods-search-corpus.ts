@@ -329,7 +329,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // Most recently searched last: the map's order is the eviction order.
     this.corpora.delete(customerId);
     this.corpora.set(customerId, corpus);
-    if ((corpus.patched?.size ?? 0) >= SETTLED_PATCHED && performance.now() - (this.lastStepAt.get(customerId) ?? -Infinity) >= SETTLE_MS) {
+    if (performance.now() - (this.lastStepAt.get(customerId) ?? -Infinity) >= SETTLE_MS) {
       this.rebuildIfCrowded(customerId, corpus, this.steps.get(customerId) ?? new Map<number, Step>(), true);
     }
 
@@ -633,18 +633,12 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     const ids: number[] = [];
     const pages = new PagedLayout();
     const foldedPages = weights ? new PagedLayout() : null;
-    let texts: string[] = [];
-    let foldedTexts: string[] = [];
-    const flush = () => {
-      pages.add(texts);
-      foldedPages?.add(foldedTexts);
-      texts = [];
-      foldedTexts = [];
-    };
+    let sincePause = 0;
     const push = (id: number, text: string, folded: string | undefined) => {
       ids.push(id);
-      texts.push(text);
-      if (foldedPages) foldedTexts.push(folded as string);
+      pages.push(text);
+      foldedPages?.push(folded as string);
+      sincePause++;
     };
     const pushChanged = (id: number) => {
       const item = changed.get(id);
@@ -657,13 +651,12 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       for (; next < added.length && added[next] < id; next++) pushChanged(added[next]);
       if (changed.has(id)) pushChanged(id);
       else push(id, text.item(i), folded?.item(i));
-      if (texts.length >= LOAD_CHUNK) {
-        flush();
+      if (sincePause >= LOAD_CHUNK) {
+        sincePause = 0;
         if (!(await pause())) return false;
       }
     }
     for (; next < added.length; next++) pushChanged(added[next]);
-    flush();
     const corpus = await this.build(version, ids, pages, foldedPages);
     if (!corpus || this.corpora.get(customerId) !== base) return false;
     // The steps committed meanwhile, which `base` took with the room a rebuild gives (see advance).
@@ -736,7 +729,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     if (version < expected) return;
     const state = this.states.get(customerId);
     if (state) state.loadingFrom = version;
-    // Each page is joined at once, so that the load holds a few long strings rather than two million short ones.
+    // Each page is joined as it fills (PagedLayout), so that the load holds a few long strings rather than two million short ones.
     const ids: number[] = [];
     const pages = new PagedLayout();
     const foldedPages = mysql ? new PagedLayout() : null;
