@@ -224,15 +224,33 @@ describe('GoodsSearchCorpus', () => {
       expect(await corpus.match(1, keyword, meanwhile.version)).toEqual(catalog.instr(keyword));
   });
 
-  it('rebuilds on a search once the writes have gone quiet, with fewer patched items than a crowded corpus needs', async () => {
+  /** A corpus of 30,000 items loaded (bound of patched items 3,000), then 999 new items written and told. */
+  async function loadedWithFewWritten(): Promise<{ version: number }> {
     for (let id = 51; id <= 30_000; id++) catalog.rows.set(id, `item ${id}`);
     await loaded(corpus, catalog.version);
-    const pagesRead = catalog.pagesRead;
     const few = catalog.write(
       corpus,
       Array.from({ length: 999 }, (_, i): [number, string] => [40_000 + i, `few ${i}`]),
     );
     few.tell();
+    return few;
+  }
+
+  /** Runs `search` with the clock `ms` ahead (no step taken meanwhile), then waits for what it started. */
+  async function later(ms: number, search: () => Promise<void>): Promise<void> {
+    const real = performance.now.bind(performance);
+    const clock = jest.spyOn(performance, 'now').mockImplementation(() => real() + ms);
+    try {
+      await search();
+      await loadUnderWay(corpus);
+    } finally {
+      clock.mockRestore();
+    }
+  }
+
+  it('rebuilds on a search once the writes have gone quiet, with fewer patched items than a crowded corpus needs', async () => {
+    await loadedWithFewWritten();
+    const pagesRead = catalog.pagesRead;
     const quiet = catalog.write(corpus, [[50_000, 'quiet one']], [7]);
     quiet.tell();
     // 1,001 patched: under half the bound (3,000 for 30,000 items), and the writes may go on: no rebuild.
@@ -240,14 +258,7 @@ describe('GoodsSearchCorpus', () => {
     await loadUnderWay(corpus);
     expect(internals(corpus).corpora.get(1)?.patched?.size).toBe(1001);
     // Two seconds on, no step taken since: the next search starts a rebuild, and is answered meanwhile.
-    const real = performance.now.bind(performance);
-    const clock = jest.spyOn(performance, 'now').mockImplementation(() => real() + 2_001);
-    try {
-      expect(await corpus.match(1, 'few 99', quiet.version)).toEqual(catalog.instr('few 99'));
-      await loadUnderWay(corpus);
-    } finally {
-      clock.mockRestore();
-    }
+    await later(2_001, async () => expect(await corpus.match(1, 'few 99', quiet.version)).toEqual(catalog.instr('few 99')));
     const rebuilt = internals(corpus).corpora.get(1);
     expect(rebuilt?.version).toBe(quiet.version);
     expect(rebuilt?.patched?.size ?? 0).toBe(0);
@@ -258,21 +269,8 @@ describe('GoodsSearchCorpus', () => {
   });
 
   it('leaves fewer patched items than that to the searches, however quiet the writes', async () => {
-    for (let id = 51; id <= 30_000; id++) catalog.rows.set(id, `item ${id}`);
-    await loaded(corpus, catalog.version);
-    const few = catalog.write(
-      corpus,
-      Array.from({ length: 999 }, (_, i): [number, string] => [40_000 + i, `few ${i}`]),
-    );
-    few.tell();
-    const real = performance.now.bind(performance);
-    const clock = jest.spyOn(performance, 'now').mockImplementation(() => real() + 60_000);
-    try {
-      expect(await corpus.match(1, 'few 998', few.version)).toEqual([40_998]);
-      await loadUnderWay(corpus);
-    } finally {
-      clock.mockRestore();
-    }
+    const few = await loadedWithFewWritten();
+    await later(60_000, async () => expect(await corpus.match(1, 'few 998', few.version)).toEqual([40_998]));
     expect(internals(corpus).corpora.get(1)?.patched?.size).toBe(999);
   });
 
