@@ -269,6 +269,33 @@ describeEngines(
       const list = await ctx().http.get(goods(D)).set('Authorization', D.auth()).set('Idempotency-Key', 'x'.repeat(300));
       expect(list.status).toBe(200);
     });
+
+    it('a streamed answer (sync) is stored before its last byte goes out: a retry sent the moment it arrives replays it', async () => {
+      // The sync answer is a StreamableFile: its body is written before end(). Storing it is slowed down
+      // here, so that an answer let out before the store would reach the client first.
+      const service = ctx().app.get(IdempotencyService);
+      const store = service.store.bind(service);
+      const slowed = jest.spyOn(service, 'store').mockImplementation(async (...args) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return store(...args);
+      });
+      try {
+        const sync = () =>
+          ctx()
+            .http.post(goods(D, '/sync'))
+            .set('Authorization', D.auth())
+            .set('Idempotency-Key', 'sync-streamed')
+            .send([item('ST1')]);
+        const first = await sync();
+        expect(first.status).toBe(200);
+        expect(slowed).toHaveBeenCalledTimes(1);
+        const retry = await sync();
+        expect([retry.status, retry.headers['idempotent-replayed']]).toEqual([200, 'true']);
+        expect(retry.text).toBe(first.text);
+      } finally {
+        slowed.mockRestore();
+      }
+    });
   },
   { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', DB_LOCK_TIMEOUT_MS: '1000' },
 );

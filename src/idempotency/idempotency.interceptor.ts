@@ -118,7 +118,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * Follows what the route writes (up to IDEMPOTENCY_MAX_RESPONSE_BYTES; streamed answers too) and,
-   * when it ends its answer, stores it or releases the key before the end goes out.
+   * when it ends its answer, stores it or releases the key before its last bytes and its end go out.
    */
   private capture(res: Response, hold: Hold): { spoil(): void } {
     const max = this.config.idempotency.maxResponseBytes;
@@ -137,10 +137,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // Bound to this response (whatever compression or others set there before); put back when it ends.
     const write = res.write.bind(res) as (...args: unknown[]) => boolean;
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    // The latest write is held back until the next one or the end: a streamed answer (StreamableFile)
+    // writes its whole body before calling end(), and with a Content-Length the client has the answer
+    // once the last byte arrives; it must not arrive before the answer is stored, or a retry sent at
+    // once would find the key still running (409) instead of replaying it.
+    let held: unknown[] | null = null;
     res.write = function (chunk: unknown, ...rest: unknown[]): boolean {
       if (ended) return false;
       take(chunk, rest[0]);
-      return write(chunk, ...rest);
+      const previous = held;
+      held = [chunk, ...rest];
+      return previous ? write(...previous) : true;
     } as Response['write'];
     res.end = ((chunk?: unknown, encoding?: unknown, cb?: unknown): Response => {
       if (ended) return res;
@@ -151,6 +158,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const send = (): void => {
         res.write = write as Response['write'];
         res.end = end as Response['end'];
+        if (held) write(...held);
+        held = null;
         end(chunk, encoding, cb);
       };
       // A body shorter or longer than its Content-Length is a broken answer, not a final one.
