@@ -1,6 +1,6 @@
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
-import { checkJsonShape, checkJsonText, JsonShapeError } from './json-shape';
+import { checkJsonShape, checkJsonText, JsonShapeError, JsonTextScanner } from './json-shape';
 
 function codeOf(fn: () => void): ErrorCode | 'ok' {
   try {
@@ -82,5 +82,69 @@ describe('checkJsonText', () => {
     const tight = { maxDepth: 16, maxValues: 200 };
     expect(() => checkJsonText(text(JSON.stringify(body)), tight)).toThrow(JsonShapeError);
     expect(() => checkJsonShape(body, tight)).toThrow(ApiException);
+  });
+});
+
+describe('JsonTextScanner', () => {
+  /** The scan done the plain way, a byte at a time, over the whole text at once. */
+  function reference(text: Buffer, limits: { maxDepth: number; maxValues: number }) {
+    let depth = 0;
+    let values = 1;
+    let inString = false;
+    let closedAt = -1;
+    const commas: number[] = [];
+    for (let i = 0; i < text.length; i += 1) {
+      const c = text[i];
+      if (inString) {
+        if (c === 0x5c) i += 1;
+        else if (c === 0x22) inString = false;
+        continue;
+      }
+      if (c === 0x22) inString = true;
+      else if (c === 0x5b || c === 0x7b) {
+        depth += 1;
+        if (depth > limits.maxDepth) return { refused: 'entity.too.deep', at: i };
+        values += 1;
+        if (values > limits.maxValues) return { refused: 'entity.too.many.values', at: i };
+      } else if (c === 0x5d || c === 0x7d) {
+        depth -= 1;
+        if (depth === 0 && closedAt < 0) closedAt = i;
+      } else if (c === 0x2c) {
+        values += 1;
+        if (values > limits.maxValues) return { refused: 'entity.too.many.values', at: i };
+        if (depth === 1 && closedAt < 0) commas.push(i);
+      }
+    }
+    return { closedAt, commas, inString };
+  }
+
+  it('finds what a byte-at-a-time scan finds, whatever the strings hold and wherever the text is cut into steps', () => {
+    // Pieces heavy in quotes, escapes (an escaped quote, an escaped backslash before a quote) and
+    // brackets, plus long plain runs and multi-byte characters; a fixed seed, so any failure repeats.
+    const pieces = ['"', '\\', '[', ']', '{', '}', ',', ':', ' ', '1', '\\"', '"\\\\"', 'é', '한', 'plain text run', '"x\\\\\\""'];
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    for (let round = 0; round < 10_000; round += 1) {
+      const text = Buffer.from(Array.from({ length: 1 + random(50) }, () => pieces[random(pieces.length)]).join(''));
+      const limits = { maxDepth: 1 + random(6), maxValues: 1 + random(40) };
+      const cuts = Array.from({ length: random(4) }, () => random(text.length + 1)).sort((a, b) => a - b);
+      const scanner = new JsonTextScanner(limits, true);
+      let seen: Record<string, unknown>;
+      try {
+        let at = 0;
+        for (const cut of [...cuts, text.length]) {
+          scanner.scan(text, at, cut);
+          at = cut;
+        }
+        seen = { closedAt: scanner.closedAt, commas: scanner.topLevelCommas, inString: (scanner as unknown as { inString: boolean }).inString };
+      } catch (err) {
+        if (!(err instanceof JsonShapeError)) throw err;
+        seen = { refused: err.type, at: (scanner as unknown as { next: number }).next };
+      }
+      expect({ text: text.toString(), cuts, seen }).toEqual({ text: text.toString(), cuts, seen: reference(text, limits) });
+    }
   });
 });

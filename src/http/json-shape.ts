@@ -61,7 +61,8 @@ export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
 
 /**
  * checkJsonText's pass, resumable: `scan` covers the bytes from where the last call stopped up to `to`,
- * so that a large body can be checked in time slices. With `recordTopLevel` it also notes where a
+ * so that a large body can be checked in time slices (one scanner per text: it remembers where the
+ * text's next backslash is). With `recordTopLevel` it also notes where a
  * top-level array's elements are separated (`topLevelCommas`) and where it closes (`closedAt`), so that
  * the array can be parsed a group of elements at a time (see sliced-json.ts).
  */
@@ -70,6 +71,8 @@ export class JsonTextScanner {
   private values = 1;
   private inString = false;
   private next = 0;
+  /** The first backslash at or after the scan's last look for one (Infinity: none left in the text). */
+  private backslashAt = -1;
   /** Offsets of the commas between the top-level array's elements (depth 1, outside strings). */
   readonly topLevelCommas: number[] = [];
   /** Offset of the bracket that first brought the depth back to 0; -1 while it has not. */
@@ -84,15 +87,23 @@ export class JsonTextScanner {
     const { maxDepth, maxValues } = this.limits;
     let { depth, values, inString } = this;
     let i = Math.max(from, this.next);
+    // A Buffer view (no copy) for its native indexOf.
+    const bytes = Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
     try {
       for (; i < to; i += 1) {
-        const c = text[i];
         if (inString) {
-          if (c === 0x5c)
-            i += 1; // backslash: skip the escaped character
-          else if (c === 0x22) inString = false;
+          // The string's end: its next quote that no backslash escapes. Found with Buffer's native
+          // byte search (most of a body is string contents) rather than a look at every byte.
+          const end = this.stringEnd(bytes, i, to);
+          if (end < 0) {
+            i = -end - 1; // the next scan resumes in the string there (past an escape at the boundary)
+            break;
+          }
+          inString = false;
+          i = end;
           continue;
         }
+        const c = text[i];
         if (c === 0x22) inString = true;
         else if (c === 0x5b || c === 0x7b) {
           depth += 1;
@@ -113,6 +124,30 @@ export class JsonTextScanner {
       this.values = values;
       this.inString = inString;
       this.next = i;
+    }
+  }
+
+  /**
+   * In a string at `from`: the offset of its closing quote before `to`; or, when it does not close
+   * there, -(offset + 1) of where scanning resumes (`to`, or just past an escaped character that lies
+   * beyond `to`).
+   */
+  private stringEnd(text: Buffer, from: number, to: number): number {
+    let i = from;
+    for (;;) {
+      if (this.backslashAt < i) {
+        const found = text.indexOf(0x5c, i);
+        this.backslashAt = found < 0 ? Infinity : found;
+      }
+      const quote = text.indexOf(0x22, i);
+      const close = quote < 0 ? Infinity : quote;
+      if (this.backslashAt < close && this.backslashAt < to) {
+        // An escape: the character after the backslash is skipped, whatever it is.
+        i = this.backslashAt + 2;
+        if (i >= to) return -(i + 1);
+        continue;
+      }
+      return close < to ? close : -(to + 1);
     }
   }
 }
