@@ -3,8 +3,8 @@
  * process) while a probe calls GET /health every 50 ms, and prints, per payload, its answer and how
  * long it took, the probe's worst latency while it ran, and at the end the probe's max latency overall
  * (goal < 250 ms) and the server's peak RSS.
- * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, 30 MB without a
- * token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
+ * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, strings dense in
+ * escapes or tiny, 30 MB without a token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
  * reads), and CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines).
  * Options: --engines=sqlite,mysql (default sqlite)
  */
@@ -120,6 +120,13 @@ async function run(engine: Engine): Promise<void> {
     outcomes.push(await measure(p, 'POST sync, 15 MB {"name":[[],[],…]}', () => post(base, `${goods}/sync`, `[${manyArrays(15 * 1024 * 1024)}]`, json)));
     outcomes.push(
       await measure(p, 'POST sync, 8 MB array nested 4M deep', () => post(base, `${goods}/sync`, `${'['.repeat(4_000_000)}${']'.repeat(4_000_000)}`, json)),
+    );
+    // Strings the text scan cannot skip with one search: one of 4M escapes, and 2M strings of one character.
+    outcomes.push(await measure(p, 'POST sync, 8 MB string of 4M escapes', () => post(base, `${goods}/sync`, `[{"name":"${'\\n'.repeat(4_000_000)}"}]`, json)));
+    outcomes.push(
+      await measure(p, 'POST sync, 8 MB of 2M one-character strings', () =>
+        post(base, `${goods}/sync`, `[${new Array(2_000_000).fill('"a"').join(',')}]`, json),
+      ),
     );
     outcomes.push(await measure(p, 'POST goods, object nested 5,000 deep', () => post(base, goods, `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, json)));
     outcomes.push(

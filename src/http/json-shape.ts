@@ -62,7 +62,7 @@ export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
 /**
  * checkJsonText's pass, resumable: `scan` covers the bytes from where the last call stopped up to `to`,
  * so that a large body can be checked in time slices (one scanner per text: it remembers where the
- * text's next backslash is). With `recordTopLevel` it also notes where a
+ * text's next backslash and quote are). With `recordTopLevel` it also notes where a
  * top-level array's elements are separated (`topLevelCommas`) and where it closes (`closedAt`), so that
  * the array can be parsed a group of elements at a time (see sliced-json.ts).
  */
@@ -71,8 +71,13 @@ export class JsonTextScanner {
   private values = 1;
   private inString = false;
   private next = 0;
-  /** The first backslash at or after the scan's last look for one (Infinity: none left in the text). */
+  /**
+   * The first backslash, and the first quote, at or after the scan's last look for one (Infinity: none
+   * left in the text): each search starts past the last one found, so that a string of many escapes
+   * costs one pass, not a search to its end per escape.
+   */
   private backslashAt = -1;
+  private quoteAt = -1;
   /** Offsets of the commas between the top-level array's elements (depth 1, outside strings). */
   readonly topLevelCommas: number[] = [];
   /** Offset of the bracket that first brought the depth back to 0; -1 while it has not. */
@@ -130,24 +135,26 @@ export class JsonTextScanner {
   /**
    * In a string at `from`: the offset of its closing quote before `to`; or, when it does not close
    * there, -(offset + 1) of where scanning resumes (`to`, or just past an escaped character that lies
-   * beyond `to`).
+   * beyond `to`). The closing quote is found with Buffer's native indexOf, unless a backslash comes
+   * first: a string with escapes is read a byte at a time from there to its end (a search per escape
+   * would cost more than reading the bytes).
    */
   private stringEnd(text: Buffer, from: number, to: number): number {
-    let i = from;
-    for (;;) {
-      if (this.backslashAt < i) {
-        const found = text.indexOf(0x5c, i);
-        this.backslashAt = found < 0 ? Infinity : found;
-      }
-      const quote = text.indexOf(0x22, i);
-      const close = quote < 0 ? Infinity : quote;
-      if (this.backslashAt < close && this.backslashAt < to) {
-        // An escape: the character after the backslash is skipped, whatever it is.
-        i = this.backslashAt + 2;
-        if (i >= to) return -(i + 1);
-        continue;
-      }
-      return close < to ? close : -(to + 1);
+    if (this.backslashAt < from) {
+      const found = text.indexOf(0x5c, from);
+      this.backslashAt = found < 0 ? Infinity : found;
     }
+    if (this.quoteAt < from) {
+      const found = text.indexOf(0x22, from);
+      this.quoteAt = found < 0 ? Infinity : found;
+    }
+    if (this.quoteAt < this.backslashAt) return this.quoteAt < to ? this.quoteAt : -(to + 1);
+    let i = Math.min(this.backslashAt, to);
+    for (; i < to; i += 1) {
+      const c = text[i];
+      if (c === 0x5c) i += 1;
+      else if (c === 0x22) return i;
+    }
+    return -(i + 1);
   }
 }
