@@ -1,4 +1,5 @@
 import { hydrateRows, insertRows, updateRowsById } from '../src/database/bulk-sql';
+import { mysqlGuardOf, PREPARED_STATEMENTS_PER_CONNECTION } from '../src/database/mysql-guard';
 import { Transactions } from '../src/database/transactions';
 import { Goods } from '../src/goods/entities/goods.entity';
 import { newGoods } from '../src/goods/goods-write';
@@ -58,5 +59,40 @@ describeEngines('plain multi-row statements of the bulk path', __filename, (ctx)
       [b.id, 'Renamed B', null],
     ]);
     expect((await stored(other.id)).map((g) => [g.id, g.name, g.customerId])).toEqual([[foreign.id, 'Bulk 12', other.id]]);
+  });
+
+  it('MySQL/MariaDB: in a transaction they run as prepared statements, and a connection keeps at most PREPARED_STATEMENTS_PER_CONNECTION of them', async () => {
+    const t = ctx();
+    const c = await t.createCustomer('Bulk prepared');
+    const guard = mysqlGuardOf(t.dataSource);
+    if (t.dataSource.options.type === 'better-sqlite3') {
+      // SQLite: plain statements (better-sqlite3 keeps its own statement cache).
+      expect(guard).toBeUndefined();
+      return;
+    }
+    const execute = jest.spyOn(guard as NonNullable<typeof guard>, 'execute');
+    try {
+      // 40 shapes (1 to 40 rows per statement): more than a connection keeps.
+      const shapes = Array.from({ length: 40 }, (_, k) => k + 1);
+      let kept = -1;
+      await t.app.get(Transactions).run(async (em) => {
+        let next = 100;
+        for (const rows of shapes)
+          await insertRows(
+            em,
+            Goods,
+            Array.from({ length: rows }, () => item(c.id, next++, 1.5)),
+          );
+        const connection = (await em.queryRunner?.connect()) as { _statements: { size: number } };
+        kept = connection._statements.size;
+      });
+      expect(execute).toHaveBeenCalledTimes(40);
+      expect(kept).toBe(PREPARED_STATEMENTS_PER_CONNECTION);
+      const back = await stored(c.id);
+      expect(back).toHaveLength(shapes.reduce((a, b) => a + b, 0));
+      expect(new Set(back.map((g) => g.originalPrice))).toEqual(new Set([1.5]));
+    } finally {
+      execute.mockRestore();
+    }
   });
 });

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { isMysql } from './engine';
-import { MysqlGuard } from './mysql-guard';
+import { MysqlGuard, PREPARED_STATEMENTS_PER_CONNECTION } from './mysql-guard';
 import { TypeOrmLogger } from './typeorm-logger';
 import { MIGRATIONS } from './migrations';
 
@@ -48,6 +48,8 @@ export function buildDataSourceOptions(config: AppConfig, entities: EntityList, 
       extra: {
         // Requests waiting for a connection beyond this fail at once (503) instead of queueing without end.
         queueLimit: db.poolSize * 50,
+        // The bulk writes' prepared statements (bulk-sql.ts), least recently used closed beyond this.
+        maxPreparedStatements: PREPARED_STATEMENTS_PER_CONNECTION,
         enableKeepAlive: true,
         keepAliveInitialDelay: 10_000,
       },

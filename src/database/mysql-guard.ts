@@ -8,6 +8,7 @@ interface PooledConnection {
   threadId: number | null;
   stream?: { destroy?: () => void };
   query(sql: unknown, values: unknown, callback?: (err: unknown, ...rest: unknown[]) => void): unknown;
+  execute(options: { sql: string }, values: unknown[], callback: (err: unknown, result?: unknown) => void): unknown;
   release(): void;
   destroy(): void;
 }
@@ -18,6 +19,15 @@ interface MysqlDriverLike {
 }
 
 const KILL_RETRY_MS = 2000;
+/** The server refused to prepare one more statement (max_prepared_stmt_count, a server-wide limit). */
+const ER_MAX_PREPARED_STMT_COUNT_REACHED = 1461;
+/**
+ * Prepared statements each pooled connection keeps (mysql2's maxPreparedStatements: least recently used
+ * ones are closed beyond it). The bulk writes' statements come in a few shapes (rows per statement,
+ * column sets), so that a handful stay prepared; the bound keeps every node's share of the server's
+ * max_prepared_stmt_count (16,382 by default) at DB_POOL_SIZE × this.
+ */
+export const PREPARED_STATEMENTS_PER_CONNECTION = 32;
 const MAX_PENDING_KILLS = 100;
 const guards = new WeakMap<DataSource, MysqlGuard>();
 
@@ -57,6 +67,39 @@ export class MysqlGuard {
     driver.obtainMasterConnection = () => guard.obtain(obtain);
     guards.set(dataSource, guard);
     return guard;
+  }
+
+  /**
+   * Runs a statement as a prepared statement (mysql2's `execute`: prepared once per connection and
+   * shape, then sent with its values in the binary protocol; the values are neither escaped into the
+   * text nor parsed from it), on `connection`, a connection this guard set up (a transaction's). Prepare
+   * and execute together are bounded by DB_QUERY_TIMEOUT_MS, past which the connection is abandoned, as
+   * for a plain statement. When the server has no room for one more prepared statement
+   * (max_prepared_stmt_count), the statement runs as plain text instead.
+   */
+  execute(connection: unknown, sql: string, values: unknown[]): Promise<unknown> {
+    const conn = connection as PooledConnection;
+    const ms = this.config.queryTimeoutMs;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        if (settled) return;
+        settled = true;
+        this.abandon(conn, `no answer to a statement within ${ms} ms`);
+        reject(Object.assign(new Error(`no answer to a statement within ${ms} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }));
+      }, ms);
+      const done = (err: unknown, result?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err instanceof Error ? err : new Error('the statement failed'));
+        else resolve(result);
+      };
+      conn.execute({ sql }, values, (err: unknown, result?: unknown) => {
+        if ((err as { errno?: number } | null)?.errno !== ER_MAX_PREPARED_STMT_COUNT_REACHED) return done(err, result);
+        conn.query(sql, values, done);
+      });
+    });
   }
 
   /** Stops the kill janitor (the data source is closing). */
