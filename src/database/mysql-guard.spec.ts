@@ -23,7 +23,7 @@ function guard(queryTimeoutMs = 50): MysqlGuard {
   const dataSource = { driver: { options: { type: 'mariadb' }, obtainMasterConnection: () => Promise.reject(new Error('not used')) } };
   const config = { queryTimeoutMs, connectTimeoutMs: 1000, lockTimeoutMs: 1000, transactionTimeoutMs: 1000 } as DatabaseConfig;
   const installed = MysqlGuard.install(dataSource as unknown as DataSource, config);
-  installed.close(); // no kill janitor: these connections have no server thread
+  void installed.close(); // no kill janitor: these connections have no server thread
   return installed;
 }
 
@@ -66,5 +66,32 @@ describe('MysqlGuard.execute', () => {
     );
     await expect(guard().execute(conn, 'INSERT INTO t (a) VALUES (?)', [1])).resolves.toEqual({ affectedRows: 1, text: 'INSERT INTO t (a) VALUES (?)' });
     expect(conn.query).toHaveBeenCalledWith('INSERT INTO t (a) VALUES (?)', [1], expect.any(Function));
+  });
+});
+
+describe('MysqlGuard.close', () => {
+  it('gives the server threads of abandoned connections still to kill one last try before it stops', async () => {
+    const kills: string[] = [];
+    let reachable = false;
+    const dataSource = {
+      driver: { options: { type: 'mariadb' }, obtainMasterConnection: () => Promise.reject(new Error('not used')) },
+      query: jest.fn((sql: string) => {
+        kills.push(sql);
+        return reachable ? Promise.resolve([]) : Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+      }),
+    };
+    const config = { queryTimeoutMs: 1000, connectTimeoutMs: 1000, lockTimeoutMs: 1000, transactionTimeoutMs: 1000 } as DatabaseConfig;
+    const guard = MysqlGuard.install(dataSource as unknown as DataSource, config);
+    const conn = { ...fakeConnection(() => undefined), threadId: 42 };
+    guard.abandon(conn, 'a test');
+    // The janitor's first try fails (the server cannot be reached); its next one would come 2 s later.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(kills).toEqual(['KILL CONNECTION 42']);
+    reachable = true;
+    await guard.close(500);
+    expect(kills).toEqual(['KILL CONNECTION 42', 'KILL CONNECTION 42']);
+    // Stopped: no retry comes after.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect(kills).toHaveLength(2);
   });
 });

@@ -102,8 +102,26 @@ export class MysqlGuard {
     });
   }
 
-  /** Stops the kill janitor (the data source is closing). */
-  close(): void {
+  /**
+   * Stops the kill janitor (the data source is closing). With `lastTryMs`, the server threads of
+   * abandoned connections still to kill get one last try first, for at most that long: left alive, such
+   * a thread keeps its transaction's locks until the server's idle_transaction_timeout, and the other
+   * nodes' writers of that catalog wait for them meanwhile.
+   */
+  async close(lastTryMs = 0): Promise<void> {
+    if (this.closed) return;
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.killTimer = null;
+    if (lastTryMs > 0 && this.pendingKills.size) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.killPending(false),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, lastTryMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     this.closed = true;
     if (this.killTimer) clearTimeout(this.killTimer);
     this.killTimer = null;
@@ -211,7 +229,7 @@ export class MysqlGuard {
   }
 
   /** Kills the server threads of abandoned connections; retries while the server cannot be reached. */
-  private async killPending(): Promise<void> {
+  private async killPending(retry = true): Promise<void> {
     for (const threadId of [...this.pendingKills]) {
       if (this.closed) return;
       try {
@@ -223,6 +241,6 @@ export class MysqlGuard {
         else break;
       }
     }
-    if (this.pendingKills.size) this.scheduleKills(KILL_RETRY_MS);
+    if (retry && this.pendingKills.size) this.scheduleKills(KILL_RETRY_MS);
   }
 }

@@ -1,4 +1,4 @@
-import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
@@ -8,6 +8,9 @@ import { foreground } from '../common/util/foreground';
 import { DatabaseUnavailable } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
 import { SqliteCheckpointer } from './sqlite-checkpointer';
+
+/** Longest the shutdown waits for the last try at killing abandoned connections' server threads. */
+const KILL_ON_SHUTDOWN_MS = 2000;
 
 /**
  * The one way services reach the database: `manager` for plain reads, `run()` for a write transaction,
@@ -24,7 +27,7 @@ import { SqliteCheckpointer } from './sqlite-checkpointer';
  * back and the caller gets DatabaseUnavailable (503).
  */
 @Injectable()
-export class Transactions implements OnModuleInit, OnApplicationShutdown {
+export class Transactions implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly serial: boolean;
   /** SQLite only: the read-only connection for reads outside a transaction. */
@@ -87,8 +90,12 @@ export class Transactions implements OnModuleInit, OnApplicationShutdown {
     return result;
   }
 
+  /** Before any module's shutdown (TypeORM's closes the pool): abandoned connections' server threads still to kill get one last try. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await mysqlGuardOf(this.dataSource)?.close(Math.min(this.config.database.queryTimeoutMs, KILL_ON_SHUTDOWN_MS));
+  }
+
   async onApplicationShutdown(): Promise<void> {
-    mysqlGuardOf(this.dataSource)?.close();
     await this.checkpointer?.stop();
     if (this.reader?.isInitialized) await this.reader.destroy();
   }
