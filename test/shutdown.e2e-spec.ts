@@ -1,7 +1,8 @@
 import { rmSync } from 'node:fs';
 import { io } from 'socket.io-client';
 import { HealthService } from '../src/health/health.service';
-import { Lifecycle } from '../src/lifecycle/lifecycle.service';
+import { Logger } from '@nestjs/common';
+import { CLOSE_MAX_MS, Lifecycle } from '../src/lifecycle/lifecycle.service';
 import { request as httpRequest } from 'node:http';
 import { listenOn } from './support/live-client';
 import { insertCustomer, ServerProcess } from './support/server-process';
@@ -164,4 +165,26 @@ describe('readiness while draining [sqlite]', () => {
     await closing;
     rmSync(t.config.dataDir, { recursive: true, force: true });
   });
+});
+
+describe('closing after the drain [sqlite]', () => {
+  it('a close that never ends (a connection that does not answer) does not keep the node from exiting: it gives up after CLOSE_MAX_MS', async () => {
+    const t = await createTestApp('sqlite', `${__filename}.close`);
+    await listenOn(t.app);
+    const close = t.app.close.bind(t.app);
+    const hung = jest.spyOn(t.app, 'close').mockImplementation(() => new Promise<void>(() => undefined));
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      await t.app.get(Lifecycle).shutdown(t.app, 'TEST');
+      expect(hung).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls.map(([message]) => String(message))).toContain(
+        `the live channel, Redis or the database did not close within ${CLOSE_MAX_MS} ms; exiting anyway`,
+      );
+    } finally {
+      hung.mockRestore();
+      warn.mockRestore();
+      await close();
+      rmSync(t.config.dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

@@ -19,6 +19,12 @@ const FIRST_REQUEST_MS = 5000;
  * accepts everything waiting), at most ACCEPT_MAX_MS after the signal.
  */
 const ACCEPT_MAX_MS = 2000;
+/**
+ * Longest the last step (closing Socket.IO, Redis and the database) may take. Every request has been
+ * answered by then; a connection that does not answer (mysql2's pool waits for each connection's QUIT,
+ * and a connection abandoned meanwhile never answers it) must not keep the process from exiting.
+ */
+export const CLOSE_MAX_MS = 10_000;
 
 /**
  * The node's life after start: which requests are in flight, and the orderly shutdown on SIGTERM/SIGINT.
@@ -156,7 +162,15 @@ export class Lifecycle {
     server.closeAllConnections();
 
     this.logger.log('closing the live channel, Redis and the database');
-    await app.close();
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      app.close().then(() => 'closed' as const),
+      new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), CLOSE_MAX_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome === 'late') this.logger.warn(`the live channel, Redis or the database did not close within ${CLOSE_MAX_MS} ms; exiting anyway`);
     this.logger.log(`shutdown complete (${Date.now() - started} ms)`);
   }
 }
