@@ -3,6 +3,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../src/config/app-config';
 import { DatabaseUnavailable } from '../src/database/database-errors';
+import { MysqlGuard, mysqlGuardOf } from '../src/database/mysql-guard';
 import { Transactions } from '../src/database/transactions';
 import { lockCatalog } from '../src/goods/goods-list-cache';
 import { eventually } from './support/live-client';
@@ -141,6 +142,53 @@ const mysqlDown = engineUnavailable('mysql');
       }
       const write = await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('T1'));
       expect(write.status).toBe(200);
+    });
+
+    it('a sync whose link dies as its first prepared statement goes out: 503 within DB_QUERY_TIMEOUT_MS, nothing written, and the node serves again once it heals', async () => {
+      const guard = mysqlGuardOf(t.dataSource) as MysqlGuard;
+      const execute = guard.execute.bind(guard);
+      const spy = jest.spyOn(guard, 'execute').mockImplementation((connection, sql, values) => {
+        proxy.blackhole();
+        return execute(connection, sql, values);
+      });
+      const abandon = jest.spyOn(guard, 'abandon');
+      let threadId = 0;
+      try {
+        const res = await t.http
+          .post(`/v1/goods/${C.accessKey}/sync`)
+          .set('Authorization', C.auth())
+          .send([item('P1'), item('P2')]);
+        expectUnavailable(res);
+        expect(spy).toHaveBeenCalled();
+        // Given up by the statement's own deadline (1.5 s here), not the transaction's (60 s).
+        expect(abandon.mock.calls.map(([, reason]) => reason)).toEqual(['no answer to a statement within 1500 ms']);
+        threadId = (abandon.mock.calls[0][0] as { threadId: number }).threadId;
+      } finally {
+        spy.mockRestore();
+        abandon.mockRestore();
+        proxy.restore();
+      }
+      expect(await recovered()).toBe(200);
+      // The abandoned connection's server thread (its transaction, its locks) is killed once the server
+      // answers again.
+      const { createConnection } = await import('mysql2/promise');
+      const direct = await createConnection({ ...mysqlServer });
+      try {
+        const alive = async () => ((await direct.query('SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ?', [threadId]))[0] as unknown[]).length;
+        expect(await eventually(alive, (n) => n === 0, 15_000, 200)).toBe(0);
+      } finally {
+        await direct.end();
+      }
+      // The pooled connections the partition caught (idle then) stay dead, as in a real one: each is
+      // abandoned when a statement finds it so. Use them all up, so that the rest of this suite (and the
+      // pool's end, which waits for every connection's QUIT) meets only live ones.
+      const poolSize = t.config.database.poolSize;
+      const settled = async () =>
+        (await Promise.allSettled(Array.from({ length: poolSize }, () => t.dataSource.query('SELECT 1')))).every((r) => r.status === 'fulfilled');
+      expect(await eventually(settled, (ok) => ok, 30_000, 100)).toBe(true);
+      const skus = (await list()).body.results.map((g: { sku: string }) => g.sku);
+      expect(skus).not.toContain('DBF-P1');
+      expect(skus).not.toContain('DBF-P2');
     });
 
     it('a transaction running past DB_TRANSACTION_TIMEOUT_MS is rolled back (503)', async () => {
