@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
+import { finishedWithin } from '../common/util/finished-within';
 import type { DatabaseConfig } from '../config/app-config';
 import { DatabaseUnavailable } from './database-errors';
 
@@ -112,16 +113,7 @@ export class MysqlGuard {
     if (this.closed) return;
     if (this.killTimer) clearTimeout(this.killTimer);
     this.killTimer = null;
-    if (lastTryMs > 0 && this.pendingKills.size) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        this.killPending(false),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, lastTryMs);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
+    if (lastTryMs > 0 && this.pendingKills.size) await finishedWithin(this.killPending(false), lastTryMs);
     this.closed = true;
     if (this.killTimer) clearTimeout(this.killTimer);
     this.killTimer = null;

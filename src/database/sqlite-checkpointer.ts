@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Worker } from 'node:worker_threads';
+import { finishedWithin } from '../common/util/finished-within';
 
 /** How often the checkpointer copies the WAL back into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 25;
@@ -85,10 +86,7 @@ export class SqliteCheckpointer {
     worker.ref();
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage('close');
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)));
-    await Promise.race([exited, timeout]);
-    clearTimeout(timer);
+    await finishedWithin(exited, 2000);
     await worker.terminate();
   }
 

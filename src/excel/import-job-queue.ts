@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { DelayedError, Job, Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
 import { redactCredentials } from '../common/util/redact';
+import { finishedWithin } from '../common/util/finished-within';
 
 /** Longest an enqueue may wait for Redis (the job stays queued in the database and is enqueued again later). */
 const ADD_TIMEOUT_MS = 2000;
@@ -83,18 +84,11 @@ export class ImportJobQueue {
   /** Stops taking jobs and waits for the running ones (they stop after their current chunk). */
   async close(): Promise<void> {
     // Bounded: with Redis unreachable, BullMQ's close would wait for it.
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
-    });
-    await Promise.race([
-      (async () => {
-        await this.worker?.close().catch(() => undefined);
-        await this.queue.close().catch(() => undefined);
-      })(),
-      deadline,
-    ]);
-    clearTimeout(timer);
+    const closed = (async () => {
+      await this.worker?.close().catch(() => undefined);
+      await this.queue.close().catch(() => undefined);
+    })();
+    await finishedWithin(closed, CLOSE_TIMEOUT_MS);
     // A close still waiting for Redis never reaches the step that stops the lock renewal timer, which
     // would keep the process alive: stop it here.
     await this.worker?.stopLockRenewal();

@@ -6,6 +6,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Namespace } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { foreground } from '../common/util/foreground';
+import { finishedWithin } from '../common/util/finished-within';
 
 const POLL_MS = 50;
 /** Quiet time (no request started) before the remaining keep-alive connections are closed. */
@@ -162,15 +163,8 @@ export class Lifecycle {
     server.closeAllConnections();
 
     this.logger.log('closing the live channel, Redis and the database');
-    let timer: NodeJS.Timeout | undefined;
-    const outcome = await Promise.race([
-      app.close().then(() => 'closed' as const),
-      new Promise<'late'>((resolve) => {
-        timer = setTimeout(() => resolve('late'), CLOSE_MAX_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (outcome === 'late') this.logger.warn(`the live channel, Redis or the database did not close within ${CLOSE_MAX_MS} ms; exiting anyway`);
+    if (!(await finishedWithin(app.close(), CLOSE_MAX_MS)))
+      this.logger.warn(`the live channel, Redis or the database did not close within ${CLOSE_MAX_MS} ms; exiting anyway`);
     this.logger.log(`shutdown complete (${Date.now() - started} ms)`);
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
+import { finishedWithin } from '../common/util/finished-within';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { requestContext } from '../logging/request-context';
@@ -97,13 +98,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     await this.claiming;
     await this.release(this.queue.splice(0)).catch((err: Error) => this.logger.warn(`handing back claimed webhook deliveries failed: ${err.message}`));
     if (!this.inFlight.size && !this.writing.size) return;
-    let timer: NodeJS.Timeout | undefined;
     const settled = (async () => {
       await Promise.allSettled([...this.inFlight]);
       await Promise.allSettled([...this.writing]);
     })();
-    await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)))]);
-    clearTimeout(timer);
+    await finishedWithin(settled, SHUTDOWN_WAIT_MS);
     if (this.inFlight.size) this.logger.warn(`${this.inFlight.size} webhook sends still in flight at shutdown; they are claimed again when their lease ends`);
   }
 
