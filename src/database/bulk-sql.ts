@@ -61,7 +61,7 @@ async function bulkStatement(em: EntityManager, sql: string, params: unknown[]):
   try {
     return await guard.execute(connection, sql, params);
   } catch (err) {
-    throw err instanceof QueryFailedError ? err : new QueryFailedError(sql, params, err as Error);
+    throw new QueryFailedError(sql, params, err as Error);
   }
 }
 
