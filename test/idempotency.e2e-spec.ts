@@ -36,6 +36,8 @@ describeEngines(
       if (key !== undefined) req = req.set('Idempotency-Key', key);
       return req.send(body as object);
     };
+    const syncWithKey = (c: TestCustomer, elements: Body[], key: string) =>
+      ctx().http.post(goods(c, '/sync')).set('Authorization', c.auth()).set('Idempotency-Key', key).send(elements);
 
     beforeAll(async () => {
       C = await ctx().createCustomer('Idem C');
@@ -207,12 +209,7 @@ describeEngines(
     });
 
     it('other writes are covered too: sync, console, campaign goods, sales status and deletes', async () => {
-      const sync = () =>
-        ctx()
-          .http.post(goods(D, '/sync'))
-          .set('Authorization', D.auth())
-          .set('Idempotency-Key', 'sync-1')
-          .send([item('S1')]);
+      const sync = () => syncWithKey(D, [item('S1')], 'sync-1');
       const s1 = await sync();
       expect(s1.status).toBe(200);
       expect((await sync()).headers['idempotent-replayed']).toBe('true');
@@ -280,12 +277,7 @@ describeEngines(
         return store(...args);
       });
       try {
-        const sync = () =>
-          ctx()
-            .http.post(goods(D, '/sync'))
-            .set('Authorization', D.auth())
-            .set('Idempotency-Key', 'sync-streamed')
-            .send([item('ST1')]);
+        const sync = () => syncWithKey(D, [item('ST1')], 'sync-streamed');
         const first = await sync();
         expect(first.status).toBe(200);
         expect(slowed).toHaveBeenCalledTimes(1);
