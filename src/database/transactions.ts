@@ -82,8 +82,10 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
     // Bulk work holds its slices back for interactive requests, but not while a write waits for the turn
     // it holds (ForegroundRequests): it should end its transaction then.
     const turn = foreground.writerQueued();
-    const result = this.tail.then(() => {
+    const result = this.tail.then(async () => {
       turn();
+      // A WAL grown long under steady writes is started over first, off the event loop (SqliteCheckpointer).
+      await this.checkpointer?.beforeWrite();
       return this.dataSource.transaction(work);
     });
     this.tail = result.catch(() => undefined);
