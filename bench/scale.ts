@@ -3,7 +3,8 @@
  *
  *   sync:    1,000 / 10,000 / 50,000 new goods (in calls of at most 10,000 elements), then the same
  *            goods changed: time, goods/s, server RSS after each step.
- *   catalog: the catalog grown to 10,000 / 100,000 / 1,000,000 goods (seeded through /sync); at each
+ *   catalog: the catalog grown to 10,000 / 100,000 / 1,000,000 goods (seeded through /sync, in calls of
+ *            10,000: the time and the server's longest event-loop stall meanwhile are printed); at each
  *            size the list page without a keyword and a keyword never searched before (every request a
  *            new one: 3+ characters, two Hangul syllables, one Hangul syllable in turn), 10 connections
  *            (autocannon): req/s, p50, p99; server RSS and database size. Before the search figures, one
@@ -150,6 +151,8 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
   let stored = 0;
   for (const size of SIZES) {
     const started = performance.now();
+    // A new window of the loop probe: the stalls of the seeding calls.
+    await server.loopStallMs();
     for (; stored < size; stored += CALL) {
       await sync(
         server,
@@ -159,7 +162,7 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       );
     }
     const seedS = (performance.now() - started) / 1000;
-    console.log(`${engine}: catalog at ${size} goods (seeded in ${seedS.toFixed(1)} s)`);
+    out(`${engine.padEnd(6)} seeding ${String(size).padStart(9)} goods  in ${seedS.toFixed(1)} s (calls of ${CALL}), longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
     await autocannon({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers, connections: 10, duration: 2 });
     out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
     // The first search loads the customer's in-memory search corpus in the background (searches are
