@@ -6,9 +6,12 @@ import { finishedWithin } from '../common/util/finished-within';
 export const CHECKPOINT_INTERVAL_MS = 25;
 /**
  * WAL pages (4 kB) past which the writing connection checkpoints by itself at a commit, as SQLite does by
- * default at 1,000: only when the checkpointer does not keep up (or is gone, see `stop`).
+ * default at 1,000: only when the checkpointer does not keep up (or is gone, see `stop`). 400 MB: more
+ * than one write transaction adds to the WAL (a 10,000-element sync into a catalog of 1,000,000 goods
+ * writes about 150 MB of it, its index pages scattered), which beforeWrite started short. At 10,000 pages
+ * every such commit checkpointed the whole WAL on the event loop, for 0.2-0.4 s.
  */
-export const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
+export const FALLBACK_AUTOCHECKPOINT_PAGES = 100_000;
 /** SQLite's own default, put back when the checkpointer stops. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 /**
