@@ -15,6 +15,7 @@ import { compressionMiddleware } from './http/compression';
 import { httpMetrics } from './metrics/http-metrics';
 import { Metrics } from './metrics/metrics.service';
 import { poolUseOf } from './metrics/pool-use';
+import { Transactions } from './database/transactions';
 
 /**
  * Everything the HTTP app needs besides its modules; shared by main.ts and the e2e tests so that
@@ -25,6 +26,8 @@ export function configureApp(app: NestExpressApplication): void {
   const metrics = app.get(Metrics);
   const dataSource = app.get(DataSource);
   metrics.readPool(() => poolUseOf(dataSource));
+  const transactions = app.get(Transactions);
+  if (!transactions.isMysql) metrics.readSqliteWal(() => transactions.sqliteWalBytes);
   app.use(requestIdMiddleware);
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);

@@ -9,6 +9,9 @@ import { DatabaseUnavailable } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
 import { SqliteCheckpointer } from './sqlite-checkpointer';
 
+/** SQLite's page size (its default, which the database file keeps). */
+const SQLITE_PAGE_BYTES = 4096;
+
 /** Longest the shutdown waits for the last try at killing abandoned connections' server threads. */
 const KILL_ON_SHUTDOWN_MS = 2000;
 
@@ -57,6 +60,11 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
   /** For reads outside a transaction: they see what has been committed. */
   get manager(): EntityManager {
     return (this.reader ?? this.dataSource).manager;
+  }
+
+  /** SQLite: the write-ahead log's length in bytes since it was last started over, as the checkpointer last read it (0 before it runs). */
+  get sqliteWalBytes(): number {
+    return (this.checkpointer?.walLength ?? 0) * SQLITE_PAGE_BYTES;
   }
 
   /** True on MySQL/MariaDB (row locks, a connection pool), false on SQLite. */

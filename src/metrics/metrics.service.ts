@@ -207,6 +207,18 @@ export class Metrics implements OnModuleDestroy {
     this.inFlightSource = source;
   }
 
+  /** SQLite only: adds the length of its write-ahead log, in bytes, read at each scrape from `source`. */
+  readSqliteWal(source: () => number): void {
+    new Gauge({
+      name: 'livegoods_sqlite_wal_bytes',
+      help: "SQLite's write-ahead log since it was last started over, as the checkpointer last read it (whole 4 kB pages); absent on MySQL",
+      registers: [this.registry],
+      collect() {
+        this.set(source());
+      },
+    });
+  }
+
   /** The database module tells how to read the MySQL pool (read at each scrape). */
   readPool(source: () => PoolUse | null): void {
     this.poolSource = source;
