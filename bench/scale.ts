@@ -162,7 +162,9 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       );
     }
     const seedS = (performance.now() - started) / 1000;
-    out(`${engine.padEnd(6)} seeding ${String(size).padStart(9)} goods  in ${seedS.toFixed(1)} s (calls of ${CALL}), longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
+    out(
+      `${engine.padEnd(6)} seeding ${String(size).padStart(9)} goods  in ${seedS.toFixed(1)} s (calls of ${CALL}), longest event-loop stall ${Math.round(await server.loopStallMs())} ms`,
+    );
     await autocannon({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers, connections: 10, duration: 2 });
     out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
     // The first search loads the customer's in-memory search corpus in the background (searches are
