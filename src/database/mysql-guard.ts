@@ -111,10 +111,15 @@ export class MysqlGuard {
    */
   async close(lastTryMs = 0): Promise<void> {
     if (this.closed) return;
-    if (this.killTimer) clearTimeout(this.killTimer);
-    this.killTimer = null;
+    // No scheduled retry may run beside the last try.
+    this.clearKillTimer();
     if (lastTryMs > 0 && this.pendingKills.size) await finishedWithin(this.killPending(false), lastTryMs);
     this.closed = true;
+    // A connection abandoned during the last try scheduled a janitor run of its own.
+    this.clearKillTimer();
+  }
+
+  private clearKillTimer(): void {
     if (this.killTimer) clearTimeout(this.killTimer);
     this.killTimer = null;
   }
