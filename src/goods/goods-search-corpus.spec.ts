@@ -2,7 +2,7 @@ import type { AppConfig } from '../config/app-config';
 import type { Transactions } from '../database/transactions';
 import type { Metrics } from '../metrics/metrics.service';
 import type { RedisConnection } from '../redis/redis.module';
-import { GoodsSearchCorpus } from './goods-search-corpus';
+import { GoodsSearchCorpus, searchSlicing } from './goods-search-corpus';
 
 /**
  * The corpus against a fake SQLite catalog (the two queries a load makes), to drive what the e2e tests
@@ -116,6 +116,33 @@ describe('GoodsSearchCorpus', () => {
     expect(await corpus.match(1, 'item 9', second.version)).toEqual(catalog.instr('item 9'));
     expect(await corpus.match(1, 'item', second.version)).toEqual(catalog.instr('item'));
     expect(await corpus.match(1, 'acme', second.version)).toEqual(catalog.instr('acme'));
+  });
+
+  it('answers a search that let other work run midway with the catalog at one version, a write taken meanwhile included', async () => {
+    await loaded(corpus, catalog.version);
+    const before = catalog.version;
+    const write = catalog.write(
+      corpus,
+      [
+        [7, 'renamed\nacme'],
+        [51, 'item 51\nzeta'],
+      ],
+      [9],
+    );
+    const budget = searchSlicing.budgetMs;
+    searchSlicing.budgetMs = 0;
+    try {
+      // Told in the first turn the searches give away (every check is due with no budget): each sees it,
+      // the loaded items it had checked before and the patched ones after.
+      setImmediate(write.tell);
+      const keywords = ['item', 'item 5', 'acme', 'e'];
+      const found = await Promise.all(keywords.map((keyword) => corpus.match(1, keyword, before)));
+      found.forEach((ids, k) => expect(ids).toEqual(catalog.instr(keywords[k])));
+    } finally {
+      searchSlicing.budgetMs = budget;
+    }
+    // The same with the whole search in one go.
+    expect(await corpus.match(1, 'item', catalog.version)).toEqual(catalog.instr('item'));
   });
 
   it('answers a request that read the version before a write the corpus has taken since', async () => {

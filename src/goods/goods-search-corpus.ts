@@ -63,6 +63,26 @@ const REBUILD_RETRY_MS = 10_000;
 const SETTLED_PATCHED = 1_000;
 const SETTLE_MS = 2_000;
 
+/** How long a search works before letting the event loop run (see SearchSlices); tests set 0. */
+export const searchSlicing = { budgetMs: 5 };
+/** Items a search checks between two readings of the clock, less one (a power of two, less one). */
+const SLICE_CHECK_MASK = 1023;
+
+/**
+ * A search's slices: `pause()` lets the event loop run whatever is ready (setImmediate) once the search
+ * has worked searchSlicing.budgetMs since the last one. Not the bulk writes' TimeSlicer: a search is itself an
+ * interactive request, and waits neither for the bulk work's turns nor for other requests.
+ */
+class SearchSlices {
+  private started = performance.now();
+
+  async pause(): Promise<void> {
+    if (performance.now() - this.started < searchSlicing.budgetMs) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.started = performance.now();
+  }
+}
+
 /**
  * One customer's searchable text at one catalog version: the ids ascending, the searchTexts in the same
  * order (item i of `text`; a keyword without SEPARATOR can only match inside one item) and, on MariaDB,
@@ -389,15 +409,40 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       exact = (i) => weights.instr(text.item(i), folded.item(i), bytes, needle);
     }
     const haystack = corpus.folded ?? corpus.text;
-    let items: number[];
+    // A keyword held by a large share of a large catalog means hundreds of thousands of items to check
+    // (a Hangul syllable of a common word, at 1,000,000 goods: 100 ms and more on a 2-core VM): the checks
+    // go in slices, and whatever else is ready runs between them. The corpus's loaded texts do not change
+    // meanwhile; its patched items are read once, at the end, so the answer is the catalog at one version
+    // (the one the corpus has reached by then, which is never older than the request's).
+    const slices = new SearchSlices();
+    let items: number[] = [];
     if (needle.length === 1) {
       // One code unit: none of the items if no item holds it, else a pass over all the texts.
-      items = corpus.pairs.hasUnit(needle.charCodeAt(0)) ? haystack.holding(needle) : [];
+      if (corpus.pairs.hasUnit(needle.charCodeAt(0))) {
+        for (let page = 0; page < haystack.pageCount; page++) {
+          haystack.holding(needle, page, page + 1, items);
+          await slices.pause();
+        }
+      }
     } else {
-      items = [];
-      for (const i of corpus.pairs.candidates(needle)) if (haystack.item(i).includes(needle)) items.push(i);
+      const candidates = corpus.pairs.candidates(needle);
+      // Two units are one pair: the items holding it are the candidates.
+      if (needle.length === 2) items = Array.from(candidates);
+      else {
+        for (let k = 0; k < candidates.length; k++) {
+          if (haystack.item(candidates[k]).includes(needle)) items.push(candidates[k]);
+          if ((k & SLICE_CHECK_MASK) === 0) await slices.pause();
+        }
+      }
     }
-    if (exact) items = items.filter(exact);
+    if (exact) {
+      const kept: number[] = [];
+      for (let k = 0; k < items.length; k++) {
+        if (exact(items[k])) kept.push(items[k]);
+        if ((k & SLICE_CHECK_MASK) === 0) await slices.pause();
+      }
+      items = kept;
+    }
     let ids = new Array<number>(items.length);
     for (let k = 0; k < items.length; k++) ids[items.length - 1 - k] = corpus.ids[items[k]];
     const patched = corpus.patched;

@@ -34,6 +34,17 @@ describe('PagedText', () => {
       expect(text.holding(needle)).toEqual(texts.flatMap((t, i) => (t.includes(needle) ? [i] : [])));
   });
 
+  it('finds the same a page at a time, the items of each page appended in order', () => {
+    const text = laidOut(texts, [4096, 5000]);
+    expect(text.pageCount).toBe(3);
+    for (const needle of ['item 1', 'edge', '워치', 'm']) {
+      const found: number[] = [];
+      for (let page = 0; page < text.pageCount; page++) text.holding(needle, page, page + 1, found);
+      expect(found).toEqual(text.holding(needle));
+      expect(text.holding(needle, 1, 2)).toEqual(text.holding(needle).filter((i) => i >= 4096 && i < 8192));
+    }
+  });
+
   it('never finds a needle across two items', () => {
     const text = laidOut(['ab', 'cd', 'ab'], [1]);
     expect(text.holding('bc')).toEqual([]);

@@ -43,10 +43,17 @@ export class PagedText {
     return this.page(i).slice(this.offset(i), this.end(i));
   }
 
-  /** The items whose text holds `needle` (without SEPARATOR), in order. */
-  holding(needle: string): number[] {
-    const found: number[] = [];
-    for (let p = 0; p < this.pages.length; p++) {
+  /** The number of pages (PAGE_ITEMS items each, the last one fewer). */
+  get pageCount(): number {
+    return this.pages.length;
+  }
+
+  /**
+   * The items whose text holds `needle` (without SEPARATOR), in order: of every page, or of pages
+   * `fromPage` to `toPage` - 1 (appended to `found`), for a caller that takes them a few at a time.
+   */
+  holding(needle: string, fromPage = 0, toPage = this.pages.length, found: number[] = []): number[] {
+    for (let p = fromPage; p < Math.min(toPage, this.pages.length); p++) {
       const page = this.pages[p];
       const first = p << PAGE_BITS;
       const base = this.starts[first];
