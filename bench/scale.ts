@@ -7,10 +7,10 @@
  *            10,000: the time and the server's longest event-loop stall meanwhile are printed); at each
  *            size the list page without a keyword and a keyword never searched before (every request a
  *            new one: 3+ characters, two Hangul syllables, one Hangul syllable in turn), 10 connections
- *            (autocannon): req/s, p50, p99; server RSS and database size. Before the search figures, one
- *            search loads the customer's in-memory search corpus (SEARCH_MEMORY_MB): the time that takes,
- *            its size and the server's longest event-loop stall meanwhile are printed; the searches after
- *            it are matched in memory.
+ *            (autocannon): req/s, p50, p99, max and the server's longest event-loop stall meanwhile;
+ *            server RSS and database size. Before the search figures, one search loads the customer's
+ *            in-memory search corpus (SEARCH_MEMORY_MB): the time that takes, its size and the server's
+ *            longest event-loop stall meanwhile are printed; the searches after it are matched in memory.
  *   fan-out: bench:fanout at 1,000 / 5,000 / 10,000 viewers on one process (SQLite) and 20,000 viewers on
  *            two processes + Redis (MariaDB): p50, p99, delivered/expected, server peak RSS.
  *
@@ -115,7 +115,7 @@ function freshKeywords(): () => string {
 async function measure(options: autocannon.Options): Promise<string> {
   const r = await autocannon({ connections: 10, duration: DURATION, ...options });
   const bad = r.non2xx + r.errors;
-  return `${r.requests.average.toFixed(0).padStart(6)} req/s  p50 ${String(r.latency.p50).padStart(4)} ms  p99 ${String(r.latency.p99).padStart(5)} ms${bad ? `  (${bad} errors/non-2xx!)` : ''}`;
+  return `${r.requests.average.toFixed(0).padStart(6)} req/s  p50 ${String(r.latency.p50).padStart(4)} ms  p99 ${String(r.latency.p99).padStart(5)} ms  max ${String(r.latency.max).padStart(5)} ms${bad ? `  (${bad} errors/non-2xx!)` : ''}`;
 }
 
 function databaseMb(server: BenchServer): string {
@@ -166,7 +166,9 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       `${engine.padEnd(6)} seeding ${String(size).padStart(9)} goods  in ${seedS.toFixed(1)} s (calls of ${CALL}), longest event-loop stall ${Math.round(await server.loopStallMs())} ms`,
     );
     await autocannon({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers, connections: 10, duration: 2 });
-    out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers })}`);
+    await server.loopStallMs();
+    const list = await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers });
+    out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${list}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
     // The first search loads the customer's in-memory search corpus in the background (searches are
     // scanned meanwhile): wait for it, and print how long it took.
     const loadStarted = performance.now();
@@ -175,12 +177,13 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus !== undefined ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s, ${Math.round(corpus / 2 ** 20)} MB (${Math.round(corpus / size)} bytes a goods item), longest event-loop stall meanwhile ${Math.round(await server.loopStallMs())} ms` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
     );
     const next = freshKeywords();
+    await server.loopStallMs();
     const search = await measure({
       url: `${server.baseUrl}${listPath}`,
       headers,
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${listPath}?searchKeyword=${encodeURIComponent(next())}&page=1&count=30` }) }],
     });
-    out(`${engine.padEnd(6)} search  ${String(size).padStart(9)} goods  ${search}`);
+    out(`${engine.padEnd(6)} search  ${String(size).padStart(9)} goods  ${search}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
     out(
       `${engine.padEnd(6)}         ${String(size).padStart(9)} goods  server RSS ${rssMb(server.pid)} MB (peak ${peakRssMb(server.pid)} MB)${databaseMb(server)}`,
     );
