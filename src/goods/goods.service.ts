@@ -15,7 +15,7 @@ import { changesWhatViewersSee, GoodsChangeHooks } from './goods-changes';
 import { GoodsDeletionHooks } from './goods-deletion';
 import { findGoodsOrFail, GoodsLocator } from './goods-lookup';
 import { normalizeForSearch } from './goods-keys';
-import { bumpCatalogVersion, GoodsListCache, lockCatalog, MAX_CACHED_IDS } from './goods-list-cache';
+import { bumpCatalogVersion, GoodsListCache, lockCatalog } from './goods-list-cache';
 import { GoodsSearchCorpus } from './goods-search-corpus';
 import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageAfter, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { Metrics } from '../metrics/metrics.service';
@@ -58,8 +58,8 @@ export class GoodsService {
   }
 
   /**
-   * Newest first (or, with `after`, the next ids above it, oldest first). The page comes off the (customerId, id) index; the match count (and, for a selective
-   * keyword, the matching ids) come from GoodsListCache while the catalog version is unchanged.
+   * Newest first (or, with `after`, the next ids above it, oldest first). The page comes off the (customerId, id) index; the match count (and, for a
+   * keyword, the matching ids, up to the cache's bounds) come from GoodsListCache while the catalog version is unchanged.
    */
   async list(tenant: Tenant, query: ListGoodsQuery): Promise<GoodsListResponse> {
     if (query.after !== undefined && query.page !== 1) {
@@ -69,17 +69,17 @@ export class GoodsService {
     const em = this.transactions.manager;
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
     const version = await readCatalogVersion(em, tenant.id);
-    let entry = this.listCache.get(tenant.id, keyword, version);
-    // All matching ids of a keyword matched just now (kept in the cache only when few).
-    let allIds: number[] | undefined;
-    if (!entry) {
+    const cached = this.listCache.get(tenant.id, keyword, version);
+    let count = cached?.count;
+    let ids: ArrayLike<number> | undefined = cached?.ids;
+    if (count === undefined) {
       // A keyword is matched in the customer's in-memory corpus when it is at this version, else by one
-      // scan; either yields both the count and the ids. The ids are cached only when few (a dense keyword
-      // pages quickly off the (customerId, id) index anyway).
-      allIds = keyword ? ((await this.searchCorpus.match(tenant.id, keyword, version)) ?? (await matchingIds(em, tenant.id, keyword))) : undefined;
-      const count = allIds ? allIds.length : await countMatches(em, tenant.id, keyword);
-      entry = { version, count, ids: allIds && allIds.length <= MAX_CACHED_IDS ? allIds : undefined };
-      this.listCache.set(tenant.id, keyword, entry);
+      // scan; either yields both the count and the ids, which the cache keeps for the next pages (up to
+      // its bounds: past them a page is read off the (customerId, id) index).
+      const allIds = keyword ? ((await this.searchCorpus.match(tenant.id, keyword, version)) ?? (await matchingIds(em, tenant.id, keyword))) : undefined;
+      count = allIds ? allIds.length : await countMatches(em, tenant.id, keyword);
+      ids = allIds;
+      this.listCache.set(tenant.id, keyword, version, count, allIds);
     }
 
     const offset = (query.page - 1) * query.count;
@@ -87,9 +87,14 @@ export class GoodsService {
     if (query.after !== undefined) {
       // Cursor paging: the next ids above `after`, oldest first, off the (customerId, id) index.
       rows = await pageAfter(em, tenant.id, keyword, query.after, query.count);
-    } else if (offset < entry.count) {
-      const ids = entry.ids ?? allIds;
-      rows = ids ? await goodsByIds(em, tenant.id, ids.slice(offset, offset + query.count)) : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
+    } else if (offset < count) {
+      rows = ids
+        ? await goodsByIds(
+            em,
+            tenant.id,
+            Array.from({ length: Math.min(query.count, count - offset) }, (_, k) => ids[offset + k]),
+          )
+        : await pageOfMatches(em, tenant.id, keyword, offset, query.count);
     }
     const media = await mediaOfPage(
       em,
@@ -97,7 +102,7 @@ export class GoodsService {
     );
     return {
       results: rows.map((g) => toGoodsResponse(g, tenant, { media: media.get(g.id), withMediaUrl: false })),
-      totalCount: entry.count,
+      totalCount: count,
       _s: 0,
     };
   }
