@@ -11,6 +11,8 @@
  *            server RSS and database size. Before the search figures, one search loads the customer's
  *            in-memory search corpus (SEARCH_MEMORY_MB): the time that takes, its size and the server's
  *            longest event-loop stall meanwhile are printed; the searches after it are matched in memory.
+ *            Then keywords searched before (REPEATED_KEYWORDS, from one every item holds to rare ones),
+ *            pages 1, 2, 10 and 300 of each in turn: answered from the list cache.
  *   fan-out: bench:fanout at 1,000 / 5,000 / 10,000 viewers on one process (SQLite) and 20,000 viewers on
  *            two processes + Redis (MariaDB): p50, p99, delivered/expected, server peak RSS.
  *
@@ -112,6 +114,14 @@ function freshKeywords(): () => string {
   };
 }
 
+/**
+ * Keywords of every density in the seeded catalog (goodsElement): in every item, in two of three, in one
+ * of six, in goods seeded early only (`watch 1`: the names from 1 to 199,999; `sku-00`: below 100,000), a
+ * rare one; and the pages asked of them in turn.
+ */
+const REPEATED_KEYWORDS = ['e', 'a', '1', '스', '워치', 'watch', 'watch 1', 'sku-00', 'smart watch 12'];
+const REPEATED_PAGES = [1, 2, 10, 300];
+
 async function measure(options: autocannon.Options): Promise<string> {
   const r = await autocannon({ connections: 10, duration: DURATION, ...options });
   const bad = r.non2xx + r.errors;
@@ -184,6 +194,23 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${listPath}?searchKeyword=${encodeURIComponent(next())}&page=1&count=30` }) }],
     });
     out(`${engine.padEnd(6)} search  ${String(size).padStart(9)} goods  ${search}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
+    // Keywords searched before, from the ones every item holds to rare ones, and pages deep into them.
+    let turn = 0;
+    const repeatedPath = () => {
+      turn += 1;
+      const keyword = REPEATED_KEYWORDS[turn % REPEATED_KEYWORDS.length];
+      const page = REPEATED_PAGES[Math.floor(turn / REPEATED_KEYWORDS.length) % REPEATED_PAGES.length];
+      return `${listPath}?searchKeyword=${encodeURIComponent(keyword)}&page=${page}&count=30`;
+    };
+    for (const keyword of REPEATED_KEYWORDS)
+      await (await fetch(`${server.baseUrl}${listPath}?searchKeyword=${encodeURIComponent(keyword)}`, { headers })).arrayBuffer();
+    await server.loopStallMs();
+    const repeated = await measure({
+      url: `${server.baseUrl}${listPath}`,
+      headers,
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: repeatedPath() }) }],
+    });
+    out(`${engine.padEnd(6)} repeat  ${String(size).padStart(9)} goods  ${repeated}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
     out(
       `${engine.padEnd(6)}         ${String(size).padStart(9)} goods  server RSS ${rssMb(server.pid)} MB (peak ${peakRssMb(server.pid)} MB)${databaseMb(server)}`,
     );
