@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { sign } from 'jsonwebtoken';
-import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import { Browser, BrowserContext, chromium, Page, Response } from 'playwright-core';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../src/config/app-config';
@@ -620,13 +620,26 @@ if (chromiumMissing && !required) {
 
     it('operator shows viewers the stock and sets the stock of an item: the status follows it on both pages', async () => {
       await operator.locator('#edit-show-stock').check();
-      // The settings saved, and the page done with what follows (it reloads the goods list on the
-      // campaign.update the save causes), before the stock fields are filled: a reload would clear them.
-      await Promise.all([
-        operator.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/campaigns/${campaignKey}`) && r.ok()),
-        operator.getByRole('button', { name: 'Save settings' }).click(),
-      ]);
-      await operator.waitForLoadState('networkidle');
+      // The settings saved, and the page done with what follows, before the stock fields are filled: a
+      // reload would clear them. The save reads the campaign's goods again, and so does the campaign.update
+      // it causes (250 ms after the event, which under load can come after the network has gone quiet).
+      let goodsReads = 0;
+      const goodsPath = `/campaigns/${encodeURIComponent(campaignKey)}/goods`;
+      const countRead = (r: Response) => {
+        if (r.request().method() === 'GET' && new URL(r.url()).pathname.endsWith(goodsPath) && r.ok()) goodsReads += 1;
+      };
+      operator.on('response', countRead);
+      try {
+        await Promise.all([
+          operator.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/campaigns/${campaignKey}`) && r.ok()),
+          operator.getByRole('button', { name: 'Save settings' }).click(),
+        ]);
+        for (let waited = 0; goodsReads < 2 && waited < 10_000; waited += 50) await operator.waitForTimeout(50);
+        expect(goodsReads).toBeGreaterThanOrEqual(2);
+        await operator.waitForLoadState('networkidle');
+      } finally {
+        operator.off('response', countRead);
+      }
       await operator.locator(`#stock-${goodsIds.mug}`).fill('3');
       await operator.locator(`#threshold-${goodsIds.mug}`).fill('5');
       await row('mug').getByRole('button', { name: 'Set the stock of Ceramic Mug Set' }).click();
