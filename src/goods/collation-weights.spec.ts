@@ -25,20 +25,14 @@ const WEIGHTS: Record<string, number[]> = {
 };
 const CHARS = Object.keys(WEIGHTS);
 
-function fakeServer(): EntityManager {
+/** Answers WEIGHT_STRING for the characters asked (as learn's query does), noting them in `asked`. */
+function fakeServer(asked: string[] = []): EntityManager {
+  const hex = (ch: string) => (WEIGHTS[ch] ?? []).map((w) => w.toString(16).padStart(4, '0').toUpperCase()).join('');
   return {
-    query: (_sql: string, params: string[]) =>
-      Promise.resolve([
-        Object.fromEntries(
-          params.map((ch, i) => [
-            `w${i}`,
-            (WEIGHTS[ch] ?? [])
-              .map((w) => w.toString(16).padStart(4, '0'))
-              .join('')
-              .toUpperCase(),
-          ]),
-        ),
-      ]),
+    query: (_sql: string, params: string[]) => {
+      asked.push(...params);
+      return Promise.resolve([Object.fromEntries(params.map((ch, i) => [`w${i}`, hex(ch)]))]);
+    },
   } as unknown as EntityManager;
 }
 
@@ -73,6 +67,18 @@ describe('CollationWeights#instr', () => {
   beforeAll(async () => {
     weights = new CollationWeights();
     await weights.learn(fakeServer(), CHARS);
+  });
+
+  it('asks the server only for the characters it does not know yet, a supplementary one as one character', async () => {
+    const fresh = new CollationWeights();
+    const asked: string[] = [];
+    await fresh.learn(fakeServer(asked), ['aA😀', 'a\u00ad한']);
+    expect(asked.sort()).toEqual(['a', 'A', '😀', '\u00ad', '한'].sort());
+    asked.length = 0;
+    await fresh.learn(fakeServer(asked), ['한 😀', 'xa']);
+    expect(asked.sort()).toEqual([' ', 'x']);
+    expect(fresh.knows('a한 😀x\u00ad')).toBe(true);
+    expect(fresh.fold('😀a')).toBe(fold('😀a'));
   });
 
   const instr = (text: string, keyword: string) => weights.instr(text, weights.fold(text), Buffer.byteLength(keyword, 'utf8'), weights.fold(keyword));

@@ -140,10 +140,14 @@ export class CollationWeights {
   /** Asks the server for the weights of the characters of `texts` not known yet. */
   async learn(em: EntityManager, texts: Iterable<string>): Promise<void> {
     const unknown = new Set<number>();
+    // By UTF-16 unit, through the array of known units first: a bulk write's step brings 10,000 texts,
+    // which a walk by code point through the map took 15 ms to check.
     for (const text of texts) {
-      for (const ch of text) {
-        const cp = ch.codePointAt(0) as number;
+      for (let i = 0; i < text.length; i++) {
+        if (this.units[text.charCodeAt(i)] !== undefined) continue;
+        const cp = text.codePointAt(i) as number;
         if (!this.weights.has(cp)) unknown.add(cp);
+        if (cp > 0xffff) i++;
       }
     }
     const pending = [...unknown];
