@@ -3,11 +3,14 @@ import { GoodsListCache, MAX_CACHED_IDS } from './goods-list-cache';
 const ids = (count: number, from = 0) => Array.from({ length: count }, (_, k) => from + count - k);
 
 describe('GoodsListCache', () => {
-  it('answers an entry only at the version it was kept for, and forgets it once found stale', () => {
+  it('answers an entry only at the version it was kept for, and forgets it once a newer version is read', () => {
     const cache = new GoodsListCache();
     cache.set(1, 'watch', 7, 3, [30, 20, 10]);
     expect(cache.get(1, 'watch', 7)).toEqual({ version: 7, count: 3, ids: Float64Array.from([30, 20, 10]) });
     expect(cache.get(2, 'watch', 7)).toBeUndefined();
+    // A request that read the catalog before version 7 gets nothing, and leaves the entry.
+    expect(cache.get(1, 'watch', 6)).toBeUndefined();
+    expect(cache.get(1, 'watch', 7)?.count).toBe(3);
     expect(cache.get(1, 'watch', 8)).toBeUndefined();
     // Dropped when found stale: not even the version it was kept for finds it now.
     expect(cache.get(1, 'watch', 7)).toBeUndefined();

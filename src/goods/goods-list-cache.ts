@@ -26,7 +26,7 @@ const MAX_CACHED_ID_BYTES = 32 * 1024 * 1024;
  * whole catalog (or, from the search corpus, checking every candidate); this remembers the outcome per
  * (customer, keyword) under the customer's catalog version. Every goods write transaction bumps that
  * version in the database as its last statement, so an entry is used only while nothing has changed, on
- * any node; a stale entry is never served (and is dropped when found so).
+ * any node; a stale entry is never served (and is dropped when a request reads a newer version).
  */
 @Injectable()
 export class GoodsListCache {
@@ -38,8 +38,11 @@ export class GoodsListCache {
     const key = `${customerId}\u0000${keyword}`;
     const entry = this.entries.get(key);
     if (!entry) return undefined;
+    // An entry older than the version read is stale for good; a newer one is kept for the requests that
+    // read its version (this one read the catalog before a write that committed since).
+    if (entry.version > version) return undefined;
     this.delete(key);
-    if (entry.version !== version) return undefined;
+    if (entry.version < version) return undefined;
     // Back at the end of the insertion order: the map doubles as an LRU list.
     this.add(key, entry);
     return entry;
