@@ -399,18 +399,19 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       this.rebuildIfCrowded(customerId, corpus, this.steps.get(customerId) ?? new Map<number, Step>(), true);
     }
 
-    // The string searched: the texts themselves on SQLite, their collation weights on MariaDB.
+    // The string searched: the texts themselves on SQLite, their collation weights on MariaDB, where an
+    // item whose weights hold the keyword's is then checked as INSTR compares (`instr`, given the item's
+    // text and weights).
     let needle = keyword;
-    let exact: ((item: number) => boolean) | undefined;
+    let instr: ((text: string, folded: string) => boolean) | undefined;
     if (corpus.folded !== undefined) {
       const weights = this.weights as CollationWeights;
       await weights.learn(this.transactions.manager, [keyword]);
-      needle = weights.fold(keyword);
-      if (!supported(needle)) return undefined;
+      const folded = weights.fold(keyword);
+      if (!supported(folded)) return undefined;
       const bytes = Buffer.byteLength(keyword, 'utf8');
-      const { text } = corpus;
-      const folded = corpus.folded;
-      exact = (i) => weights.instr(text.item(i), folded.item(i), bytes, needle);
+      needle = folded;
+      instr = (text, itemFolded) => weights.instr(text, itemFolded, bytes, folded);
     }
     const haystack = corpus.folded ?? corpus.text;
     // A keyword held by a large share of a large catalog means hundreds of thousands of items to check
@@ -439,10 +440,11 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
         }
       }
     }
-    if (exact) {
+    if (instr && corpus.folded) {
+      const { text, folded } = corpus;
       const kept: number[] = [];
       for (let k = 0; k < items.length; k++) {
-        if (exact(items[k])) kept.push(items[k]);
+        if (instr(text.item(items[k]), folded.item(items[k]))) kept.push(items[k]);
         if ((k & SLICE_CHECK_MASK) === 0) await slices.pause();
       }
       items = kept;
@@ -453,13 +455,10 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     if (patched?.size) {
       // Written since the load: the loaded text of such an item no longer counts, its text now does.
       ids = ids.filter((id) => !patched.has(id));
-      const bytes = Buffer.byteLength(keyword, 'utf8');
-      const weights = this.weights as CollationWeights;
       let added = false;
       for (const [id, item] of patched) {
         if (!item) continue;
-        const holds = item.folded !== undefined ? weights.instr(item.text, item.folded, bytes, needle) : item.text.includes(needle);
-        if (holds) {
+        if (instr && item.folded !== undefined ? instr(item.text, item.folded) : item.text.includes(needle)) {
           ids.push(id);
           added = true;
         }
