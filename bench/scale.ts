@@ -128,6 +128,13 @@ async function measure(options: autocannon.Options): Promise<string> {
   return `${r.requests.average.toFixed(0).padStart(6)} req/s  p50 ${String(r.latency.p50).padStart(4)} ms  p99 ${String(r.latency.p99).padStart(5)} ms  max ${String(r.latency.max).padStart(5)} ms${bad ? `  (${bad} errors/non-2xx!)` : ''}`;
 }
 
+/** measure() on `server`, with the server's longest event-loop stall meanwhile. */
+async function measureWithStall(server: BenchServer, options: autocannon.Options): Promise<string> {
+  await server.loopStallMs();
+  const figures = await measure(options);
+  return `${figures}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`;
+}
+
 function databaseMb(server: BenchServer): string {
   if (server.engine !== 'sqlite') return '';
   const file = join(server.env.DATA_DIR, 'livegoods.sqlite');
@@ -176,9 +183,8 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       `${engine.padEnd(6)} seeding ${String(size).padStart(9)} goods  in ${seedS.toFixed(1)} s (calls of ${CALL}), longest event-loop stall ${Math.round(await server.loopStallMs())} ms`,
     );
     await autocannon({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers, connections: 10, duration: 2 });
-    await server.loopStallMs();
-    const list = await measure({ url: `${server.baseUrl}${listPath}?page=1&count=30`, headers });
-    out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${list}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
+    const list = await measureWithStall(server, { url: `${server.baseUrl}${listPath}?page=1&count=30`, headers });
+    out(`${engine.padEnd(6)} list    ${String(size).padStart(9)} goods  ${list}`);
     // The first search loads the customer's in-memory search corpus in the background (searches are
     // scanned meanwhile): wait for it, and print how long it took.
     const loadStarted = performance.now();
@@ -187,13 +193,12 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
       `${engine.padEnd(6)} corpus  ${String(size).padStart(9)} goods  ${corpus !== undefined ? `loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s, ${Math.round(corpus / 2 ** 20)} MB (${Math.round(corpus / size)} bytes a goods item), longest event-loop stall meanwhile ${Math.round(await server.loopStallMs())} ms` : 'not loaded (over SEARCH_MEMORY_MB, or scanned on this server): searches scan'}`,
     );
     const next = freshKeywords();
-    await server.loopStallMs();
-    const search = await measure({
+    const search = await measureWithStall(server, {
       url: `${server.baseUrl}${listPath}`,
       headers,
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `${listPath}?searchKeyword=${encodeURIComponent(next())}&page=1&count=30` }) }],
     });
-    out(`${engine.padEnd(6)} search  ${String(size).padStart(9)} goods  ${search}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
+    out(`${engine.padEnd(6)} search  ${String(size).padStart(9)} goods  ${search}`);
     // Keywords searched before, from the ones every item holds to rare ones, and pages deep into them.
     let turn = 0;
     const repeatedPath = () => {
@@ -204,13 +209,12 @@ async function catalogCurve(engine: Engine, server: BenchServer): Promise<void> 
     };
     for (const keyword of REPEATED_KEYWORDS)
       await (await fetch(`${server.baseUrl}${listPath}?searchKeyword=${encodeURIComponent(keyword)}`, { headers })).arrayBuffer();
-    await server.loopStallMs();
-    const repeated = await measure({
+    const repeated = await measureWithStall(server, {
       url: `${server.baseUrl}${listPath}`,
       headers,
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: repeatedPath() }) }],
     });
-    out(`${engine.padEnd(6)} repeat  ${String(size).padStart(9)} goods  ${repeated}; longest event-loop stall ${Math.round(await server.loopStallMs())} ms`);
+    out(`${engine.padEnd(6)} repeat  ${String(size).padStart(9)} goods  ${repeated}`);
     out(
       `${engine.padEnd(6)}         ${String(size).padStart(9)} goods  server RSS ${rssMb(server.pid)} MB (peak ${peakRssMb(server.pid)} MB)${databaseMb(server)}`,
     );
