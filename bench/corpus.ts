@@ -1,9 +1,10 @@
 /**
  * npm run bench:corpus — what a customer's in-memory search corpus (src/goods/goods-search-corpus.ts)
  * costs the main thread, without a database: a catalog of N items served by a fake of the two queries a
- * load makes (texts generated on the fly, so that they do not sit in the heap), then three steps of a
- * twentieth of the catalog each (a bulk write renaming that many items; half the bound of patched items,
- * so each one starts a rebuild in memory). Prints the load's time, then for each step the time to apply
+ * load makes (texts generated on the fly, so that they do not sit in the heap), then four steps of a
+ * twentieth of the catalog each (half the bound of patched items, so each one starts a rebuild in
+ * memory): three bulk writes renaming that many items, then one creating that many new ones (whose ids
+ * all come after the loaded items', as a bulk create's do). Prints the load's time, then for each step the time to apply
  * it, the rebuild's wall and CPU time, and the longest event-loop stall meanwhile
  * (perf_hooks.monitorEventLoopDelay), with the corpus's version and patched items after it: the corpus
  * must be at the step's version with nothing left patched. SQLite's corpus (texts only); MariaDB's also
@@ -56,9 +57,12 @@ async function run(size: number): Promise<string[]> {
     await internals.states.get(1)?.loading;
     lines.push(`${size} goods: load ${(performance.now() - started).toFixed(0)} ms`);
     const delay = monitorEventLoopDelay({ resolution: 1 });
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 4; round++) {
       const count = Math.floor(size / 20);
-      const written = Array.from({ length: count }, (_, i) => ({ id: 1 + ((i * 7 + round) % size), searchText: `renamed ${round} ${i}` }));
+      const created = round === 3;
+      const written = Array.from({ length: count }, (_, i) =>
+        created ? { id: size + 1 + i, searchText: `created ${i}` } : { id: 1 + ((i * 7 + round) % size), searchText: `renamed ${round} ${i}` },
+      );
       version++;
       delay.reset();
       delay.enable();
@@ -72,7 +76,7 @@ async function run(size: number): Promise<string[]> {
       delay.disable();
       const after = internals.corpora.get(1);
       lines.push(
-        `${size} goods: step of ${count} applied in ${applied.toFixed(0)} ms; rebuilt after ${wall.toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ` +
+        `${size} goods: step of ${count} ${created ? 'created' : 'renamed'} applied in ${applied.toFixed(0)} ms; rebuilt after ${wall.toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ` +
           `longest stall ${(delay.max / 1e6).toFixed(1)} ms; corpus at version ${after?.version}/${version}, ${after?.patched?.size ?? 0} patched`,
       );
       console.log(lines[lines.length - 1]);
