@@ -94,6 +94,9 @@ async function loadUnderWay(corpus: GoodsSearchCorpus): Promise<void> {
   await states.get(1)?.loading;
 }
 
+/** One turn of the event loop: a rebuild started by a step takes the steps waiting for it in its first turn. */
+const rebuildStarted = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 describe('GoodsSearchCorpus', () => {
   let catalog: FakeCatalog;
   let corpus: GoodsSearchCorpus;
@@ -234,6 +237,7 @@ describe('GoodsSearchCorpus', () => {
     first.tell();
     // Taken at once as patched items (1,001 of 2,000), which starts a rebuild in the background.
     expect(internals(corpus).corpora.get(1)?.version).toBe(first.version);
+    await rebuildStarted();
     const meanwhile = catalog.write(
       corpus,
       [
@@ -305,6 +309,7 @@ describe('GoodsSearchCorpus', () => {
     await loaded(corpus, catalog.version);
     const batch = (from: number, count: number) => Array.from({ length: count }, (_, i): [number, string] => [from + i, `batch ${from} ${i}`]);
     catalog.write(corpus, batch(1000, 1000)).tell();
+    await rebuildStarted();
     // A rebuild runs now; 2,400 more items come before it ends (the bound is 2,000).
     catalog.write(corpus, batch(3000, 1200)).tell();
     const last = catalog.write(corpus, batch(5000, 1200));

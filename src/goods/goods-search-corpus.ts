@@ -697,6 +697,9 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   private async rebuild(customerId: number, base: Corpus): Promise<boolean> {
     const weights = base.folded !== undefined ? this.weights : undefined;
     if (base.folded !== undefined && !weights) return false;
+    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
+    // Not in the turn of the write that crowded the corpus: that turn has its own work to finish.
+    if (!(await pause()) || this.corpora.get(customerId) !== base) return false;
     // The items that take the place of the loaded ones: the patched items as they are now, then the
     // steps that wait after the corpus, in order.
     const changed = new Map<number, PatchedItem | null>(base.patched ?? []);
@@ -707,47 +710,50 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       waiting.push(step);
       version++;
     }
-    if (weights)
-      await weights.learn(
-        this.transactions.manager,
-        waiting.flatMap((step) => step.written.map((w) => w.searchText)),
-      );
+    // Their texts LOAD_CHUNK at a time (learnt and folded on MariaDB), with turns of the event loop between.
     for (const step of waiting) {
-      for (const { id, searchText } of step.written) changed.set(id, weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText });
+      for (let from = 0; from < step.written.length; from += LOAD_CHUNK) {
+        const slice = step.written.slice(from, from + LOAD_CHUNK);
+        if (weights)
+          await weights.learn(
+            this.transactions.manager,
+            slice.map((w) => w.searchText),
+          );
+        for (const { id, searchText } of slice) changed.set(id, weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText });
+        if (!(await pause())) return false;
+      }
       for (const id of step.deleted) changed.set(id, null);
     }
-    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
-    if (!(await pause())) return false;
 
     // Items not in the loaded corpus, ascending, to be merged in at their place.
     const added = [...changed.keys()].filter((id) => changed.get(id) && !holdsId(base.ids, id)).sort((a, b) => a - b);
     const ids: number[] = [];
     const pages = new PagedLayout();
     const foldedPages = weights ? new PagedLayout() : null;
-    let sincePause = 0;
     const push = (id: number, text: string, folded: string | undefined) => {
       ids.push(id);
       pages.push(text);
       foldedPages?.push(folded as string);
-      sincePause++;
     };
     const pushChanged = (id: number) => {
       const item = changed.get(id);
       if (item) push(id, item.text, item.folded);
     };
     const { text, folded } = base;
+    // One merge of the loaded items and the added ones, with a turn of the event loop every LOAD_CHUNK
+    // items of either kind (a bulk write's new goods all come after the loaded ones: 10,000 of them in
+    // one go held the event loop for 27 ms at 100,000 goods on MariaDB).
     let next = 0;
-    for (let i = 0; i < base.ids.length; i++) {
-      const id = base.ids[i];
-      for (; next < added.length && added[next] < id; next++) pushChanged(added[next]);
-      if (changed.has(id)) pushChanged(id);
-      else push(id, text.item(i), folded?.item(i));
-      if (sincePause >= LOAD_CHUNK) {
-        sincePause = 0;
-        if (!(await pause())) return false;
+    for (let i = 0, merged = 1; i < base.ids.length || next < added.length; merged++) {
+      if (next < added.length && (i === base.ids.length || added[next] < base.ids[i])) pushChanged(added[next++]);
+      else {
+        const id = base.ids[i];
+        if (changed.has(id)) pushChanged(id);
+        else push(id, text.item(i), folded?.item(i));
+        i++;
       }
+      if (merged % LOAD_CHUNK === 0 && !(await pause())) return false;
     }
-    for (; next < added.length; next++) pushChanged(added[next]);
     const corpus = await this.build(version, ids, pages, foldedPages);
     if (!corpus || this.corpora.get(customerId) !== base) return false;
     // The steps committed meanwhile, which `base` took with the room a rebuild gives (see advance).
