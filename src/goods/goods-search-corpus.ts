@@ -697,9 +697,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   private async rebuild(customerId: number, base: Corpus): Promise<boolean> {
     const weights = base.folded !== undefined ? this.weights : undefined;
     if (base.folded !== undefined && !weights) return false;
-    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
     // Not in the turn of the write that crowded the corpus: that turn has its own work to finish.
-    if (!(await pause()) || this.corpora.get(customerId) !== base) return false;
+    if (!(await this.turn()) || this.corpora.get(customerId) !== base) return false;
     // The items that take the place of the loaded ones: the patched items as they are now, then the
     // steps that wait after the corpus, in order.
     const changed = new Map<number, PatchedItem | null>(base.patched ?? []);
@@ -720,7 +719,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
             slice.map((w) => w.searchText),
           );
         for (const { id, searchText } of slice) changed.set(id, weights ? { text: searchText, folded: weights.fold(searchText) } : { text: searchText });
-        if (!(await pause())) return false;
+        if (!(await this.turn())) return false;
       }
       for (const id of step.deleted) changed.set(id, null);
     }
@@ -752,7 +751,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
         else push(id, text.item(i), folded?.item(i));
         i++;
       }
-      if (merged % LOAD_CHUNK === 0 && !(await pause())) return false;
+      if (merged % LOAD_CHUNK === 0 && !(await this.turn())) return false;
     }
     const corpus = await this.build(version, ids, pages, foldedPages);
     if (!corpus || this.corpora.get(customerId) !== base) return false;
@@ -881,16 +880,18 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     const budget = this.config.limits.searchMemoryBytes;
     const bytes = layoutBytes(ids.length, pages, foldedPages);
     if (bytes > budget) return undefined;
-    const pause = () => new Promise<boolean>((resolve) => setImmediate(() => resolve(!this.closed)));
-    if (!(await pause())) return undefined;
+    if (!(await this.turn())) return undefined;
     const text = pages.done();
     const folded = foldedPages?.done();
     // The pair index holds about one posting (4 bytes) per code unit.
-    if (bytes + 4 * (foldedPages ?? pages).length > budget || !(await pause())) return undefined;
-    const pairs = await PairIndex.build(folded ?? text, 10_000, pause);
+    if (bytes + 4 * (foldedPages ?? pages).length > budget || !(await this.turn())) return undefined;
+    const pairs = await PairIndex.build(folded ?? text, 10_000, this.turn);
     if (!pairs || bytes + pairs.bytes > budget) return undefined;
     return { version, ids: Float64Array.from(ids), text, folded, pairs, bytes: bytes + pairs.bytes };
   }
+
+  /** A turn of the event loop for a load's or a rebuild's slices; false once the node is closing. */
+  private readonly turn = (): Promise<boolean> => new Promise((resolve) => setImmediate(() => resolve(!this.closed)));
 
   /** Keeps the corpus, dropping the customer's previous one and then the least recently searched ones while over budget. */
   private install(customerId: number, corpus: Corpus): void {
