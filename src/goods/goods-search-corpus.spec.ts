@@ -3,6 +3,7 @@ import type { Transactions } from '../database/transactions';
 import type { Metrics } from '../metrics/metrics.service';
 import type { RedisConnection } from '../redis/redis.module';
 import { GoodsSearchCorpus, searchSlicing } from './goods-search-corpus';
+import { pairSegmenting } from './search-pairs';
 
 /**
  * The corpus against a fake SQLite catalog (the two queries a load makes), to drive what the e2e tests
@@ -303,6 +304,48 @@ describe('GoodsSearchCorpus', () => {
     const few = await loadedWithFewWritten();
     await later(60_000, async () => expect(await corpus.match(1, 'few 998', few.version)).toEqual([40_998]));
     expect(internals(corpus).corpora.get(1)?.patched?.size).toBe(999);
+  });
+
+  it('shares the pages and pair segments before the first item a rebuild changes with the corpus it replaces', async () => {
+    const segmentItems = pairSegmenting.items;
+    // Segments of one page (4,096 items) here, so that a catalog of 30,000 has several.
+    pairSegmenting.items = 4096;
+    try {
+      for (let id = 51; id <= 30_000; id++) catalog.rows.set(id, `item ${id}`);
+      await loaded(corpus, catalog.version);
+      const segments = () => (internals(corpus).corpora.get(1) as unknown as { pairs: { segments: unknown[] } }).pairs.segments;
+      const before = segments();
+      expect(before.length).toBe(8);
+      // 1,600 new goods after the others (half the bound of 3,000 passed): a rebuild, which changes nothing
+      // of the 29,999 loaded items and so shares the 7 whole pages and segments (28,672 items).
+      const appended = catalog.write(
+        corpus,
+        Array.from({ length: 1600 }, (_, i): [number, string] => [40_000 + i, `appended ${i}`]),
+      );
+      appended.tell();
+      await loadUnderWay(corpus);
+      const afterAppend = segments();
+      expect(internals(corpus).corpora.get(1)?.version).toBe(appended.version);
+      expect(internals(corpus).corpora.get(1)?.patched?.size ?? 0).toBe(0);
+      expect(afterAppend.length).toBe(8);
+      expect(afterAppend.filter((segment, s) => segment === before[s]).length).toBe(7);
+      // Goods 10,000 renamed (item 9,999 of the corpus) among 1,599 more new ones (33,198 items, 9 segments): pages and segments 0 and 1 shared.
+      const renamed = catalog.write(corpus, [
+        [10_000, 'renamed gadget'],
+        ...Array.from({ length: 1599 }, (_, i): [number, string] => [50_000 + i, `more ${i}`]),
+      ]);
+      renamed.tell();
+      await loadUnderWay(corpus);
+      const afterRename = segments();
+      expect(internals(corpus).corpora.get(1)?.patched?.size ?? 0).toBe(0);
+      expect(afterRename.length).toBe(9);
+      expect(afterRename.filter((segment, s) => segment === afterAppend[s]).length).toBe(2);
+      expect(internals(corpus).corpora.get(1)?.ids.length).toBe(catalog.rows.size);
+      for (const keyword of ['item 10000', 'item 1000', 'gadget', 'item 28672', 'item 28673', 'item 8191', 'appended 1599', 'more 1', 'item', 'e'])
+        expect(await corpus.match(1, keyword, renamed.version)).toEqual(catalog.instr(keyword));
+    } finally {
+      pairSegmenting.items = segmentItems;
+    }
   });
 
   it('takes more than the bound of patched items while a rebuild runs, and the rebuilt corpus takes them too', async () => {

@@ -7,7 +7,7 @@ import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
 import { RedisConnection } from '../redis/redis.module';
 import { readCatalogVersion } from './goods-list.queries';
-import { PagedLayout, PagedText, SEPARATOR } from './paged-text';
+import { PAGE_ITEMS, PagedLayout, PagedText, SEPARATOR } from './paged-text';
 import { PairIndex } from './search-pairs';
 
 /** Rows read per query while loading a corpus: each query is short, and requests run between them. */
@@ -115,17 +115,16 @@ const layoutBytes = (items: number, pages: PagedLayout, foldedPages: PagedLayout
 /** UTF-8 length of one code point. */
 const utf8Length = (cp: number) => (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
 
-/** Whether the ascending `ids` hold `id`. */
-function holdsId(ids: Float64Array, id: number): boolean {
+/** Where `id` is, or would go, in the ascending `ids`: the first place whose id is not below it. */
+function lowerBound(ids: Float64Array, id: number): number {
   let lo = 0;
-  let hi = ids.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (ids[mid] === id) return true;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
     if (ids[mid] < id) lo = mid + 1;
-    else hi = mid - 1;
+    else hi = mid;
   }
-  return false;
+  return lo;
 }
 
 /**
@@ -724,13 +723,30 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       for (const id of step.deleted) changed.set(id, null);
     }
 
-    // Items not in the loaded corpus, ascending, to be merged in at their place.
-    const added = [...changed.keys()].filter((id) => changed.get(id) && !holdsId(base.ids, id)).sort((a, b) => a - b);
-    const ids: number[] = [];
-    const pages = new PagedLayout();
-    const foldedPages = weights ? new PagedLayout() : null;
+    // Items not in the loaded corpus, ascending, to be merged in at their place; and the first place
+    // where the new corpus differs from the loaded one (a changed item, or an added one coming in).
+    const added: number[] = [];
+    let differsAt = base.ids.length;
+    for (const [id, item] of changed) {
+      const at = lowerBound(base.ids, id);
+      const loaded = base.ids[at] === id;
+      if (!loaded && item) added.push(id);
+      if ((loaded || item) && at < differsAt) differsAt = at;
+    }
+    added.sort((a, b) => a - b);
+    // The whole pages before that place are the loaded corpus's own (the same strings), and so are the
+    // pair index's segments before it: a bulk create, whose new goods come after the others, leaves only
+    // the last page and segment to lay out and index again, and no second copy of the rest in memory.
+    const kept = Math.floor(differsAt / PAGE_ITEMS);
+    const keptItems = kept * PAGE_ITEMS;
+    const capacity = base.ids.length + added.length;
+    const ids = new Float64Array(capacity);
+    ids.set(base.ids.subarray(0, keptItems));
+    let count = keptItems;
+    const pages = PagedLayout.continuing(base.text, kept, capacity);
+    const foldedPages = weights && base.folded ? PagedLayout.continuing(base.folded, kept, capacity) : null;
     const push = (id: number, text: string, folded: string | undefined) => {
-      ids.push(id);
+      ids[count++] = id;
       pages.push(text);
       foldedPages?.push(folded as string);
     };
@@ -743,7 +759,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // items of either kind (a bulk write's new goods all come after the loaded ones: 10,000 of them in
     // one go held the event loop for 27 ms at 100,000 goods on MariaDB).
     let next = 0;
-    for (let i = 0, merged = 1; i < base.ids.length || next < added.length; merged++) {
+    for (let i = keptItems, merged = 1; i < base.ids.length || next < added.length; merged++) {
       if (next < added.length && (i === base.ids.length || added[next] < base.ids[i])) pushChanged(added[next++]);
       else {
         const id = base.ids[i];
@@ -753,7 +769,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       }
       if (merged % LOAD_CHUNK === 0 && !(await this.turn())) return false;
     }
-    const corpus = await this.build(version, ids, pages, foldedPages);
+    const corpus = await this.build(version, count < capacity ? ids.slice(0, count) : ids, pages, foldedPages, { pairs: base.pairs, items: keptItems });
     if (!corpus || this.corpora.get(customerId) !== base) return false;
     // The steps committed meanwhile, which `base` took with the room a rebuild gives (see advance).
     const later = this.steps.get(customerId);
@@ -861,7 +877,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       for (let v = version + 1; v <= final; v++) if (!steps?.has(v)) return;
     }
 
-    const corpus = await this.build(version, ids, pages, foldedPages);
+    const corpus = await this.build(version, Float64Array.from(ids), pages, foldedPages);
     if (!corpus) return;
     const steps = this.steps.get(customerId);
     if (steps) this.step(corpus, steps);
@@ -874,9 +890,16 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   /**
    * The corpus at `version` of these items (ids ascending, their texts laid out in `pages`, and in
    * `foldedPages` on MariaDB); undefined when it would pass the memory budget, or the node is closing.
-   * Indexes in slices, with turns of the event loop between them (the texts are already joined, page by page).
+   * Indexes in slices, with turns of the event loop between them (the texts are already joined, page by
+   * page), taking the pair index's segments of `reuse` over its first `items` items (the same as these).
    */
-  private async build(version: number, ids: number[], pages: PagedLayout, foldedPages: PagedLayout | null): Promise<Corpus | undefined> {
+  private async build(
+    version: number,
+    ids: Float64Array,
+    pages: PagedLayout,
+    foldedPages: PagedLayout | null,
+    reuse?: { pairs: PairIndex; items: number },
+  ): Promise<Corpus | undefined> {
     const budget = this.config.limits.searchMemoryBytes;
     const bytes = layoutBytes(ids.length, pages, foldedPages);
     if (bytes > budget) return undefined;
@@ -885,9 +908,9 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     const folded = foldedPages?.done();
     // The pair index holds about one posting (4 bytes) per code unit.
     if (bytes + 4 * (foldedPages ?? pages).length > budget || !(await this.turn())) return undefined;
-    const pairs = await PairIndex.build(folded ?? text, 10_000, this.turn);
+    const pairs = await PairIndex.build(folded ?? text, 10_000, this.turn, reuse?.pairs, reuse?.items);
     if (!pairs || bytes + pairs.bytes > budget) return undefined;
-    return { version, ids: Float64Array.from(ids), text, folded, pairs, bytes: bytes + pairs.bytes };
+    return { version, ids, text, folded, pairs, bytes: bytes + pairs.bytes };
   }
 
   /** A turn of the event loop for a load's or a rebuild's slices; false once the node is closing. */

@@ -1,4 +1,4 @@
-import { PagedLayout, PagedText } from './paged-text';
+import { PAGE_ITEMS, PagedLayout, PagedText } from './paged-text';
 
 /** Texts added in batches of the given sizes, as a load (pages of rows) or a rebuild (flushes) adds them. */
 function laidOut(texts: string[], batches: number[]): PagedText {
@@ -49,6 +49,39 @@ describe('PagedText', () => {
     const text = laidOut(['ab', 'cd', 'ab'], [1]);
     expect(text.holding('bc')).toEqual([]);
     expect(text.holding('b')).toEqual([0, 2]);
+  });
+
+  it('continues the whole pages of a text as they are, and lays out the items after them', () => {
+    const base = laidOut(texts, [5000]);
+    const later = texts.map((t, i) => (i < 2 * PAGE_ITEMS ? t : `later ${i}`));
+    // Two pages asked for and kept; five asked for, and the base has two whole ones (10,001 items); none.
+    for (const [pages, whole] of [
+      [2, 2],
+      [5, 2],
+      [0, 0],
+    ]) {
+      const layout = PagedLayout.continuing(base, pages, 10);
+      expect(layout.items).toBe(whole * PAGE_ITEMS);
+      for (let i = layout.items; i < later.length; i++) layout.push(later[i]);
+      const text = layout.done();
+      const expected = [...texts.slice(0, whole * PAGE_ITEMS), ...later.slice(whole * PAGE_ITEMS)];
+      expect(text.items).toBe(expected.length);
+      expect(text.starts[expected.length]).toBe(expected.join('\u0000').length + 1);
+      for (let i = 0; i < expected.length; i += 7) expect(text.item(i)).toBe(expected[i]);
+      expect(text.item(expected.length - 1)).toBe(expected[expected.length - 1]);
+      for (const needle of ['later 9', 'item 81', '워치']) expect(text.holding(needle)).toEqual(expected.flatMap((t, i) => (t.includes(needle) ? [i] : [])));
+    }
+  });
+
+  it('takes no partial page from the text it continues', () => {
+    const base = laidOut(texts.slice(0, PAGE_ITEMS + 5), [1000]);
+    const layout = PagedLayout.continuing(base, 2);
+    expect(layout.items).toBe(PAGE_ITEMS);
+    layout.add(['after']);
+    const text = layout.done();
+    expect(text.items).toBe(PAGE_ITEMS + 1);
+    expect(text.item(PAGE_ITEMS - 1)).toBe(texts[PAGE_ITEMS - 1]);
+    expect(text.item(PAGE_ITEMS)).toBe('after');
   });
 
   it('lays out nothing as no items', () => {

@@ -3,7 +3,7 @@ export const SEPARATOR = '\u0000';
 
 /** Items per page: a power of two, so that an item's page is its index shifted. */
 const PAGE_BITS = 12;
-const PAGE_ITEMS = 1 << PAGE_BITS;
+export const PAGE_ITEMS = 1 << PAGE_BITS;
 
 /**
  * The texts of a corpus's items, numbered from 0, as if joined by SEPARATOR into one string (item i spans
@@ -48,6 +48,11 @@ export class PagedText {
     return this.pages.length;
   }
 
+  /** The first `count` pages, the strings themselves (a layout continuing them shares them, see PagedLayout.continuing). */
+  firstPages(count: number): string[] {
+    return this.pages.slice(0, count);
+  }
+
   /**
    * The items whose text holds `needle` (without SEPARATOR), in order: of every page, or of pages
    * `fromPage` to `toPage` - 1 (appended to `found`), for a caller that takes them a few at a time.
@@ -81,13 +86,41 @@ export class PagedText {
   }
 }
 
-/** Builds a PagedText from texts added in order, a batch at a time (any sizes); a page is joined once it is full. */
+/**
+ * Builds a PagedText from texts added in order, a batch at a time (any sizes); a page is joined once it is
+ * full. The offsets go into one Int32Array, sized for `capacity` items (and doubled past it).
+ */
 export class PagedLayout {
-  private readonly pages: string[] = [];
+  private readonly pages: string[];
   private pending: string[] = [];
-  private starts: number[] = [];
+  private starts: Int32Array;
+  private count: number;
   /** The length of the texts joined so far, as one string, plus one. */
-  length = 0;
+  length: number;
+
+  constructor(capacity = 1024, pages: string[] = [], starts?: Int32Array) {
+    const items = pages.length * PAGE_ITEMS;
+    this.pages = pages;
+    this.starts = new Int32Array(Math.max(capacity, items, 1) + 1);
+    if (starts) this.starts.set(starts.subarray(0, items));
+    this.count = items;
+    this.length = starts ? starts[items] : 0;
+  }
+
+  /**
+   * A layout whose first items are those of the first `pages` whole pages of `base`, as they are: the same
+   * page strings, not copies (a corpus rebuilt after writes that left its first items alone shares them
+   * with the corpus it replaces). Fewer pages if `base` has fewer whole ones.
+   */
+  static continuing(base: PagedText, pages: number, capacity = 1024): PagedLayout {
+    const whole = Math.max(0, Math.min(pages, Math.floor(base.items / PAGE_ITEMS)));
+    return new PagedLayout(capacity, base.firstPages(whole), base.starts);
+  }
+
+  /** The number of items added (those of the pages it continues included). */
+  get items(): number {
+    return this.count;
+  }
 
   add(texts: readonly string[]): void {
     for (const text of texts) this.push(text);
@@ -95,7 +128,13 @@ export class PagedLayout {
 
   /** Adds one item's text after the others. */
   push(text: string): void {
-    this.starts.push(this.length);
+    // Room for this offset and for the final one (see done).
+    if (this.count + 2 > this.starts.length) {
+      const bigger = new Int32Array(this.starts.length * 2);
+      bigger.set(this.starts);
+      this.starts = bigger;
+    }
+    this.starts[this.count++] = this.length;
     this.length += text.length + 1;
     this.pending.push(text);
     if (this.pending.length === PAGE_ITEMS) this.flush();
@@ -103,10 +142,11 @@ export class PagedLayout {
 
   done(): PagedText {
     if (this.pending.length) this.flush();
-    const starts = new Int32Array(this.starts.length + 1);
-    starts.set(this.starts);
-    starts[this.starts.length] = this.length;
-    this.starts = [];
+    const starts = this.starts.length === this.count + 1 ? this.starts : this.starts.slice(0, this.count + 1);
+    starts[this.count] = this.length;
+    this.starts = new Int32Array(1);
+    this.count = 0;
+    this.length = 0;
     return new PagedText(this.pages.splice(0), starts);
   }
 

@@ -1,16 +1,91 @@
 import type { PagedText } from './paged-text';
 
 /**
+ * Items per segment of a PairIndex (a power of two, a multiple of the corpus's pages); tests set fewer.
+ * A segment at 1,000,000 goods of about 50 units each: 65,536 items, about 13 MB of postings.
+ */
+export const pairSegmenting = { items: 1 << 16 };
+
+/**
  * An in-memory index of the adjacent pairs of UTF-16 code units of a corpus's items (for each pair, the
  * items holding it, ascending), and which single code units occur at all. It only narrows: an item that
  * holds a needle of two or more units holds every pair of it, so the items holding all of the needle's
  * rarest pairs are a superset of the matches, each still checked by the caller.
  *
- * The pairs live in an open-addressing hash table of 32-bit keys (two code units) mapping to a pair
- * number; posting lists are one Int32Array (offsets per pair number), so that the index is a handful of
- * typed arrays rather than millions of objects.
+ * It is kept in segments of consecutive items (pairSegmenting.items each), each an index of its own
+ * (SegmentPairs), so that a corpus rebuilt after writes that left its first items as they were (a bulk
+ * create appends its new goods after the others) indexes only the segments after them and shares the
+ * others with the corpus it replaces: no second copy of their postings, and no pass over their texts.
  */
 export class PairIndex {
+  private constructor(
+    private readonly segments: readonly SegmentPairs[],
+    /** The items of each segment (the last one fewer). */
+    private readonly segmentItems: number,
+    private readonly units: Uint8Array,
+  ) {}
+
+  /** Bytes the index holds. */
+  get bytes(): number {
+    let bytes = this.units.byteLength;
+    for (const segment of this.segments) bytes += segment.bytes;
+    return bytes;
+  }
+
+  /**
+   * Indexes the items of `text`: each segment counts, then fills, in slices of `slice` items with
+   * `pause()` awaited between them so that the event loop keeps running. The segments of `reuse` whose
+   * items all lie among the first `reuseItems` (the same items, with the same texts, in `text`) are
+   * taken as they are.
+   */
+  static async build(text: PagedText, slice: number, pause: () => Promise<boolean>, reuse?: PairIndex, reuseItems = 0): Promise<PairIndex | undefined> {
+    const segmentItems = pairSegmenting.items;
+    const segments: SegmentPairs[] = [];
+    if (reuse && reuse.segmentItems === segmentItems) {
+      const whole = Math.floor(Math.min(reuseItems, text.items) / segmentItems);
+      segments.push(...reuse.segments.slice(0, whole));
+    }
+    for (let from = segments.length * segmentItems; from < text.items; from += segmentItems) {
+      const segment = await SegmentPairs.build(text, from, Math.min(text.items, from + segmentItems), slice, pause);
+      if (!segment) return undefined;
+      segments.push(segment);
+    }
+    const units = new Uint8Array(65536);
+    for (const segment of segments) segment.addUnits(units);
+    return new PairIndex(segments, segmentItems, units);
+  }
+
+  /** Whether some item holds the code unit. */
+  hasUnit(unit: number): boolean {
+    return this.units[unit] === 1;
+  }
+
+  /**
+   * The items that hold every pair of `needle` (two or more units), ascending, intersecting at most the
+   * `lists` rarest pairs' lists of each segment (the caller checks every candidate anyway).
+   */
+  candidates(needle: string, lists = 3): Int32Array {
+    const found: Int32Array[] = [];
+    let total = 0;
+    for (const segment of this.segments) {
+      const items = segment.candidates(needle, lists);
+      if (!items.length) continue;
+      found.push(items);
+      total += items.length;
+    }
+    if (found.length === 1) return found[0];
+    const all = new Int32Array(total);
+    let at = 0;
+    for (const items of found) {
+      all.set(items, at);
+      at += items.length;
+    }
+    return all;
+  }
+}
+
+/** The pair index of one segment of a corpus's items (see PairIndex): the items are numbered as in the corpus. */
+class SegmentPairs {
   private keys: Uint32Array;
   private numbers: Int32Array;
   private mask: number;
@@ -21,10 +96,10 @@ export class PairIndex {
   private readonly units = new Uint8Array(65536);
 
   constructor() {
-    this.keys = new Uint32Array(1 << 16);
-    this.numbers = new Int32Array(1 << 16).fill(-1);
-    this.mask = (1 << 16) - 1;
-    this.shift = 16;
+    this.keys = new Uint32Array(1 << 12);
+    this.numbers = new Int32Array(1 << 12).fill(-1);
+    this.mask = (1 << 12) - 1;
+    this.shift = 20;
   }
 
   /** Bytes the index holds. */
@@ -32,17 +107,13 @@ export class PairIndex {
     return this.keys.byteLength + this.numbers.byteLength + this.offsets.byteLength + this.postings.byteLength + this.units.byteLength;
   }
 
-  /**
-   * Indexes the items of `text`: counts, then fills, in slices of `slice` items with `pause()` awaited
-   * between them so that the event loop keeps running.
-   */
-  static async build(text: PagedText, slice: number, pause: () => Promise<boolean>): Promise<PairIndex | undefined> {
-    const index = new PairIndex();
-    const { items } = text;
+  /** Indexes items `first` to `end` - 1 of `text`: counts, then fills, in slices (see PairIndex.build). */
+  static async build(text: PagedText, first: number, end: number, slice: number, pause: () => Promise<boolean>): Promise<SegmentPairs | undefined> {
+    const index = new SegmentPairs();
     let counts: Int32Array = new Int32Array(1 << 12);
     let last: Int32Array = new Int32Array(1 << 12).fill(-1);
-    for (let from = 0; from < items; from += slice) {
-      for (let i = from; i < Math.min(items, from + slice); i++) {
+    for (let from = first; from < end; from += slice) {
+      for (let i = from; i < Math.min(end, from + slice); i++) {
         const page = text.page(i);
         const end = text.end(i);
         for (let k = text.offset(i); k < end; k++) {
@@ -67,8 +138,8 @@ export class PairIndex {
     const postings = new Int32Array(offsets[index.pairs]);
     const fill = offsets.slice(0, index.pairs);
     last.fill(-1);
-    for (let from = 0; from < items; from += slice) {
-      for (let i = from; i < Math.min(items, from + slice); i++) {
+    for (let from = first; from < end; from += slice) {
+      for (let i = from; i < Math.min(end, from + slice); i++) {
         const page = text.page(i);
         const end = text.end(i);
         for (let k = text.offset(i); k + 1 < end; k++) {
@@ -86,15 +157,12 @@ export class PairIndex {
     return index;
   }
 
-  /** Whether some item holds the code unit. */
-  hasUnit(unit: number): boolean {
-    return this.units[unit] === 1;
+  /** Marks in `units` the code units the segment's items hold. */
+  addUnits(units: Uint8Array): void {
+    for (let unit = 0; unit < units.length; unit++) units[unit] |= this.units[unit];
   }
 
-  /**
-   * The items that hold every pair of `needle` (two or more units), ascending, intersecting at most the
-   * `lists` rarest pairs' lists (the caller checks every candidate anyway).
-   */
+  /** The segment's items that hold every pair of `needle`, ascending (see PairIndex#candidates). */
   candidates(needle: string, lists = 3): Int32Array {
     const found: Int32Array[] = [];
     for (let k = 0; k + 1 < needle.length; k++) {
