@@ -2,7 +2,7 @@ import type { PagedText } from './paged-text';
 
 /**
  * Items per segment of a PairIndex (a power of two, a multiple of the corpus's pages); tests set fewer.
- * A segment at 1,000,000 goods of about 50 units each: 65,536 items, about 13 MB of postings.
+ * A segment of 65,536 items of about 50 code units each holds about 13 MB of postings.
  */
 export const pairSegmenting = { items: 1 << 16 };
 
