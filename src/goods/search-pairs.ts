@@ -107,13 +107,13 @@ class SegmentPairs {
     return this.keys.byteLength + this.numbers.byteLength + this.offsets.byteLength + this.postings.byteLength + this.units.byteLength;
   }
 
-  /** Indexes items `first` to `end` - 1 of `text`: counts, then fills, in slices (see PairIndex.build). */
-  static async build(text: PagedText, first: number, end: number, slice: number, pause: () => Promise<boolean>): Promise<SegmentPairs | undefined> {
+  /** Indexes items `first` to `stop` - 1 of `text`: counts, then fills, in slices (see PairIndex.build). */
+  static async build(text: PagedText, first: number, stop: number, slice: number, pause: () => Promise<boolean>): Promise<SegmentPairs | undefined> {
     const index = new SegmentPairs();
     let counts: Int32Array = new Int32Array(1 << 12);
     let last: Int32Array = new Int32Array(1 << 12).fill(-1);
-    for (let from = first; from < end; from += slice) {
-      for (let i = from; i < Math.min(end, from + slice); i++) {
+    for (let from = first; from < stop; from += slice) {
+      for (let i = from; i < Math.min(stop, from + slice); i++) {
         const page = text.page(i);
         const end = text.end(i);
         for (let k = text.offset(i); k < end; k++) {
@@ -138,8 +138,8 @@ class SegmentPairs {
     const postings = new Int32Array(offsets[index.pairs]);
     const fill = offsets.slice(0, index.pairs);
     last.fill(-1);
-    for (let from = first; from < end; from += slice) {
-      for (let i = from; i < Math.min(end, from + slice); i++) {
+    for (let from = first; from < stop; from += slice) {
+      for (let i = from; i < Math.min(stop, from + slice); i++) {
         const page = text.page(i);
         const end = text.end(i);
         for (let k = text.offset(i); k + 1 < end; k++) {
