@@ -769,7 +769,8 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
       }
       if (merged % LOAD_CHUNK === 0 && !(await this.turn())) return false;
     }
-    const corpus = await this.build(version, count < capacity ? ids.slice(0, count) : ids, pages, foldedPages, { pairs: base.pairs, items: keptItems });
+    // Deleted items leave the array's end unused: a view of the items, not a second copy of them all.
+    const corpus = await this.build(version, ids.subarray(0, count), pages, foldedPages, { pairs: base.pairs, items: keptItems });
     if (!corpus || this.corpora.get(customerId) !== base) return false;
     // The steps committed meanwhile, which `base` took with the room a rebuild gives (see advance).
     const later = this.steps.get(customerId);
