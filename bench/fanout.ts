@@ -23,6 +23,11 @@
  *          CPU per message; socket.io: the full socket.io-client, for comparison)
  *          --per-process=10000 (most viewers one load-generator process holds: each viewer is an open file,
  *          and a process may not hold more than `ulimit -n`)
+ *          --read=batch|wake (default batch)  --read-every=1 (ms): how the viewer processes take their reads
+ *          once connected. batch: whatever has arrived, every 1 ms, never waiting in epoll_wait, so that the
+ *          server's sends do not each have to wake a load generator on the other core (a cost viewers on
+ *          other hosts never put on a server); each delivery is timed when read, so at most that late.
+ *          wake: woken per message, as before. See bench/batched-reads.ts.
  * The load generator runs on the same machine as the server(s): this process sends the changes and
  * collects the figures, and the viewers live in child processes of it (this file, --role=viewers), as
  * many as --per-process asks for. Times are read from the monotonic clock (process.hrtime), which is the
@@ -39,6 +44,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { io } from 'socket.io-client';
+import { readModeFrom, readModeLine, startReading } from './batched-reads';
 import { BenchServer, peakRssMb, startServer } from './support';
 
 interface ViewerHandlers {
@@ -198,6 +204,8 @@ const profiled = (name: string): string[] => [
 const CLIENT = arg('client', 'raw');
 const PER_PROCESS = Number(arg('per-process', '10000'));
 const GOODS = 5;
+/** How the viewer processes take their reads while the changes are measured (see batched-reads.ts). */
+const READS = readModeFrom(process.argv);
 const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
 
 /** The goals: every event delivered, and these, per mode. */
@@ -278,6 +286,8 @@ function viewerProcess(): void {
       connectAll(message.baseUrls, message.auth, message.first, message.count).catch((err: Error) => send({ kind: 'failed', message: err.message }));
     } else if (message.kind === 'base') {
       baseSeq = message.baseSeq;
+      // Connected: from here until the process ends, reads are taken as --read says.
+      startReading(READS.mode, READS.everyMs);
       send({ kind: 'ready' });
     } else if (message.kind === 'mark') {
       cpuAtMark = process.cpuUsage();
@@ -603,6 +613,7 @@ async function main(): Promise<void> {
     `bench:fanout — ${MODE === 'cluster' ? '' : `${viewersFor('single')} viewers on one process, `}${MODE === 'single' ? '' : `${viewersFor('cluster')} on two, `}${CHANGES} changes ${GAP_MS} ms apart${WARM_UP ? ` after ${WARM_UP} warm-up` : ''}, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
   );
   console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
+  console.log(readModeLine(READS.mode, READS.everyMs));
   if (NODE_ARGS.length) console.log(`server node flags: ${NODE_ARGS.join(' ')}`);
   if (MODE === 'single' || MODE === 'both') checkFdLimit(viewersFor('single'), 1);
   if (MODE === 'cluster' || MODE === 'both') checkFdLimit(viewersFor('cluster'), 2);

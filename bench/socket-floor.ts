@@ -12,9 +12,11 @@
  * Options: --mode=single|cluster|both (default both)  --sockets=N (per run; default 10000 × senders)
  *          --rounds=20 (at most 255 with the warm-up)  --warm-up=1 (rounds sent first and left out of the figures,
  *          printed on a line of their own, as bench:fanout leaves out its first change)  --bytes=200 (about a goods.salesStatus frame)  --gap=250 (ms)  --per-process=10000
+ *          --read=batch|wake  --read-every=1 (ms): how the readers take their reads, as in bench:fanout (bench/batched-reads.ts)
  */
 import { ChildProcess, fork } from 'node:child_process';
 import { connect, createServer, Socket } from 'node:net';
+import { readModeFrom, readModeLine, startReading } from './batched-reads';
 
 const text = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const arg = (name: string, fallback: number) => Number(text(name) ?? fallback);
@@ -25,6 +27,8 @@ const SENT = WARM_UP + ROUNDS;
 const BYTES = arg('bytes', 200);
 const GAP_MS = arg('gap', 250);
 const PER_PROCESS = arg('per-process', 10_000);
+/** How the readers take their reads (see batched-reads.ts): as bench:fanout's viewers do, with the same options. */
+const READS = readModeFrom(process.argv);
 
 /** The monotonic clock in ms (CLOCK_MONOTONIC: one clock for every process of the machine). */
 const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
@@ -97,6 +101,8 @@ async function reader(): Promise<void> {
   for (const port of ports) {
     for (let i = 0; i < each; i += 500) await Promise.all(Array.from({ length: Math.min(500, each - i) }, () => open(port)));
   }
+  // Connected: from here until the process ends, reads are taken as --read says.
+  startReading(READS.mode, READS.everyMs);
   let cpuBefore: NodeJS.CpuUsage | undefined;
   process.on('message', (m: Message & { started?: number[] }) => {
     cpuBefore ??= process.cpuUsage();
@@ -161,6 +167,7 @@ async function run(senderCount: number): Promise<void> {
   console.log(
     `bench:socket-floor — ${connections} loopback connections on ${senderCount} sender${senderCount > 1 ? 's' : ''} × ${ROUNDS} rounds of ${BYTES} bytes${WARM_UP ? ` after ${WARM_UP} warm-up` : ''}, read by ${readerCount} reader${readerCount > 1 ? 's' : ''}, on this machine`,
   );
+  console.log(`  ${readModeLine(READS.mode, READS.everyMs)}`);
   console.log(
     `  sender CPU per write: user ${(user / writes).toFixed(2)} µs, system ${(system / writes).toFixed(2)} µs; wall time of a round ${wall.join(' / ')} ms`,
   );
