@@ -91,10 +91,8 @@ export class LiveNotifier implements OnModuleDestroy {
   }
 
   /**
-   * Hands the events to the other nodes at once (one Redis message, so that their viewers' fan-out starts
-   * while this node is still answering), and writes them to this node's viewers on the next turn of the
-   * event loop, so that the operator's HTTP answer is not held up by a fan-out to thousands of sockets.
-   * Both keep the order of the calls, so events keep their seq order.
+   * Sends on the next turn of the event loop, so that the operator's HTTP answer is not held up by a
+   * fan-out to thousands of sockets; callbacks run in order, so events keep their seq order.
    */
   publish(events: LiveEvent[]): void {
     const namespace = this.namespace;
@@ -103,10 +101,12 @@ export class LiveNotifier implements OnModuleDestroy {
     const publishedAt = Date.now();
     for (const event of events) event.publishedAt = publishedAt;
     this.metrics.liveEventsPublished.inc(events.length);
-    // The adapter's publisher never throws or rejects (see LiveIoAdapter): an event another node misses
-    // while Redis is away reaches its viewers through that node's sweep.
-    if (this.clustered) namespace.serverSideEmit(CLUSTER_EVENTS, events);
-    setImmediate(() => this.deliver(events));
+    setImmediate(() => {
+      // The adapter's publisher never throws or rejects (see LiveIoAdapter): an event another node misses
+      // while Redis is away reaches its viewers through that node's sweep.
+      if (this.clustered) namespace.serverSideEmit(CLUSTER_EVENTS, events);
+      this.deliver(events);
+    });
   }
 
   /**
