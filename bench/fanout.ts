@@ -23,6 +23,8 @@
  *          CPU per message; socket.io: the full socket.io-client, for comparison)
  *          --per-process=10000 (most viewers one load-generator process holds: each viewer is an open file,
  *          and a process may not hold more than `ulimit -n`)
+ *          --burst=1 (changes sent at once, each on its own connection and timed from the burst's start; the
+ *          changes and warm-up count whole bursts)
  *          --read=batch|wake (default batch)  --read-every=1 (ms): how the viewer processes take their reads
  *          once connected. batch: whatever has arrived, every 1 ms, never waiting in epoll_wait, so that the
  *          server's sends do not each have to wake a load generator on the other core (a cost viewers on
@@ -183,13 +185,19 @@ function socketIoViewer(baseUrl: string, auth: Record<string, string>, on: Viewe
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 /** Viewers per run: 10,000 on one process, 20,000 (10,000 per node) on two, unless --viewers says otherwise. */
 const viewersFor = (mode: 'single' | 'cluster'): number => Number(arg('viewers', mode === 'single' ? '10000' : '20000'));
-const CHANGES = Number(arg('changes', '20'));
+/**
+ * Changes sent at once, each on its own connection (--burst=K, default 1): a burst of orders on a hot item,
+ * or operators flipping several items together. Every change of a burst starts its clock when the burst
+ * is sent; --changes and --warm-up then count whole bursts' worth of changes.
+ */
+const BURST = Math.max(1, Math.floor(Number(arg('burst', '1'))));
+const CHANGES = Math.ceil(Number(arg('changes', '20')) / BURST) * BURST;
 /**
  * Changes sent first and left out of the figures (printed on a line of their own): the first change of
  * a fresh server and of fresh viewer processes runs code that nothing compiled yet on either side (the
  * route's queries and validation, the fan-out loop, the viewers' event parsing).
  */
-const WARM_UP = Math.max(0, Number(arg('warm-up', '1')));
+const WARM_UP = Math.max(0, Number(arg('warm-up', '1'))) * BURST;
 /** Every change sent: the warm-up ones, then the measured ones. */
 const SENT = WARM_UP + CHANGES;
 const MODE = arg('mode', 'both');
@@ -404,7 +412,7 @@ function summarize(values: Float64Array): { p50: number; p99: number; max: numbe
  * about twice as long as node:http before its request reached a server (1.1–1.3 ms against 0.6–0.7 ms
  * after 250 ms idle, on loopback).
  */
-const httpAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+const httpAgent = new Agent({ keepAlive: true, maxSockets: BURST });
 
 function call(server: BenchServer, method: string, path: string, body?: unknown, form = false): Promise<Record<string, unknown>> {
   const payload = body === undefined ? '' : form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body);
@@ -508,18 +516,25 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
     const warmUpHttpMs: number[] = [];
     let cpuBefore = nodes.map((n) => cpuMs(n.pid));
     let generatorBefore = process.cpuUsage();
-    for (let c = 0; c < SENT; c += 1) {
+    for (let c = 0; c < SENT; c += BURST) {
       if (c === WARM_UP) {
         // The measured window starts here: the CPU time of each process from now on.
         await Promise.all(generators.map((g) => g.ask({ kind: 'mark' }, 'ready')));
         cpuBefore = nodes.map((n) => cpuMs(n.pid));
         generatorBefore = process.cpuUsage();
       }
-      const goodsId = goodsIds[c % goodsIds.length];
-      const salesStatus = STATUSES[c % STATUSES.length];
-      sentAt[c] = now();
-      await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, { goodsId: String(goodsId), salesStatus }, true);
-      (c < WARM_UP ? warmUpHttpMs : httpMs).push(now() - sentAt[c]);
+      // A burst's changes get their seqs in the order the server commits them, so each of them is timed
+      // from the moment the burst was sent.
+      const started = now();
+      await Promise.all(
+        Array.from({ length: BURST }, async (_, k) => {
+          const i = c + k;
+          sentAt[i] = started;
+          const body = { goodsId: String(goodsIds[i % goodsIds.length]), salesStatus: STATUSES[i % STATUSES.length] };
+          await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, body, true);
+          (i < WARM_UP ? warmUpHttpMs : httpMs).push(now() - started);
+        }),
+      );
       await sleep(GAP_MS);
     }
     // Every viewer process answers once all its viewers have every change, or 10 s after the last change.
@@ -643,7 +658,7 @@ function checkFdLimit(viewers: number, nodes: number): void {
 
 async function main(): Promise<void> {
   console.log(
-    `bench:fanout — ${MODE === 'cluster' ? '' : `${viewersFor('single')} viewers on one process, `}${MODE === 'single' ? '' : `${viewersFor('cluster')} on two, `}${CHANGES} changes ${GAP_MS} ms apart${WARM_UP ? ` after ${WARM_UP} warm-up` : ''}, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
+    `bench:fanout — ${MODE === 'cluster' ? '' : `${viewersFor('single')} viewers on one process, `}${MODE === 'single' ? '' : `${viewersFor('cluster')} on two, `}${CHANGES} changes ${BURST > 1 ? `in bursts of ${BURST} sent at once, ` : ''}${GAP_MS} ms apart${WARM_UP ? ` after ${WARM_UP} warm-up` : ''}, mode ${MODE}; ${cpus().length} CPUs shared by the load generator and the server(s)`,
   );
   console.log(`load average before the run: ${loadAvg()} (other work on the machine skews the figures)`);
   console.log(readModeLine(READS.mode, READS.everyMs));
