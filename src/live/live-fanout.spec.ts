@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Namespace, Socket } from 'socket.io';
 import { Encoder } from 'socket.io-parser';
 import type { LiveEventMap } from './live-events';
-import { LiveFanout, MAX_BUFFERED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS, textFrame } from './live-fanout';
+import { LiveFanout, MAX_BUFFERED_BYTES, MAX_COMBINED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS, textFrame } from './live-fanout';
 
 interface FakeSocket {
   id: string;
@@ -14,6 +14,20 @@ interface FakeSocket {
   sent: Buffer[];
   /** The frames as written (header included). */
   frames: Buffer[];
+  /** Each write to the TCP socket: the frames it carried, one after the other. */
+  writes: Buffer[];
+}
+
+/** Cuts what one write carried into its frames, each checked as a whole unmasked text frame. */
+function framesIn(written: Buffer): Buffer[] {
+  const frames: Buffer[] = [];
+  for (let at = 0; at < written.length;) {
+    const mark = written[at + 1];
+    const [header, length] = mark === 126 ? [4, written.readUInt16BE(at + 2)] : mark === 127 ? [10, Number(written.readBigUInt64BE(at + 2))] : [2, mark];
+    frames.push(written.subarray(at, at + header + length));
+    at += header + length;
+  }
+  return frames;
 }
 
 /** The payload of one unmasked WebSocket text frame, after checking that the header describes exactly it. */
@@ -44,13 +58,17 @@ function fakeSocket(
 ): FakeSocket {
   const sent: Buffer[] = [];
   const frames: Buffer[] = [];
+  const writes: Buffer[] = [];
   const sender = {
     _state: engine.senderState ?? 0,
     _queue: Array.from({ length: engine.senderQueued ?? 0 }, () => []),
     sendFrame: (list: Buffer[]) => {
-      expect(list).toHaveLength(1); // header and payload in one Buffer: one write to the TCP socket
-      frames.push(list[0]);
-      sent.push(payloadOf(list[0]));
+      expect(list).toHaveLength(1); // headers and payloads in one Buffer: one write to the TCP socket
+      writes.push(list[0]);
+      for (const one of framesIn(list[0])) {
+        frames.push(one);
+        sent.push(payloadOf(one));
+      }
     },
   };
   const ws = { readyState: engine.wsState ?? 1, bufferedAmount: engine.buffered ?? 0, _sender: sender };
@@ -58,6 +76,7 @@ function fakeSocket(
     id,
     sent,
     frames,
+    writes,
     emit: jest.fn(),
     connected: true,
     disconnect: jest.fn(),
@@ -312,6 +331,83 @@ describe('LiveFanout', () => {
       const frame = textFrame(text);
       expect(frame[1]).toBe(126);
       expect(payloadOf(frame).toString()).toBe(text);
+    });
+  });
+
+  describe('several events for a room at once (eventsToRoom)', () => {
+    const events = (...seqs: number[]) => seqs.map((seq) => ({ type: 'goods.salesStatus' as const, payload: event(seq) }));
+
+    it('writes them to each idle WebSocket in one write, in order, the same Buffer for every viewer', () => {
+      const [a, b] = [fakeSocket('a'), fakeSocket('b')];
+      const fanout = new LiveFanout(namespaceOf([a, b], { r: ['a', 'b'] }));
+      expect(fanout.eventsToRoom('r', events(3, 4, 5))).toBe(2);
+      for (const s of [a, b]) {
+        expect(s.writes).toHaveLength(1);
+        expect(seqsOf(s)).toEqual([3, 4, 5]);
+      }
+      expect(a.writes[0]).toBe(b.writes[0]);
+      // Each frame is the one a single event would have been.
+      const single = fakeSocket('s');
+      const one = new LiveFanout(namespaceOf([single], { r: ['s'] }));
+      for (const e of events(3, 4, 5)) one.toRoom('r', e.type, e.payload);
+      expect(single.writes).toHaveLength(3);
+      expect(Buffer.concat(single.writes).equals(a.writes[0])).toBe(true);
+      expect(fanout.counts).toEqual({ direct: 6, engine: 0, slowDisconnects: 0 });
+    });
+
+    it('gives a viewer that cannot be written to directly each event through socket.emit, in order', () => {
+      const [ws, polling, queued] = [fakeSocket('ws'), fakeSocket('p', { transport: 'polling' }), fakeSocket('q', { queued: 1 })];
+      const fanout = new LiveFanout(namespaceOf([ws, polling, queued], { r: ['ws', 'p', 'q'] }));
+      expect(fanout.eventsToRoom('r', events(1, 2))).toBe(3);
+      for (const s of [polling, queued]) {
+        expect(s.sent).toEqual([]);
+        expect(s.emit.mock.calls.map(([type, p]: [string, { seq: number }]) => [type, p.seq])).toEqual([
+          ['goods.salesStatus', 1],
+          ['goods.salesStatus', 2],
+        ]);
+      }
+      expect(seqsOf(ws)).toEqual([1, 2]);
+      expect(fanout.counts).toEqual({ direct: 2, engine: 4, slowDisconnects: 0 });
+    });
+
+    it('holds them all for a viewer waiting for its snapshot, and writes those after it', () => {
+      const [waiting, other] = [fakeSocket('w'), fakeSocket('o')];
+      const fanout = new LiveFanout(namespaceOf([waiting, other], { r: ['w', 'o'] }));
+      fanout.holdUntilSnapshot(waiting as unknown as Socket);
+      fanout.eventsToRoom('r', events(4, 5, 6));
+      expect(waiting.sent).toEqual([]);
+      fanout.snapshotSent(waiting as unknown as Socket, 4);
+      expect(seqsOf(waiting)).toEqual([5, 6]);
+      expect(seqsOf(other)).toEqual([4, 5, 6]);
+    });
+
+    it('disconnects a slow viewer once, without writing any of them', () => {
+      const [slow, fine] = [fakeSocket('slow', { buffered: MAX_BUFFERED_BYTES + 1 }), fakeSocket('fine')];
+      const fanout = new LiveFanout(namespaceOf([slow, fine], { r: ['slow', 'fine'] }));
+      expect(fanout.eventsToRoom('r', events(1, 2, 3))).toBe(1);
+      expect(slow.disconnect).toHaveBeenCalledTimes(1);
+      expect(slow.sent).toEqual([]);
+      expect(fanout.counts.slowDisconnects).toBe(1);
+    });
+
+    it('cuts a run of large events into writes of at most MAX_COMBINED_BYTES, keeping the order', () => {
+      const s = fakeSocket('a');
+      const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
+      const big = (seq: number) => ({ type: 'goods.salesStatus' as const, payload: { ...event(seq), note: 'x'.repeat(20_000) } });
+      fanout.eventsToRoom('r', [big(1), big(2), big(3), big(4), big(5), big(6), big(7)]);
+      expect(seqsOf(s)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(s.writes.length).toBeGreaterThan(1);
+      for (const w of s.writes) expect(w.length).toBeLessThanOrEqual(MAX_COMBINED_BYTES);
+      // Each write is as full as the limit allows: three of these events fit, a fourth does not.
+      expect(s.writes.map((w) => framesIn(w).length)).toEqual([3, 3, 1]);
+    });
+
+    it('writes nothing for no events or an empty room', () => {
+      const s = fakeSocket('a');
+      const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
+      expect(fanout.eventsToRoom('r', [])).toBe(0);
+      expect(fanout.eventsToRoom('nobody', events(1))).toBe(0);
+      expect(s.writes).toEqual([]);
     });
   });
 

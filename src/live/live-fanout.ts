@@ -98,6 +98,25 @@ interface HeldEvent {
   payload: { seq: number };
 }
 
+/** An event for a room, as the notifier hands it over. */
+export interface RoomEvent {
+  type: LiveEventType;
+  payload: unknown;
+}
+
+/**
+ * The most bytes of frames written to a viewer in one go when several events go to a room together: a
+ * burst of small events shares one send, and a run of large ones (goods lists) is still cut into sends of
+ * about this size.
+ */
+export const MAX_COMBINED_BYTES = 64 * 1024;
+
+/** Events that go to each viewer together: their frames in one Buffer (null when one is not a single text frame). */
+interface EncodedGroup {
+  events: EncodedEvent[];
+  frame: Buffer[] | null;
+}
+
 /** An event as it goes to every viewer: encoded once. */
 interface EncodedEvent {
   type: LiveEventType;
@@ -168,24 +187,69 @@ export class LiveFanout {
 
   /** Sends the event to every socket of `room` on this node; returns how many sockets it was written to. */
   toRoom<K extends LiveEventType>(room: string, type: K, payload: LiveEventMap[K]): number {
+    return this.eventsToRoom(room, [{ type, payload }]);
+  }
+
+  /**
+   * Sends these events, in this order, to every socket of `room` on this node; returns how many sockets
+   * they were written to. A viewer that may be written to directly gets all of them in one TCP write (their
+   * frames one after the other, in groups of at most MAX_COMBINED_BYTES): a burst of events (orders on a
+   * hot item, an operator's status and notice, events that came together over Redis) costs each viewer one
+   * send, not one per event. Any other viewer gets them one by one, as toSocket would.
+   */
+  eventsToRoom(room: string, events: ReadonlyArray<RoomEvent>): number {
+    if (!events.length) return 0;
     const viewers = this.viewersOf(room);
     if (!viewers) return 0;
-    const event = this.encode(type, payload);
-    const frame = event.frame;
+    let written = 0;
+    for (const group of this.groups(events)) written = this.groupToRoom(viewers, group);
+    return written;
+  }
+
+  /** The events encoded once each, then cut into runs whose frames together stay within MAX_COMBINED_BYTES. */
+  private groups(events: ReadonlyArray<RoomEvent>): EncodedGroup[] {
+    const groups: EncodedGroup[] = [];
+    let current: EncodedGroup | null = null;
+    let bytes = 0;
+    for (const { type, payload } of events) {
+      const event = this.encode(type, payload);
+      const size = event.frame ? event.frame[0].length : Infinity;
+      if (!current || bytes + size > MAX_COMBINED_BYTES || !current.frame || !event.frame) {
+        current = { events: [], frame: null };
+        groups.push(current);
+        bytes = 0;
+      }
+      current.events.push(event);
+      bytes += size;
+    }
+    for (const group of groups) {
+      const frames = group.events.map((e) => e.frame?.[0]);
+      group.frame = frames.every((f): f is Buffer => f !== undefined) ? [frames.length === 1 ? frames[0] : Buffer.concat(frames)] : null;
+    }
+    return groups;
+  }
+
+  private groupToRoom(viewers: RoomViewers, group: EncodedGroup): number {
+    const { events, frame } = group;
+    const count = events.length;
     const waiting = this.awaitingSnapshot.size > 0 ? this.awaitingSnapshot : null;
     const { sockets, conns, transports, wss, senders } = viewers;
-    // Counted here and added once per event, not per viewer.
+    // Counted here (one per event and viewer) and added once per group, not per viewer.
     let direct = 0;
     let engine = 0;
+    let reached = 0;
     for (let i = 0; i < sockets.length; i += 1) {
       const socket = sockets[i];
       if (waiting) {
         const held = waiting.get(socket);
         if (held) {
-          if (held.length < MAX_HELD_EVENTS) held.push({ type, payload });
-          else {
-            this.awaitingSnapshot.delete(socket);
-            socket.disconnect(true);
+          for (const event of events) {
+            if (held.length < MAX_HELD_EVENTS) held.push({ type: event.type, payload: event.payload as { seq: number } });
+            else {
+              this.awaitingSnapshot.delete(socket);
+              socket.disconnect(true);
+              break;
+            }
           }
           continue;
         }
@@ -200,19 +264,26 @@ export class LiveFanout {
         if (overBuffered(wss[i])) this.dropSlow(socket);
         else {
           sender.sendFrame(frame);
-          direct += 1;
+          direct += count;
+          reached += 1;
         }
         continue;
       }
-      const written = this.write(socket, event);
-      if (written === DIRECT) direct += 1;
-      else if (written === ENGINE) engine += 1;
-      // An upgrade that finished since the arrays were built: this viewer's next events take the short way.
-      if (written === DIRECT && conn.transport !== transport) viewers.remember(i, conn);
+      let any = false;
+      for (const event of events) {
+        const written = this.write(socket, event);
+        if (written === NOT_WRITTEN) break;
+        if (written === DIRECT) direct += 1;
+        else engine += 1;
+        any = true;
+        // An upgrade that finished since the arrays were built: this viewer's next events take the short way.
+        if (written === DIRECT && conn.transport !== transport) viewers.remember(i, conn);
+      }
+      if (any) reached += 1;
     }
     this.counts.direct += direct;
     this.counts.engine += engine;
-    return direct + engine;
+    return reached;
   }
 
   /**

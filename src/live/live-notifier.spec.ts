@@ -1,0 +1,137 @@
+import { EventEmitter } from 'node:events';
+import type { Namespace } from 'socket.io';
+import { Encoder } from 'socket.io-parser';
+import type { AppConfig } from '../config/app-config';
+import type { Metrics } from '../metrics/metrics.service';
+import { LiveEvent, roomOf } from './live-events';
+import { LiveFanout, RoomEvent } from './live-fanout';
+import { CLUSTER_EVENTS, LiveNotifier } from './live-notifier';
+import type { LiveSource } from './live-source';
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A goods.salesStatus event of a campaign, numbered `seq`. */
+function event(campaignId: number, seq: number): LiveEvent {
+  return {
+    campaignId,
+    seq,
+    type: 'goods.salesStatus',
+    payload: { seq, campaignKey: `k${campaignId}`, goodsId: '1', salesStatus: 'SOLD_OUT', adminName: null, updatedAt: 0 },
+  };
+}
+
+/** A notifier attached to a namespace whose rooms hold a viewer for each of `campaigns`; what it sends is recorded. */
+function notifierFor(campaigns: number[], clustered = false) {
+  const rooms = new Map(campaigns.map((id) => [roomOf(id), new Set([`viewer-${id}`])]));
+  const emitter = new EventEmitter();
+  const serverSideEmit = jest.fn();
+  const namespace = {
+    name: '/live',
+    server: { encoder: new Encoder() },
+    sockets: new Map(),
+    adapter: Object.assign(new EventEmitter(), { rooms }),
+    on: emitter.on.bind(emitter),
+    serverSideEmit,
+  } as unknown as Namespace;
+  const counter = () => ({ inc: jest.fn() });
+  const metrics = { liveEventsPublished: counter(), liveEventsDelivered: counter(), liveDeliveryLatency: { observe: jest.fn() } };
+  const source = { lastSeqs: jest.fn(() => Promise.resolve(new Map())), eventsSince: jest.fn() } as unknown as LiveSource;
+  const config = { redis: { url: clustered ? 'redis://127.0.0.1:6379' : '' } } as unknown as AppConfig;
+  const notifier = new LiveNotifier(config, source, metrics as unknown as Metrics);
+  const sent: Array<{ room: string; seqs: number[] }> = [];
+  const spy = jest.spyOn(LiveFanout.prototype, 'eventsToRoom').mockImplementation((room: string, events: ReadonlyArray<RoomEvent>) => {
+    sent.push({ room, seqs: events.map((e) => (e.payload as { seq: number }).seq) });
+    return 1;
+  });
+  notifier.attach(namespace, () => Promise.resolve());
+  // The events another node sends over Redis, as the adapter hands them to this node.
+  const fromOtherNode = (events: LiveEvent[]) => emitter.emit(CLUSTER_EVENTS, events);
+  return { notifier, sent, serverSideEmit, metrics, fromOtherNode, restore: () => spy.mockRestore(), stop: () => notifier.onModuleDestroy() };
+}
+
+describe('LiveNotifier', () => {
+  let cleanup: Array<() => void> = [];
+  afterEach(() => {
+    for (const fn of cleanup) fn();
+    cleanup = [];
+  });
+  const make = (campaigns: number[], clustered = false) => {
+    const made = notifierFor(campaigns, clustered);
+    cleanup.push(made.restore, made.stop);
+    return made;
+  };
+
+  it('sends what was published in one turn together on the next: one write to each room, in publish order', async () => {
+    const { notifier, sent, metrics } = make([1, 2]);
+    notifier.publish([event(1, 5)]);
+    notifier.publish([event(2, 9), event(1, 6)]);
+    notifier.publish([event(1, 7)]);
+    expect(sent).toEqual([]); // not before the HTTP answer's turn is over
+    await nextTurn();
+    expect(sent).toEqual([
+      { room: roomOf(1), seqs: [5, 6, 7] },
+      { room: roomOf(2), seqs: [9] },
+    ]);
+    expect(metrics.liveEventsPublished.inc.mock.calls).toEqual([[1], [2], [1]]);
+    expect(metrics.liveEventsDelivered.inc.mock.calls.flat().reduce((a: number, b: number) => a + b, 0)).toBe(4);
+    expect(metrics.liveDeliveryLatency.observe).toHaveBeenCalledTimes(4);
+  });
+
+  it('does not hold an event for later ones: each turn sends what it has', async () => {
+    const { notifier, sent } = make([1]);
+    notifier.publish([event(1, 1)]);
+    await nextTurn();
+    notifier.publish([event(1, 2)]);
+    await nextTurn();
+    expect(sent).toEqual([
+      { room: roomOf(1), seqs: [1] },
+      { room: roomOf(1), seqs: [2] },
+    ]);
+  });
+
+  it('with Redis, hands the events of one turn to the other nodes in one message, in publish order', async () => {
+    const { notifier, serverSideEmit, sent } = make([1, 2], true);
+    notifier.publish([event(1, 3)]);
+    notifier.publish([event(2, 4), event(1, 4)]);
+    await nextTurn();
+    expect(serverSideEmit).toHaveBeenCalledTimes(1);
+    expect(serverSideEmit.mock.calls[0][0]).toBe(CLUSTER_EVENTS);
+    expect((serverSideEmit.mock.calls[0][1] as LiveEvent[]).map((e) => [e.campaignId, e.seq])).toEqual([
+      [1, 3],
+      [2, 4],
+      [1, 4],
+    ]);
+    expect(sent).toEqual([
+      { room: roomOf(1), seqs: [3, 4] },
+      { room: roomOf(2), seqs: [4] },
+    ]);
+  });
+
+  it('writes a message from another node to each room at once, in seq order, dropping what it already wrote', () => {
+    const { sent, fromOtherNode } = make([1], true);
+    fromOtherNode([event(1, 10), event(1, 11)]);
+    fromOtherNode([event(1, 11), event(1, 12), event(1, 13)]);
+    expect(sent).toEqual([
+      { room: roomOf(1), seqs: [10, 11] },
+      { room: roomOf(1), seqs: [12, 13] },
+    ]);
+  });
+
+  it('an event ahead of its turn waits, then goes out with the ones that were missing', () => {
+    const { sent, fromOtherNode } = make([1], true);
+    fromOtherNode([event(1, 1)]);
+    fromOtherNode([event(1, 3)]); // 2 is missing: 3 waits
+    fromOtherNode([event(1, 2)]);
+    expect(sent).toEqual([
+      { room: roomOf(1), seqs: [1] },
+      { room: roomOf(1), seqs: [2, 3] },
+    ]);
+  });
+
+  it('sends nothing to a campaign nobody watches here', async () => {
+    const { notifier, sent } = make([1]);
+    notifier.publish([event(2, 1)]);
+    await nextTurn();
+    expect(sent).toEqual([]);
+  });
+});
