@@ -138,7 +138,7 @@ describe('LiveFanout', () => {
     const fanout = new LiveFanout(namespaceOf([a, b, other], { r1: ['a', 'b'], r2: ['c'] }));
     expect(fanout.toRoom('r1', 'goods.salesStatus', payload)).toBe(2);
     for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
-    expect(a.frames[0]).toBe(b.frames[0]); // encoded once: the same Buffer for every viewer
+    expect(a.writes[0]).toBe(b.writes[0]); // encoded once: the same Buffer for every viewer
     expect(other.sent).toEqual([]);
     expect(fanout.counts).toEqual({ direct: 2, engine: 0, slowDisconnects: 0 });
   });

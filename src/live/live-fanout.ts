@@ -213,8 +213,9 @@ export class LiveFanout {
     let bytes = 0;
     for (const { type, payload } of events) {
       const event = this.encode(type, payload);
+      // An event that is not one text frame (none is, today) goes in a group of its own.
       const size = event.frame ? event.frame[0].length : Infinity;
-      if (!current || bytes + size > MAX_COMBINED_BYTES || !current.frame || !event.frame) {
+      if (!current || bytes + size > MAX_COMBINED_BYTES) {
         current = { events: [], frame: null };
         groups.push(current);
         bytes = 0;
