@@ -2,6 +2,7 @@ import type { Response } from 'supertest';
 import { CampaignEvent } from '../src/campaigns/entities/campaign-event.entity';
 import { Transactions } from '../src/database/transactions';
 import { EVENTS_KEPT, CampaignEventLog } from '../src/campaigns/campaign-event-log';
+import { LiveFanout } from '../src/live/live-fanout';
 import { LiveNotifier } from '../src/live/live-notifier';
 import type { PendingEvent } from '../src/live/live-events';
 import { Payload, Viewer } from './support/live-client';
@@ -170,6 +171,35 @@ describeEngines(
         expect(events.map((e) => e.payload.seq)).toEqual(Array.from({ length: 20 }, (_, i) => s0 + i + 1));
         await v.settle(200);
         expect(v.unread).toEqual([]);
+      });
+
+      it('the events of one turn go to each viewer together (one call per room), and real clients read every one of them in order', async () => {
+        const { key, goods } = await liveCampaign(A, 2, { operatorName: 'Desk' });
+        const ws = await viewer(A, key);
+        const polling = await Viewer.connect(base, { accessKey: A.accessKey, campaignKey: key }, 10_000, 'polling');
+        const s0 = (await ws.next('campaign.snapshot')).seq;
+        expect((await polling.next('campaign.snapshot')).seq).toBe(s0);
+        const rooms = jest.spyOn(LiveFanout.prototype, 'eventsToRoom');
+        try {
+          // One request that records three events: a status, a pinned notice and a chat line.
+          expectOk(
+            await salesStatus(A, key, 'id', { goodsId: goods[0].id, salesStatus: 'SOLD_OUT', adminChatNotice: 'Last ones!', chatMessage: 'Thanks all' }),
+          );
+          const expected = [
+            ['goods.salesStatus', s0 + 1],
+            ['chat.notice', s0 + 2],
+            ['chat.message', s0 + 3],
+          ];
+          for (const v of [ws, polling]) expect((await v.take(3)).map((e) => [e.type, e.payload.seq])).toEqual(expected);
+          expect(rooms).toHaveBeenCalledTimes(1);
+          expect(rooms.mock.calls[0][1].map((e) => e.type)).toEqual(expected.map(([type]) => type));
+        } finally {
+          rooms.mockRestore();
+        }
+        await ws.settle(200);
+        expect([ws.unread, polling.unread]).toEqual([[], []]);
+        ws.close();
+        polling.close();
       });
 
       it('long-polling and upgrading viewers get the same events in the same order as WebSocket viewers (written to directly)', async () => {
