@@ -107,25 +107,41 @@ describe('LiveNotifier', () => {
     ]);
   });
 
-  it('writes a message from another node to each room at once, in seq order, dropping what it already wrote', () => {
-    const { sent, fromOtherNode } = make([1], true);
+  it('writes the messages from other nodes that arrived in one turn together on its check phase, in seq order, dropping what it already wrote', async () => {
+    const { sent, fromOtherNode } = make([1, 2], true);
     fromOtherNode([event(1, 10), event(1, 11)]);
-    fromOtherNode([event(1, 11), event(1, 12), event(1, 13)]);
+    fromOtherNode([event(2, 3), event(1, 12)]);
+    expect(sent).toEqual([]);
+    await nextTurn();
     expect(sent).toEqual([
-      { room: roomOf(1), seqs: [10, 11] },
-      { room: roomOf(1), seqs: [12, 13] },
+      { room: roomOf(1), seqs: [10, 11, 12] },
+      { room: roomOf(2), seqs: [3] },
     ]);
+    fromOtherNode([event(1, 12), event(1, 13)]);
+    await nextTurn();
+    expect(sent.slice(2)).toEqual([{ room: roomOf(1), seqs: [13] }]);
   });
 
-  it('an event ahead of its turn waits, then goes out with the ones that were missing', () => {
+  it('an event ahead of its turn waits, then goes out with the ones that were missing', async () => {
     const { sent, fromOtherNode } = make([1], true);
     fromOtherNode([event(1, 1)]);
+    await nextTurn();
     fromOtherNode([event(1, 3)]); // 2 is missing: 3 waits
+    await nextTurn();
+    expect(sent).toEqual([{ room: roomOf(1), seqs: [1] }]);
     fromOtherNode([event(1, 2)]);
+    await nextTurn();
     expect(sent).toEqual([
       { room: roomOf(1), seqs: [1] },
       { room: roomOf(1), seqs: [2, 3] },
     ]);
+  });
+
+  it('ignores a malformed message from another node', async () => {
+    const { sent, fromOtherNode } = make([1], true);
+    (fromOtherNode as (events: unknown) => void)({ not: 'a list' });
+    await nextTurn();
+    expect(sent).toEqual([]);
   });
 
   it('sends nothing to a campaign nobody watches here', async () => {

@@ -47,6 +47,8 @@ export class LiveNotifier implements OnModuleDestroy {
   private sweepTimer: NodeJS.Timeout | null = null;
   /** Events published since the last turn's delivery: every request answered in one turn shares one delivery. */
   private published: LiveEvent[] = [];
+  /** Events other nodes sent that arrived since the last turn's delivery (several Redis messages read at once share one). */
+  private received: LiveEvent[] = [];
   /** While events are being accepted (see writing()): what each room is to get, in order. */
   private outbox: Map<number, LiveEvent[]> | null = null;
   /** Sends a fresh snapshot to every viewer of a campaign on this node (set by the gateway). */
@@ -64,8 +66,13 @@ export class LiveNotifier implements OnModuleDestroy {
     this.refreshRoom = refreshRoom;
     if (this.clustered) {
       namespace.on(CLUSTER_EVENTS, (events: unknown) => {
-        if (Array.isArray(events)) this.deliver(events as LiveEvent[]);
-        else this.logger.warn(`ignored a malformed ${CLUSTER_EVENTS} message from another node`);
+        if (!Array.isArray(events)) {
+          this.logger.warn(`ignored a malformed ${CLUSTER_EVENTS} message from another node`);
+          return;
+        }
+        // Written on this turn's check phase, with whatever else came in the same read from Redis.
+        if (!this.received.length) setImmediate(() => this.deliverReceived());
+        for (const event of events as LiveEvent[]) this.received.push(event);
       });
       this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
       this.sweepTimer.unref();
@@ -111,6 +118,12 @@ export class LiveNotifier implements OnModuleDestroy {
     this.metrics.liveEventsPublished.inc(events.length);
     if (!this.published.length) setImmediate(() => this.sendPublished(namespace));
     for (const event of events) this.published.push(event);
+  }
+
+  private deliverReceived(): void {
+    const events = this.received;
+    this.received = [];
+    this.deliver(events);
   }
 
   private sendPublished(namespace: Namespace): void {
