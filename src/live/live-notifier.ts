@@ -112,9 +112,10 @@ export class LiveNotifier implements OnModuleDestroy {
   publish(events: LiveEvent[]): void {
     const namespace = this.namespace;
     if (!namespace || !events.length) return;
-    // Stamped here, after the commit: the delivery-latency histogram measures from now to the write.
+    // Stamped after the commit (here, unless the writer did it at the commit): the delivery-latency
+    // histogram measures from then to the write.
     const publishedAt = Date.now();
-    for (const event of events) event.publishedAt = publishedAt;
+    for (const event of events) event.publishedAt ??= publishedAt;
     this.metrics.liveEventsPublished.inc(events.length);
     if (!this.published.length) setImmediate(() => this.sendPublished(namespace));
     for (const event of events) this.published.push(event);
