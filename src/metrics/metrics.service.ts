@@ -101,7 +101,7 @@ export class Metrics implements OnModuleDestroy {
 
   readonly liveDeliveryLatency = new Histogram({
     name: 'livegoods_live_delivery_latency_seconds',
-    help: 'From publishing a live event (after commit) to writing it to the viewers of this node',
+    help: 'From the commit of a live event to writing it to the viewers of this node',
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
