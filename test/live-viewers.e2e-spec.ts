@@ -179,7 +179,7 @@ describeEngines(
         const polling = await Viewer.connect(base, { accessKey: A.accessKey, campaignKey: key }, 10_000, 'polling');
         const s0 = (await ws.next('campaign.snapshot')).seq;
         expect((await polling.next('campaign.snapshot')).seq).toBe(s0);
-        const rooms = jest.spyOn(LiveFanout.prototype, 'eventsToRoom');
+        const rooms = jest.spyOn(LiveFanout.prototype, 'toRoom');
         try {
           // One request that records three events: a status, a pinned notice and a chat line.
           expectOk(

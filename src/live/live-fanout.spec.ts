@@ -136,7 +136,7 @@ describe('LiveFanout', () => {
   it('writes the Engine.IO message a socket.io emit would carry straight to each idle WebSocket of the room', () => {
     const [a, b, other] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
     const fanout = new LiveFanout(namespaceOf([a, b, other], { r1: ['a', 'b'], r2: ['c'] }));
-    expect(fanout.toRoom('r1', 'goods.salesStatus', payload)).toBe(2);
+    expect(fanout.toRoom('r1', [{ type: 'goods.salesStatus', payload: payload }])).toBe(2);
     for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
     expect(a.writes[0]).toBe(b.writes[0]); // encoded once: the same Buffer for every viewer
     expect(other.sent).toEqual([]);
@@ -150,13 +150,13 @@ describe('LiveFanout', () => {
       const [waiting, live] = [fakeSocket('w'), fakeSocket('l')];
       const fanout = new LiveFanout(namespaceOf([waiting, live], { r: ['w', 'l'] }));
       fanout.holdUntilSnapshot(waiting as unknown as Socket);
-      for (const seq of [4, 5, 6, 7]) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      for (const seq of [4, 5, 6, 7]) fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(seq) }]);
       expect(waiting.sent).toEqual([]);
       expect(seqsOf(live)).toEqual([4, 5, 6, 7]);
       fanout.toSocket(waiting as unknown as Socket, 'campaign.snapshot', snapshot);
       fanout.snapshotSent(waiting as unknown as Socket, 5);
       expect(seqsOf(waiting)).toEqual([5, 6, 7]); // the snapshot (seq 5), then 6 and 7
-      fanout.toRoom('r', 'goods.salesStatus', event(8));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(8) }]);
       expect(seqsOf(waiting)).toEqual([5, 6, 7, 8]);
     });
 
@@ -165,10 +165,10 @@ describe('LiveFanout', () => {
       const fanout = new LiveFanout(namespaceOf([a, b], { r: ['a', 'b'] }));
       fanout.holdUntilSnapshot(a as unknown as Socket);
       fanout.holdUntilSnapshot(b as unknown as Socket);
-      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
       fanout.snapshotSent(a as unknown as Socket, null);
       expect(a.sent).toEqual([]);
-      for (let seq = 2; seq <= MAX_HELD_EVENTS + 1; seq += 1) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      for (let seq = 2; seq <= MAX_HELD_EVENTS + 1; seq += 1) fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(seq) }]);
       expect(b.disconnect).toHaveBeenCalledWith(true);
       expect(b.sent).toEqual([]);
     });
@@ -187,7 +187,7 @@ describe('LiveFanout', () => {
   ])('hands the event to socket.io (queued behind what is pending) for %s', (_name, engine) => {
     const s = fakeSocket('a', engine);
     const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
-    fanout.toRoom('r', 'goods.salesStatus', payload);
+    fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }]);
     expect(s.sent).toEqual([]);
     expect(s.emit).toHaveBeenCalledWith('goods.salesStatus', payload);
     expect(fanout.counts).toEqual({ direct: 0, engine: 1, slowDisconnects: 0 });
@@ -201,7 +201,7 @@ describe('LiveFanout', () => {
     const s = fakeSocket('a');
     strip(s);
     const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
-    fanout.toRoom('r', 'goods.salesStatus', payload);
+    fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }]);
     expect(s.emit).toHaveBeenCalledTimes(1);
     expect(s.sent).toEqual([]);
   });
@@ -210,8 +210,8 @@ describe('LiveFanout', () => {
     const [s, closed] = [fakeSocket('a'), fakeSocket('closed')];
     closed.connected = false;
     const fanout = new LiveFanout(namespaceOf([s, closed], { r: ['a', 'gone', 'closed'] }));
-    expect(fanout.toRoom('nobody', 'goods.salesStatus', payload)).toBe(0);
-    expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(1);
+    expect(fanout.toRoom('nobody', [{ type: 'goods.salesStatus', payload: payload }])).toBe(0);
+    expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(1);
     expect(closed.sent).toEqual([]);
     expect(closed.emit).not.toHaveBeenCalled();
     expect(fanout.counts).toEqual({ direct: 1, engine: 0, slowDisconnects: 0 });
@@ -220,8 +220,8 @@ describe('LiveFanout', () => {
   it('counts every viewer’s write of a room event, direct and through socket.io', () => {
     const sockets = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c', { transport: 'polling' })];
     const fanout = new LiveFanout(namespaceOf(sockets, { r: ['a', 'b', 'c'] }));
-    expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(3);
-    expect(fanout.toRoom('r', 'goods.salesStatus', payload)).toBe(3);
+    expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(3);
+    expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(3);
     expect(fanout.counts).toEqual({ direct: 4, engine: 2, slowDisconnects: 0 });
   });
 
@@ -231,10 +231,10 @@ describe('LiveFanout', () => {
       const namespace = namespaceOf([a, b], { r: ['a'] });
       const lookUp = jest.spyOn(namespace.sockets, 'get');
       const fanout = new LiveFanout(namespace);
-      for (let seq = 1; seq <= 3; seq += 1) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      for (let seq = 1; seq <= 3; seq += 1) fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(seq) }]);
       expect(lookUp).toHaveBeenCalledTimes(1);
       namespace.adapter.join('r', 'b');
-      for (let seq = 4; seq <= 5; seq += 1) fanout.toRoom('r', 'goods.salesStatus', event(seq));
+      for (let seq = 4; seq <= 5; seq += 1) fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(seq) }]);
       expect(lookUp).toHaveBeenCalledTimes(3); // the room's two sockets, once
       expect([seqsOf(a), seqsOf(b)]).toEqual([
         [1, 2, 3, 4, 5],
@@ -246,33 +246,33 @@ describe('LiveFanout', () => {
       const [a, b, c] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
       const namespace = namespaceOf([a, b, c], { r: ['a', 'b'] });
       const fanout = new LiveFanout(namespace);
-      expect(fanout.toRoom('r', 'goods.salesStatus', event(1))).toBe(2);
+      expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }])).toBe(2);
       namespace.adapter.join('r', 'c');
       namespace.adapter.leave('r', 'a');
-      expect(fanout.toRoom('r', 'goods.salesStatus', event(2))).toBe(2);
+      expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }])).toBe(2);
       namespace.adapter.leave('r', 'b');
       namespace.adapter.leave('r', 'c');
-      expect(fanout.toRoom('r', 'goods.salesStatus', event(3))).toBe(0);
+      expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(3) }])).toBe(0);
       expect([seqsOf(a), seqsOf(b), seqsOf(c)]).toEqual([[1], [1, 2], [2]]);
     });
 
     it('write straight to a polling viewer once it has upgraded, and check a transport that changed again afresh', () => {
       const s = fakeSocket('a', { transport: 'polling' });
       const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
-      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
       expect(s.emit).toHaveBeenCalledTimes(1);
       // The upgrade: engine.io's socket now has a WebSocket transport.
       const upgraded = fakeSocket('a');
       s.conn.transport = upgraded.conn.transport;
-      fanout.toRoom('r', 'goods.salesStatus', event(2));
-      fanout.toRoom('r', 'goods.salesStatus', event(3));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }]);
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(3) }]);
       expect(seqsOf(upgraded)).toEqual([2, 3]);
       // A transport the fan-out did not see before (another WebSocket), then one that is busy.
       const other = fakeSocket('a');
       s.conn.transport = other.conn.transport;
-      fanout.toRoom('r', 'goods.salesStatus', event(4));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(4) }]);
       (other.conn.transport as { writable: boolean }).writable = false;
-      fanout.toRoom('r', 'goods.salesStatus', event(5));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(5) }]);
       expect(seqsOf(other)).toEqual([4]);
       expect(s.emit).toHaveBeenCalledTimes(2);
       expect(s.emit).toHaveBeenLastCalledWith('goods.salesStatus', event(5));
@@ -283,15 +283,15 @@ describe('LiveFanout', () => {
       const [a, b] = [fakeSocket('a'), fakeSocket('b')];
       const namespace = namespaceOf([a, b], { r: ['a'] });
       const fanout = new LiveFanout(namespace);
-      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
       const first = namespace.adapter;
       (namespace as { adapter: unknown }).adapter = new FakeAdapter({ r: ['b'] });
-      fanout.toRoom('r', 'goods.salesStatus', event(2));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }]);
       expect(first.listenerCount('join-room') + first.listenerCount('leave-room')).toBe(0);
       (namespace as { adapter: unknown }).adapter = { rooms: new Map([['r', new Set(['a'])]]) };
-      fanout.toRoom('r', 'goods.salesStatus', event(3));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(3) }]);
       (namespace.adapter.rooms.get('r') as Set<string>).add('b');
-      fanout.toRoom('r', 'goods.salesStatus', event(4));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(4) }]);
       expect([seqsOf(a), seqsOf(b)]).toEqual([
         [1, 3, 4],
         [2, 4],
@@ -301,11 +301,11 @@ describe('LiveFanout', () => {
     it('still check each viewer’s state: one that fell behind, closes or was disconnected since the previous event is not written to', () => {
       const [slow, closing, gone, fine] = [fakeSocket('slow'), fakeSocket('closing'), fakeSocket('gone'), fakeSocket('fine')];
       const fanout = new LiveFanout(namespaceOf([slow, closing, gone, fine], { r: ['slow', 'closing', 'gone', 'fine'] }));
-      fanout.toRoom('r', 'goods.salesStatus', event(1));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
       (slow.conn.transport as { socket: { bufferedAmount: number } }).socket.bufferedAmount = MAX_BUFFERED_BYTES + 1;
       closing.conn.readyState = 'closing';
       gone.connected = false;
-      fanout.toRoom('r', 'goods.salesStatus', event(2));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }]);
       expect([seqsOf(slow), seqsOf(closing), seqsOf(gone), seqsOf(fine)]).toEqual([[1], [1], [1], [1, 2]]);
       expect(slow.disconnect).toHaveBeenCalledWith(true);
       expect(slow.emit).not.toHaveBeenCalled();
@@ -334,13 +334,13 @@ describe('LiveFanout', () => {
     });
   });
 
-  describe('several events for a room at once (eventsToRoom)', () => {
+  describe('several events for a room at once', () => {
     const events = (...seqs: number[]) => seqs.map((seq) => ({ type: 'goods.salesStatus' as const, payload: event(seq) }));
 
     it('writes them to each idle WebSocket in one write, in order, the same Buffer for every viewer', () => {
       const [a, b] = [fakeSocket('a'), fakeSocket('b')];
       const fanout = new LiveFanout(namespaceOf([a, b], { r: ['a', 'b'] }));
-      expect(fanout.eventsToRoom('r', events(3, 4, 5))).toBe(2);
+      expect(fanout.toRoom('r', events(3, 4, 5))).toBe(2);
       for (const s of [a, b]) {
         expect(s.writes).toHaveLength(1);
         expect(seqsOf(s)).toEqual([3, 4, 5]);
@@ -349,7 +349,7 @@ describe('LiveFanout', () => {
       // Each frame is the one a single event would have been.
       const single = fakeSocket('s');
       const one = new LiveFanout(namespaceOf([single], { r: ['s'] }));
-      for (const e of events(3, 4, 5)) one.toRoom('r', e.type, e.payload);
+      for (const e of events(3, 4, 5)) one.toRoom('r', [e]);
       expect(single.writes).toHaveLength(3);
       expect(Buffer.concat(single.writes).equals(a.writes[0])).toBe(true);
       expect(fanout.counts).toEqual({ direct: 6, engine: 0, slowDisconnects: 0 });
@@ -358,7 +358,7 @@ describe('LiveFanout', () => {
     it('gives a viewer that cannot be written to directly each event through socket.emit, in order', () => {
       const [ws, polling, queued] = [fakeSocket('ws'), fakeSocket('p', { transport: 'polling' }), fakeSocket('q', { queued: 1 })];
       const fanout = new LiveFanout(namespaceOf([ws, polling, queued], { r: ['ws', 'p', 'q'] }));
-      expect(fanout.eventsToRoom('r', events(1, 2))).toBe(3);
+      expect(fanout.toRoom('r', events(1, 2))).toBe(3);
       for (const s of [polling, queued]) {
         expect(s.sent).toEqual([]);
         expect(s.emit.mock.calls.map(([type, p]: [string, { seq: number }]) => [type, p.seq])).toEqual([
@@ -374,7 +374,7 @@ describe('LiveFanout', () => {
       const [waiting, other] = [fakeSocket('w'), fakeSocket('o')];
       const fanout = new LiveFanout(namespaceOf([waiting, other], { r: ['w', 'o'] }));
       fanout.holdUntilSnapshot(waiting as unknown as Socket);
-      fanout.eventsToRoom('r', events(4, 5, 6));
+      fanout.toRoom('r', events(4, 5, 6));
       expect(waiting.sent).toEqual([]);
       fanout.snapshotSent(waiting as unknown as Socket, 4);
       expect(seqsOf(waiting)).toEqual([5, 6]);
@@ -384,7 +384,7 @@ describe('LiveFanout', () => {
     it('disconnects a slow viewer once, without writing any of them', () => {
       const [slow, fine] = [fakeSocket('slow', { buffered: MAX_BUFFERED_BYTES + 1 }), fakeSocket('fine')];
       const fanout = new LiveFanout(namespaceOf([slow, fine], { r: ['slow', 'fine'] }));
-      expect(fanout.eventsToRoom('r', events(1, 2, 3))).toBe(1);
+      expect(fanout.toRoom('r', events(1, 2, 3))).toBe(1);
       expect(slow.disconnect).toHaveBeenCalledTimes(1);
       expect(slow.sent).toEqual([]);
       expect(fanout.counts.slowDisconnects).toBe(1);
@@ -394,7 +394,7 @@ describe('LiveFanout', () => {
       const s = fakeSocket('a');
       const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
       const big = (seq: number) => ({ type: 'goods.salesStatus' as const, payload: { ...event(seq), note: 'x'.repeat(20_000) } });
-      fanout.eventsToRoom('r', [big(1), big(2), big(3), big(4), big(5), big(6), big(7)]);
+      fanout.toRoom('r', [big(1), big(2), big(3), big(4), big(5), big(6), big(7)]);
       expect(seqsOf(s)).toEqual([1, 2, 3, 4, 5, 6, 7]);
       expect(s.writes.length).toBeGreaterThan(1);
       for (const w of s.writes) expect(w.length).toBeLessThanOrEqual(MAX_COMBINED_BYTES);
@@ -405,8 +405,8 @@ describe('LiveFanout', () => {
     it('writes nothing for no events or an empty room', () => {
       const s = fakeSocket('a');
       const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
-      expect(fanout.eventsToRoom('r', [])).toBe(0);
-      expect(fanout.eventsToRoom('nobody', events(1))).toBe(0);
+      expect(fanout.toRoom('r', [])).toBe(0);
+      expect(fanout.toRoom('nobody', events(1))).toBe(0);
       expect(s.writes).toEqual([]);
     });
   });
@@ -424,7 +424,7 @@ describe('LiveFanout', () => {
   ])('a viewer whose backlog is too big is disconnected instead of written to: %s', (_name, engine) => {
     const [slow, fine] = [fakeSocket('slow', engine), fakeSocket('fine')];
     const fanout = new LiveFanout(namespaceOf([slow, fine], { r: ['slow', 'fine'] }));
-    fanout.toRoom('r', 'goods.salesStatus', payload);
+    fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }]);
     expect(slow.disconnect).toHaveBeenCalledWith(true);
     expect(slow.sent).toEqual([]);
     expect(slow.emit).not.toHaveBeenCalled();

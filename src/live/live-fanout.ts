@@ -93,11 +93,6 @@ export const MAX_QUEUED_PACKETS = 1000;
  */
 export const MAX_HELD_EVENTS = 1000;
 
-interface HeldEvent {
-  type: LiveEventType;
-  payload: { seq: number };
-}
-
 /** An event for a room, as the notifier hands it over. */
 export interface RoomEvent {
   type: LiveEventType;
@@ -158,7 +153,7 @@ export class LiveFanout {
   /** Viewers in a room that wait for their snapshot, with the room's events meanwhile (see holdUntilSnapshot). */
   // A Map, not a WeakMap: its size lets a room event skip the look-up per viewer when nobody waits
   // (the usual case). Every entry ends in snapshotSent() or when it overflows.
-  private readonly awaitingSnapshot = new Map<Socket, HeldEvent[]>();
+  private readonly awaitingSnapshot = new Map<Socket, EncodedEvent[]>();
   /** Each room's viewers as the fan-out loop reads them; an entry is dropped whenever the room changes. */
   private readonly rooms = new Map<string, RoomViewers>();
   private watched: Namespace['adapter'] | null = null;
@@ -180,14 +175,10 @@ export class LiveFanout {
     const held = this.awaitingSnapshot.get(socket);
     this.awaitingSnapshot.delete(socket);
     if (!held || seq === null) return;
+    // Held as encoded for the room: written as they are, not encoded again for each waiting viewer.
     for (const event of held) {
-      if (event.payload.seq > seq && !this.writeOne(socket, this.encode(event.type, event.payload))) return;
+      if ((event.payload as { seq: number }).seq > seq && !this.writeOne(socket, event)) return;
     }
-  }
-
-  /** Sends the event to every socket of `room` on this node; returns how many sockets it was written to. */
-  toRoom<K extends LiveEventType>(room: string, type: K, payload: LiveEventMap[K]): number {
-    return this.eventsToRoom(room, [{ type, payload }]);
   }
 
   /**
@@ -197,7 +188,7 @@ export class LiveFanout {
    * hot item, an operator's status and notice, events that came together over Redis) costs each viewer one
    * send, not one per event. Any other viewer gets them one by one, as toSocket would.
    */
-  eventsToRoom(room: string, events: ReadonlyArray<RoomEvent>): number {
+  toRoom(room: string, events: ReadonlyArray<RoomEvent>): number {
     if (!events.length) return 0;
     const viewers = this.viewersOf(room);
     if (!viewers) return 0;
@@ -245,7 +236,7 @@ export class LiveFanout {
         const held = waiting.get(socket);
         if (held) {
           for (const event of events) {
-            if (held.length < MAX_HELD_EVENTS) held.push({ type: event.type, payload: event.payload as { seq: number } });
+            if (held.length < MAX_HELD_EVENTS) held.push(event);
             else {
               this.awaitingSnapshot.delete(socket);
               socket.disconnect(true);

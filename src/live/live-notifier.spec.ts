@@ -39,7 +39,7 @@ function notifierFor(campaigns: number[], clustered = false) {
   const config = { redis: { url: clustered ? 'redis://127.0.0.1:6379' : '' } } as unknown as AppConfig;
   const notifier = new LiveNotifier(config, source, metrics as unknown as Metrics);
   const sent: Array<{ room: string; seqs: number[] }> = [];
-  const spy = jest.spyOn(LiveFanout.prototype, 'eventsToRoom').mockImplementation((room: string, events: ReadonlyArray<RoomEvent>) => {
+  const spy = jest.spyOn(LiveFanout.prototype, 'toRoom').mockImplementation((room: string, events: ReadonlyArray<RoomEvent>) => {
     sent.push({ room, seqs: events.map((e) => (e.payload as { seq: number }).seq) });
     return 1;
   });

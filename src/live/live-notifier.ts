@@ -105,7 +105,7 @@ export class LiveNotifier implements OnModuleDestroy {
    * Sends on the next turn of the event loop, so that the operator's HTTP answer is not held up by a
    * fan-out to thousands of sockets. Everything published until then goes out together, in the order it
    * was published (so events keep their seq order): one Redis message to the other nodes, and on each
-   * node one write per viewer for each room's events (LiveFanout.eventsToRoom). A burst of changes (many
+   * node one write per viewer for each room's events (LiveFanout.toRoom). A burst of changes (many
    * orders on a hot item, a request with a status, a notice and a chat line) thus costs a fan-out about as
    * much as one change, instead of one loop over every viewer per event.
    */
@@ -202,7 +202,7 @@ export class LiveNotifier implements OnModuleDestroy {
 
   private send(outbox: Map<number, LiveEvent[]>): void {
     for (const [id, events] of outbox) {
-      this.fanout?.eventsToRoom(roomOf(id), events);
+      this.fanout?.toRoom(roomOf(id), events);
       const now = Date.now();
       this.metrics.liveEventsDelivered.inc(events.length);
       // Events read back from the log (gap fill, catch-up) carry no stamp: they are counted, not timed.
