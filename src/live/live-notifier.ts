@@ -45,10 +45,13 @@ export class LiveNotifier implements OnModuleDestroy {
   private fanout: LiveFanout | null = null;
   private readonly feeds = new Map<number, RoomFeed>();
   private sweepTimer: NodeJS.Timeout | null = null;
-  /** Events published since the last turn's delivery: every request answered in one turn shares one delivery. */
+  /**
+   * What waits for this turn's check phase (see flush): the events published on this node (every request
+   * answered in the turn), and those other nodes sent (every Redis message read in it).
+   */
   private published: LiveEvent[] = [];
-  /** Events other nodes sent that arrived since the last turn's delivery (several Redis messages read at once share one). */
   private received: LiveEvent[] = [];
+  private flushing = false;
   /** While events are being accepted (see writing()): what each room is to get, in order. */
   private outbox: Map<number, LiveEvent[]> | null = null;
   /** Sends a fresh snapshot to every viewer of a campaign on this node (set by the gateway). */
@@ -70,9 +73,8 @@ export class LiveNotifier implements OnModuleDestroy {
           this.logger.warn(`ignored a malformed ${CLUSTER_EVENTS} message from another node`);
           return;
         }
-        // Written on this turn's check phase, with whatever else came in the same read from Redis.
-        if (!this.received.length) setImmediate(() => this.deliverReceived());
         for (const event of events as LiveEvent[]) this.received.push(event);
+        this.flushSoon();
       });
       this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
       this.sweepTimer.unref();
@@ -110,31 +112,34 @@ export class LiveNotifier implements OnModuleDestroy {
    * much as one change, instead of one loop over every viewer per event.
    */
   publish(events: LiveEvent[]): void {
-    const namespace = this.namespace;
-    if (!namespace || !events.length) return;
+    if (!this.namespace || !events.length) return;
     // Stamped after the commit (here, unless the writer did it at the commit): the delivery-latency
     // histogram measures from then to the write.
     const publishedAt = Date.now();
     for (const event of events) event.publishedAt ??= publishedAt;
     this.metrics.liveEventsPublished.inc(events.length);
-    if (!this.published.length) setImmediate(() => this.sendPublished(namespace));
     for (const event of events) this.published.push(event);
+    this.flushSoon();
   }
 
-  private deliverReceived(): void {
-    const events = this.received;
-    this.received = [];
-    this.deliver(events);
+  private flushSoon(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(this.flush);
   }
 
-  private sendPublished(namespace: Namespace): void {
-    const events = this.published;
+  /** Hands this node's events to the other nodes, then writes everything waiting to this node's viewers. */
+  private readonly flush = (): void => {
+    const published = this.published;
+    const received = this.received;
     this.published = [];
+    this.received = [];
+    this.flushing = false;
     // The adapter's publisher never throws or rejects (see LiveIoAdapter): an event another node misses
     // while Redis is away reaches its viewers through that node's sweep.
-    if (this.clustered) namespace.serverSideEmit(CLUSTER_EVENTS, events);
-    this.deliver(events);
-  }
+    if (published.length && this.clustered) this.namespace?.serverSideEmit(CLUSTER_EVENTS, published);
+    this.deliver(received.length ? received.concat(published) : published);
+  };
 
   /**
    * A viewer of the campaign got a snapshot at `seq`. The first viewer of a room on this node sets where
