@@ -43,12 +43,11 @@
 import { ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { io } from 'socket.io-client';
 import { readModeFrom, readModeLine, startReading } from './batched-reads';
-import { BenchServer, peakRssMb, startServer } from './support';
+import { BenchServer, KeepAliveClient, peakRssMb, startServer } from './support';
 
 interface ViewerHandlers {
   snapshot(seq: number): void;
@@ -407,62 +406,30 @@ function summarize(values: Float64Array): { p50: number; p99: number; max: numbe
 }
 
 /**
- * The bench's own HTTP client: node:http on one kept-alive connection. Each change's clock starts before
- * the request is built, so the client's own work counts in every delivery's delay; fetch (undici) spent
- * about twice as long as node:http before its request reached a server (1.1–1.3 ms against 0.6–0.7 ms
- * after 250 ms idle, on loopback).
+ * The bench's own HTTP clients: node:http, each on one kept-alive connection (KeepAliveClient), one per
+ * change of a burst. Each change's clock starts before the request is built, so the client's own work
+ * counts in every delay; fetch (undici) spent about twice as long as node:http before its request
+ * reached a server (1.1–1.3 ms against 0.6–0.7 ms after 250 ms idle, on loopback).
  */
-const httpAgent = new Agent({ keepAlive: true, maxSockets: BURST });
+const clients = new Map<BenchServer, KeepAliveClient[]>();
 
-async function call(server: BenchServer, method: string, path: string, body?: unknown, form = false): Promise<Record<string, unknown>> {
-  const payload = body === undefined ? '' : form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body);
-  try {
-    return await callOnce(server, method, path, payload, form);
-  } catch (err) {
-    // A kept-alive connection the server closed while it sat idle (its keep-alive timeout) fails the
-    // first request sent on it: sent again once, on a new connection. The change's clock keeps running.
-    if (!(err instanceof ReusedSocketError)) throw err;
-    return callOnce(server, method, path, payload, form);
-  }
+/** A call through the server's `k`th client: the JSON body of a 200, or an error; `form` sends the body as a form. */
+async function call(server: BenchServer, method: string, path: string, body?: unknown, form = false, k = 0): Promise<Record<string, unknown>> {
+  let mine = clients.get(server);
+  if (!mine) clients.set(server, (mine = []));
+  while (mine.length <= k) mine.push(new KeepAliveClient(server));
+  const client = mine[k];
+  const res = form ? await client.callForm(method, path, body as Record<string, string>) : await client.call(method, path, body);
+  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  return res.body as Record<string, unknown>;
 }
 
-class ReusedSocketError extends Error {}
-
-function callOnce(server: BenchServer, method: string, path: string, payload: string, form: boolean): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${server.baseUrl}${path}`,
-      {
-        method,
-        agent: httpAgent,
-        headers: {
-          authorization: server.auth,
-          'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
-          'content-length': Buffer.byteLength(payload),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => {
-          try {
-            const json = JSON.parse(text) as Record<string, unknown>;
-            if (res.statusCode !== 200) reject(new Error(`${method} ${path}: HTTP ${res.statusCode} ${text.slice(0, 300)}`));
-            else resolve(json);
-          } catch {
-            reject(new Error(`${method} ${path}: HTTP ${res.statusCode}, not JSON: ${text.slice(0, 300)}`));
-          }
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      const closedWhileIdle = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
-      reject(closedWhileIdle ? new ReusedSocketError(err.message) : err);
-    });
-    req.end(payload);
-  });
+/** Closes the clients of these servers (before they stop). */
+function closeClients(servers: BenchServer[]): void {
+  for (const server of servers) {
+    for (const client of clients.get(server) ?? []) client.close();
+    clients.delete(server);
+  }
 }
 
 /** Goods, an ONAIR campaign with them; returns the campaign key and the goods ids. */
@@ -547,7 +514,7 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
           const i = c + k;
           sentAt[i] = started;
           const body = { goodsId: String(goodsIds[i % goodsIds.length]), salesStatus: STATUSES[i % STATUSES.length] };
-          await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, body, true);
+          await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, body, true, k);
           (i < WARM_UP ? warmUpHttpMs : httpMs).push(now() - started);
         }),
       );
@@ -688,6 +655,7 @@ async function main(): Promise<void> {
     try {
       lines.push(...report(await measure('single', 'SQLite', [server])));
     } finally {
+      closeClients([server]);
       await server.stop();
     }
     console.log(lines.join('\n'));
@@ -701,6 +669,7 @@ async function main(): Promise<void> {
       lines.push(...report(r));
       console.log(report(r).join('\n'));
     } finally {
+      closeClients([a]);
       await b?.stop();
       await a.stop();
     }

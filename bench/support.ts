@@ -459,9 +459,37 @@ export class KeepAliveClient {
 
   /** A JSON call: status and parsed body (the bench customer's token unless `auth` is false). */
   call(method: string, path: string, body?: unknown, auth = true): Promise<{ status: number; body: unknown }> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return this.send(method, path, body === undefined ? undefined : JSON.stringify(body), 'application/json', auth);
+  }
+
+  /** The same with a form body (application/x-www-form-urlencoded). */
+  callForm(method: string, path: string, fields: Record<string, string>, auth = true): Promise<{ status: number; body: unknown }> {
+    return this.send(method, path, new URLSearchParams(fields).toString(), 'application/x-www-form-urlencoded', auth);
+  }
+
+  /**
+   * Sends the request; when the kept-alive connection it went out on had been closed by the server while
+   * idle (its keep-alive timeout, e.g. while a bench sets up), the request fails at once and is sent
+   * again, once, on a new connection. Any other failure is the caller's.
+   */
+  private async send(
+    method: string,
+    path: string,
+    payload: string | undefined,
+    contentType: string,
+    auth: boolean,
+  ): Promise<{ status: number; body: unknown }> {
+    try {
+      return await this.sendOnce(method, path, payload, contentType, auth);
+    } catch (err) {
+      if (!(err instanceof ClosedWhileIdle)) throw err;
+      return this.sendOnce(method, path, payload, contentType, auth);
+    }
+  }
+
+  private sendOnce(method: string, path: string, payload: string | undefined, contentType: string, auth: boolean): Promise<{ status: number; body: unknown }> {
     const headers: Record<string, string | number> = auth ? { authorization: this.server.auth } : {};
-    if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+    if (payload !== undefined) Object.assign(headers, { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) });
     return new Promise((resolve, reject) => {
       const req = request(`${this.server.baseUrl}${path}`, { method, agent: this.agent, headers }, (res) => {
         const chunks: Buffer[] = [];
@@ -476,7 +504,9 @@ export class KeepAliveClient {
           }
         });
       });
-      req.on('error', reject);
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        reject(req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') ? new ClosedWhileIdle(err.message) : err);
+      });
       req.end(payload);
     });
   }
@@ -485,3 +515,6 @@ export class KeepAliveClient {
     this.agent.destroy();
   }
 }
+
+/** A request sent on a kept-alive connection that the server had closed while it sat idle. */
+class ClosedWhileIdle extends Error {}
