@@ -16,6 +16,9 @@ export const SWEEP_MS = 2000;
 /** Events held back per campaign while waiting for a gap to fill; past it they go out as they are. */
 const MAX_AHEAD = 1000;
 
+/** What a delivery writes, per campaign: its events, in the order they go out. */
+type Outbox = Map<number, LiveEvent[]>;
+
 /** What this node has written to one campaign's room. */
 interface RoomFeed {
   /** seq of the last event written to the room (or of the snapshot its first viewer got). */
@@ -52,8 +55,6 @@ export class LiveNotifier implements OnModuleDestroy {
   private published: LiveEvent[] = [];
   private received: LiveEvent[] = [];
   private flushing = false;
-  /** While events are being accepted (see writing()): what each room is to get, in order. */
-  private outbox: Map<number, LiveEvent[]> | null = null;
   /** Sends a fresh snapshot to every viewer of a campaign on this node (set by the gateway). */
   private refreshRoom: (campaignId: number) => Promise<void> = () => Promise.resolve();
 
@@ -180,32 +181,26 @@ export class LiveNotifier implements OnModuleDestroy {
   }
 
   private deliver(events: LiveEvent[]): void {
-    this.writing(() => {
-      for (const event of events) this.accept(event);
+    this.writing((outbox) => {
+      for (const event of events) this.accept(event, outbox);
     });
   }
 
   /**
-   * Runs `work`, keeping what it writes to each room (write() below) until it is done, then sends each
-   * room its events together, in the order they were written.
+   * Runs `work` with an outbox in which it notes what it writes to each room (write() below), then sends
+   * each room its events together, in the order they were noted.
    */
-  private writing(work: () => void): void {
-    if (this.outbox) {
-      work();
-      return;
-    }
-    const outbox = new Map<number, LiveEvent[]>();
-    this.outbox = outbox;
+  private writing(work: (outbox: Outbox) => void): void {
+    const outbox: Outbox = new Map();
     try {
-      work();
+      work(outbox);
     } finally {
       // Even when `work` failed part way: what it noted as written (feed.last moved past it) goes out.
-      this.outbox = null;
       this.send(outbox);
     }
   }
 
-  private send(outbox: Map<number, LiveEvent[]>): void {
+  private send(outbox: Outbox): void {
     for (const [id, events] of outbox) {
       this.fanout?.toRoom(roomOf(id), events);
       const now = Date.now();
@@ -221,7 +216,7 @@ export class LiveNotifier implements OnModuleDestroy {
     return (this.namespace?.adapter.rooms.get(roomOf(campaignId))?.size ?? 0) > 0;
   }
 
-  private accept(event: LiveEvent): void {
+  private accept(event: LiveEvent, outbox: Outbox): void {
     const id = event.campaignId;
     if (!this.hasViewers(id)) {
       this.feeds.delete(id);
@@ -234,12 +229,12 @@ export class LiveNotifier implements OnModuleDestroy {
     }
     if (event.seq <= feed.last) return;
     feed.ahead.set(event.seq, event);
-    this.drain(id, feed);
+    this.drain(id, feed, outbox);
     if (!feed.ahead.size) return;
     if (feed.ahead.size > MAX_AHEAD) {
       // Too far behind to hold on: send what is here in order; viewers see the gap and resync themselves.
       this.logger.warn(`campaign ${id}: ${feed.ahead.size} events waiting for a gap to fill; sending them as they are`);
-      for (const seq of [...feed.ahead.keys()].sort((a, b) => a - b)) this.write(id, feed, feed.ahead.get(seq) as LiveEvent);
+      for (const seq of [...feed.ahead.keys()].sort((a, b) => a - b)) this.write(id, feed, feed.ahead.get(seq) as LiveEvent, outbox);
       feed.ahead.clear();
       return;
     }
@@ -247,20 +242,15 @@ export class LiveNotifier implements OnModuleDestroy {
   }
 
   /** Writes the events that are next in line. */
-  private drain(id: number, feed: RoomFeed): void {
+  private drain(id: number, feed: RoomFeed, outbox: Outbox): void {
     for (let next = feed.ahead.get(feed.last + 1); next; next = feed.ahead.get(feed.last + 1)) {
       feed.ahead.delete(next.seq);
-      this.write(id, feed, next);
+      this.write(id, feed, next, outbox);
     }
   }
 
-  /** Notes the event as written to the room: it goes out when the writing() around it ends. */
-  private write(id: number, feed: RoomFeed, event: LiveEvent): void {
-    const outbox = this.outbox;
-    if (!outbox) {
-      this.writing(() => this.write(id, feed, event));
-      return;
-    }
+  /** Notes the event as written to the room: it goes out when the writing() that gave `outbox` ends. */
+  private write(id: number, feed: RoomFeed, event: LiveEvent, outbox: Outbox): void {
     feed.last = Math.max(feed.last, event.seq);
     const events = outbox.get(id);
     if (events) events.push(event);
@@ -287,21 +277,21 @@ export class LiveNotifier implements OnModuleDestroy {
         return;
       }
       if (lastSeq <= feed.last) {
-        this.writing(() => this.drain(id, feed));
+        this.writing((outbox) => this.drain(id, feed, outbox));
         return;
       }
       const from = feed.last;
       const missed = await this.source.eventsSince(id, from, lastSeq);
       if (missed) {
         for (const event of missed) if (event.seq > feed.last) feed.ahead.set(event.seq, event);
-        this.writing(() => this.drain(id, feed));
+        this.writing((outbox) => this.drain(id, feed, outbox));
       } else {
         // Older than the log keeps: a fresh snapshot for everyone here, then carry on from its seq.
         this.logger.warn(`campaign ${id}: events ${from + 1}..${lastSeq} are no longer in the log; sending viewers a snapshot`);
         feed.last = lastSeq;
         for (const seq of [...feed.ahead.keys()]) if (seq <= lastSeq) feed.ahead.delete(seq);
         await this.refreshRoom(id);
-        this.writing(() => this.drain(id, feed));
+        this.writing((outbox) => this.drain(id, feed, outbox));
       }
     } catch (err) {
       retry = true;
