@@ -460,6 +460,9 @@ describeEngines('goods API', __filename, (ctx) => {
       expect(second.body.totalCount).toBe(32);
       const past = await api(c).list({ page: 9, count: 10 }).expect(200);
       expect(past.body).toEqual({ results: [], totalCount: 32, _s: 0 });
+      // Far past the end (a page the service reads only once it knows the count).
+      const far = await api(c).list({ page: 200, count: 10 }).expect(200);
+      expect(far.body).toEqual({ results: [], totalCount: 32, _s: 0 });
     });
 
     it('count 100 (the maximum) returns everything', async () => {
@@ -476,6 +479,34 @@ describeEngines('goods API', __filename, (ctx) => {
     ])('%s → 400 -510', async (_label, query) => {
       const res = await api(c).list(query);
       expectInvalid(res, Object.keys(query)[0]);
+    });
+  });
+
+  describe('list pages past the first thousand items', () => {
+    // The first pages of the whole catalog are read while the catalog version is, deeper ones once the
+    // count is known (GoodsService.list): both kinds join up, newest first, with the same items.
+    it('pages of 100 walk 1,050 goods without a gap or a repeat, across offset 1,000', async () => {
+      const c = await ctx().createCustomer('Deep pager');
+      const elements = Array.from({ length: 1050 }, (_, i) => ({ name: `Deep ${i}`, sku: `D-${i}`, url: `https://shop.example.com/d/${i}` }));
+      const synced = await ctx()
+        .http.post(`${path(c)}/sync`)
+        .set('Authorization', c.auth())
+        .send(elements)
+        .expect(200);
+      const ids = (synced.body.results as Body[]).map((r) => r.id as number).sort((a, b) => b - a);
+      const seen: number[] = [];
+      for (let page = 1; page <= 12; page++) {
+        const res = await api(c).list({ page, count: 100 }).expect(200);
+        expect(res.body.totalCount).toBe(1050);
+        for (const item of res.body.results as Body[]) expect(Object.keys(item).sort()).toEqual(LIST_ITEM_KEYS);
+        seen.push(...(res.body.results as Body[]).map((g) => g.id as number));
+      }
+      expect(seen).toEqual(ids);
+      // Offset 990, read early, ends past item 1,000; offset 1,000 is the first read after the count.
+      const straddling = await api(c).list({ page: 34, count: 30 }).expect(200);
+      expect((straddling.body.results as Body[]).map((g) => g.id)).toEqual(ids.slice(990, 1020));
+      const deep = await api(c).list({ page: 101, count: 10 }).expect(200);
+      expect((deep.body.results as Body[]).map((g) => g.id)).toEqual(ids.slice(1000, 1010));
     });
   });
 
