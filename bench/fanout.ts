@@ -25,6 +25,9 @@
  *          and a process may not hold more than `ulimit -n`)
  *          --burst=1 (changes sent at once, each on its own connection and timed from the burst's start; the
  *          changes and warm-up count whole bursts)
+ *          --probe (another customer reads its list page over and over on node A while the changes go out, as
+ *          bench:sync's fairness probe does: that customer's p50/p99/max and node A's longest event-loop stall;
+ *          off by default, since its requests take CPU from the fan-out being measured)
  *          --read=batch|wake (default batch)  --read-every=1 (ms): how the viewer processes take their reads
  *          once connected. batch: whatever has arrived, every 1 ms, never waiting in epoll_wait, so that the
  *          server's sends do not each have to wake a load generator on the other core (a cost viewers on
@@ -47,7 +50,7 @@ import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { io } from 'socket.io-client';
 import { readModeFrom, readModeLine, startReading } from './batched-reads';
-import { BenchServer, KeepAliveClient, peakRssMb, startServer } from './support';
+import { BenchServer, FairnessFigures, fairnessLine, KeepAliveClient, measureFairness, peakRssMb, startServer } from './support';
 
 interface ViewerHandlers {
   snapshot(seq: number): void;
@@ -215,6 +218,8 @@ const GOODS = 5;
 /** How the viewer processes take their reads while the changes are measured (see batched-reads.ts). */
 const READS = readModeFrom(process.argv);
 const STATUSES = ['SOLD_OUT', 'ALMOST_SOLD_OUT', 'ON_SALE'];
+/** --probe: another customer's list page read over and over on node A during the changes (see measureFairness). */
+const PROBE = process.argv.includes('--probe');
 
 /** The goals: every event delivered, and these, per mode. */
 const TARGETS = { single: { viewers: 10_000, p99Ms: 100, rssMb: 600 }, cluster: { viewers: 20_000, p99Ms: 150, rssMb: 600 } };
@@ -387,6 +392,8 @@ interface Result {
   rss: number[];
   /** Peak RSS of each viewer process. */
   generatorRss: number[];
+  /** With --probe: what another customer's list page got on node A meanwhile. */
+  fairness: FairnessFigures | null;
 }
 
 /** utime and stime of a process so far, in ms (Linux /proc/<pid>/stat, clock ticks of 10 ms). */
@@ -499,27 +506,30 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
     const warmUpHttpMs: number[] = [];
     let cpuBefore = nodes.map((n) => cpuMs(n.pid));
     let generatorBefore = process.cpuUsage();
-    for (let c = 0; c < SENT; c += BURST) {
-      if (c === WARM_UP) {
-        // The measured window starts here: the CPU time of each process from now on.
-        await Promise.all(generators.map((g) => g.ask({ kind: 'mark' }, 'ready')));
-        cpuBefore = nodes.map((n) => cpuMs(n.pid));
-        generatorBefore = process.cpuUsage();
+    const changes = async (): Promise<void> => {
+      for (let c = 0; c < SENT; c += BURST) {
+        if (c === WARM_UP) {
+          // The measured window starts here: the CPU time of each process from now on.
+          await Promise.all(generators.map((g) => g.ask({ kind: 'mark' }, 'ready')));
+          cpuBefore = nodes.map((n) => cpuMs(n.pid));
+          generatorBefore = process.cpuUsage();
+        }
+        // A burst's changes get their seqs in the order the server commits them, so each of them is timed
+        // from the moment the burst was sent.
+        const started = now();
+        await Promise.all(
+          Array.from({ length: BURST }, async (_, k) => {
+            const i = c + k;
+            sentAt[i] = started;
+            const body = { goodsId: String(goodsIds[i % goodsIds.length]), salesStatus: STATUSES[i % STATUSES.length] };
+            await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, body, true, k);
+            (i < WARM_UP ? warmUpHttpMs : httpMs).push(now() - started);
+          }),
+        );
+        await sleep(GAP_MS);
       }
-      // A burst's changes get their seqs in the order the server commits them, so each of them is timed
-      // from the moment the burst was sent.
-      const started = now();
-      await Promise.all(
-        Array.from({ length: BURST }, async (_, k) => {
-          const i = c + k;
-          sentAt[i] = started;
-          const body = { goodsId: String(goodsIds[i % goodsIds.length]), salesStatus: STATUSES[i % STATUSES.length] };
-          await call(origin, 'PUT', `/v1/goods/${origin.accessKey}/campaign/${key}/salesStatus/id`, body, true, k);
-          (i < WARM_UP ? warmUpHttpMs : httpMs).push(now() - started);
-        }),
-      );
-      await sleep(GAP_MS);
-    }
+    };
+    const fairness = PROBE ? (await measureFairness(nodes[0], changes)).fairness : (await changes(), null);
     // Every viewer process answers once all its viewers have every change, or 10 s after the last change.
     const answers = await Promise.all(generators.map((g) => g.ask({ kind: 'finish', deadline: now() + 10_000 }, 'arrivals')));
     const serverCpu = nodes.map((n, i) => {
@@ -592,6 +602,7 @@ async function measure(mode: 'single' | 'cluster', db: string, nodes: BenchServe
       generatorCpuMs,
       rss: nodes.map((n) => peakRssMb(n.pid)),
       generatorRss: generators.map((g) => peakRssMb(g.child.pid as number)),
+      fairness,
     };
   } finally {
     for (const g of generators) g.stop();
@@ -618,6 +629,7 @@ function report(r: Result): string[] {
     `  CPU time during the changes: server ${server}`,
     `  CPU time during the changes: load generator ${generator} ms (${parts}) = ${((generator * 1000) / Math.max(1, r.delivered)).toFixed(1)} µs per delivered event`,
     `  server peak RSS (peakRssMb): ${rss}; viewer processes ${r.generatorRss.map((mb) => `${mb} MB`).join(', ')}`,
+    ...(r.fairness ? [`  meanwhile on node A (--probe): ${fairnessLine(r.fairness)}`] : []),
     `  targets: all delivered ${ok(r.delivered === r.expected && !r.perNode.some((l) => l.includes('unexpected')))}, p99 < ${TARGET.p99Ms} ms ${ok(r.p99 < TARGET.p99Ms)}, RSS < ${TARGET.rssMb} MB ${ok(r.rss.every((mb) => mb < TARGET.rssMb))}${r.viewers < TARGET.viewers ? ` (only ${r.viewers} viewers: below the ${TARGET.viewers} target)` : ''}`,
   ];
 }
@@ -651,7 +663,7 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   let port = 3840;
   if (MODE === 'single' || MODE === 'both') {
-    const server = await startServer('sqlite', port++, 'fanout', { env: { REDIS_URL: '' }, nodeArgs: profiled('single-A') });
+    const server = await startServer('sqlite', port++, 'fanout', { env: { REDIS_URL: '' }, nodeArgs: profiled('single-A'), loopProbe: PROBE });
     try {
       lines.push(...report(await measure('single', 'SQLite', [server])));
     } finally {
@@ -661,7 +673,7 @@ async function main(): Promise<void> {
     console.log(lines.join('\n'));
   }
   if (MODE === 'cluster' || MODE === 'both') {
-    const a = await startServer('mysql', port++, 'fanout', { env: { REDIS_URL }, nodeArgs: profiled('cluster-A') });
+    const a = await startServer('mysql', port++, 'fanout', { env: { REDIS_URL }, nodeArgs: profiled('cluster-A'), loopProbe: PROBE });
     let b: BenchServer | undefined;
     try {
       b = await startServer('mysql', port++, 'fanout', { join: a, nodeArgs: profiled('cluster-B') });
