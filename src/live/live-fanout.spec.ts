@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Namespace, Socket } from 'socket.io';
 import { Encoder } from 'socket.io-parser';
 import type { LiveEventMap } from './live-events';
-import { LiveFanout, MAX_BUFFERED_BYTES, MAX_COMBINED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS, textFrame } from './live-fanout';
+import { FANOUT_SLICE_MS, LiveFanout, MAX_BUFFERED_BYTES, MAX_COMBINED_BYTES, MAX_HELD_EVENTS, MAX_QUEUED_PACKETS, textFrame } from './live-fanout';
 
 interface FakeSocket {
   id: string;
@@ -125,6 +125,13 @@ function namespaceOf(sockets: FakeSocket[], rooms: Record<string, string[]>): Na
   } as unknown as Namespace & { adapter: FakeAdapter };
 }
 
+/** Hands the events to the fan-out and answers how many viewers they reached (a room within one slice is written at once). */
+function reachedBy(fanout: LiveFanout, room: string, events: Parameters<LiveFanout['toRoom']>[1]): number | undefined {
+  let reached: number | undefined;
+  fanout.toRoom(room, events, (n) => (reached = n));
+  return reached;
+}
+
 describe('LiveFanout', () => {
   /** A goods.salesStatus event numbered `seq`, and the seqs of the events a socket was sent, in order. */
   const event = (seq: number) => ({ seq, goodsId: '12', salesStatus: 'SOLD_OUT' }) as unknown as LiveEventMap['goods.salesStatus'];
@@ -136,7 +143,7 @@ describe('LiveFanout', () => {
   it('writes the Engine.IO message a socket.io emit would carry straight to each idle WebSocket of the room', () => {
     const [a, b, other] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
     const fanout = new LiveFanout(namespaceOf([a, b, other], { r1: ['a', 'b'], r2: ['c'] }));
-    expect(fanout.toRoom('r1', [{ type: 'goods.salesStatus', payload: payload }])).toBe(2);
+    expect(reachedBy(fanout, 'r1', [{ type: 'goods.salesStatus', payload: payload }])).toBe(2);
     for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
     expect(a.writes[0]).toBe(b.writes[0]); // encoded once: the same Buffer for every viewer
     expect(other.sent).toEqual([]);
@@ -210,8 +217,8 @@ describe('LiveFanout', () => {
     const [s, closed] = [fakeSocket('a'), fakeSocket('closed')];
     closed.connected = false;
     const fanout = new LiveFanout(namespaceOf([s, closed], { r: ['a', 'gone', 'closed'] }));
-    expect(fanout.toRoom('nobody', [{ type: 'goods.salesStatus', payload: payload }])).toBe(0);
-    expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(1);
+    expect(reachedBy(fanout, 'nobody', [{ type: 'goods.salesStatus', payload: payload }])).toBe(0);
+    expect(reachedBy(fanout, 'r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(1);
     expect(closed.sent).toEqual([]);
     expect(closed.emit).not.toHaveBeenCalled();
     expect(fanout.counts).toEqual({ direct: 1, engine: 0, slowDisconnects: 0 });
@@ -220,8 +227,8 @@ describe('LiveFanout', () => {
   it('counts every viewer’s write of a room event, direct and through socket.io', () => {
     const sockets = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c', { transport: 'polling' })];
     const fanout = new LiveFanout(namespaceOf(sockets, { r: ['a', 'b', 'c'] }));
-    expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(3);
-    expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(3);
+    expect(reachedBy(fanout, 'r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(3);
+    expect(reachedBy(fanout, 'r', [{ type: 'goods.salesStatus', payload: payload }])).toBe(3);
     expect(fanout.counts).toEqual({ direct: 4, engine: 2, slowDisconnects: 0 });
   });
 
@@ -246,13 +253,13 @@ describe('LiveFanout', () => {
       const [a, b, c] = [fakeSocket('a'), fakeSocket('b'), fakeSocket('c')];
       const namespace = namespaceOf([a, b, c], { r: ['a', 'b'] });
       const fanout = new LiveFanout(namespace);
-      expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }])).toBe(2);
+      expect(reachedBy(fanout, 'r', [{ type: 'goods.salesStatus', payload: event(1) }])).toBe(2);
       namespace.adapter.join('r', 'c');
       namespace.adapter.leave('r', 'a');
-      expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }])).toBe(2);
+      expect(reachedBy(fanout, 'r', [{ type: 'goods.salesStatus', payload: event(2) }])).toBe(2);
       namespace.adapter.leave('r', 'b');
       namespace.adapter.leave('r', 'c');
-      expect(fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(3) }])).toBe(0);
+      expect(reachedBy(fanout, 'r', [{ type: 'goods.salesStatus', payload: event(3) }])).toBe(0);
       expect([seqsOf(a), seqsOf(b), seqsOf(c)]).toEqual([[1], [1, 2], [2]]);
     });
 
@@ -340,7 +347,7 @@ describe('LiveFanout', () => {
     it('writes them to each idle WebSocket in one write, in order, the same Buffer for every viewer', () => {
       const [a, b] = [fakeSocket('a'), fakeSocket('b')];
       const fanout = new LiveFanout(namespaceOf([a, b], { r: ['a', 'b'] }));
-      expect(fanout.toRoom('r', events(3, 4, 5))).toBe(2);
+      expect(reachedBy(fanout, 'r', events(3, 4, 5))).toBe(2);
       for (const s of [a, b]) {
         expect(s.writes).toHaveLength(1);
         expect(seqsOf(s)).toEqual([3, 4, 5]);
@@ -358,7 +365,7 @@ describe('LiveFanout', () => {
     it('gives a viewer that cannot be written to directly each event through socket.emit, in order', () => {
       const [ws, polling, queued] = [fakeSocket('ws'), fakeSocket('p', { transport: 'polling' }), fakeSocket('q', { queued: 1 })];
       const fanout = new LiveFanout(namespaceOf([ws, polling, queued], { r: ['ws', 'p', 'q'] }));
-      expect(fanout.toRoom('r', events(1, 2))).toBe(3);
+      expect(reachedBy(fanout, 'r', events(1, 2))).toBe(3);
       for (const s of [polling, queued]) {
         expect(s.sent).toEqual([]);
         expect(s.emit.mock.calls.map(([type, p]: [string, { seq: number }]) => [type, p.seq])).toEqual([
@@ -384,7 +391,7 @@ describe('LiveFanout', () => {
     it('disconnects a slow viewer once, without writing any of them', () => {
       const [slow, fine] = [fakeSocket('slow', { buffered: MAX_BUFFERED_BYTES + 1 }), fakeSocket('fine')];
       const fanout = new LiveFanout(namespaceOf([slow, fine], { r: ['slow', 'fine'] }));
-      expect(fanout.toRoom('r', events(1, 2, 3))).toBe(1);
+      expect(reachedBy(fanout, 'r', events(1, 2, 3))).toBe(1);
       expect(slow.disconnect).toHaveBeenCalledTimes(1);
       expect(slow.sent).toEqual([]);
       expect(fanout.counts.slowDisconnects).toBe(1);
@@ -405,8 +412,8 @@ describe('LiveFanout', () => {
     it('writes nothing for no events or an empty room', () => {
       const s = fakeSocket('a');
       const fanout = new LiveFanout(namespaceOf([s], { r: ['a'] }));
-      expect(fanout.toRoom('r', [])).toBe(0);
-      expect(fanout.toRoom('nobody', events(1))).toBe(0);
+      expect(reachedBy(fanout, 'r', [])).toBe(0);
+      expect(reachedBy(fanout, 'nobody', events(1))).toBe(0);
       expect(s.writes).toEqual([]);
     });
   });
@@ -438,5 +445,94 @@ describe('LiveFanout', () => {
     const fanout = new LiveFanout(namespaceOf([s], {}));
     expect(fanout.toSocket(s as unknown as Socket, 'goods.salesStatus', payload)).toBe(true);
     expect(s.sent).toHaveLength(1);
+  });
+
+  describe('a room too large to write in one slice', () => {
+    /** 100 viewers whose every write takes 1 ms on the fan-out's clock, so that a slice ends after 32 of them. */
+    function slowRoom(count = 100): { sockets: FakeSocket[]; fanout: LiveFanout; namespace: ReturnType<typeof namespaceOf> } {
+      let clock = 0;
+      const sockets = Array.from({ length: count }, (_, i) => fakeSocket(`v${i}`));
+      for (const socket of sockets) {
+        const sender = (socket.conn.transport as { socket: { _sender: { sendFrame: (list: Buffer[]) => void } } }).socket._sender;
+        const write = sender.sendFrame;
+        sender.sendFrame = (list) => {
+          clock += 1;
+          write(list);
+        };
+      }
+      const namespace = namespaceOf(sockets, { r: sockets.map((s) => s.id) });
+      return { sockets, fanout: new LiveFanout(namespace, () => clock), namespace };
+    }
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('goes on in later turns of the event loop, other work running in between, and says when it is done', async () => {
+      expect(FANOUT_SLICE_MS).toBeLessThan(32);
+      const { sockets, fanout } = slowRoom();
+      const done = jest.fn();
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }], done);
+      // The first slice: 32 viewers (the clock is read every 32), then the rest waits for the next turns.
+      expect(sockets.filter((s) => s.sent.length === 1)).toHaveLength(32);
+      expect(done).not.toHaveBeenCalled();
+      expect(fanout.pending).toBe(1);
+      let inBetween = -1;
+      setImmediate(() => (inBetween = sockets.filter((s) => s.sent.length === 1).length));
+      while (fanout.pending) await nextTurn();
+      expect(inBetween).toBeGreaterThan(0);
+      expect(inBetween).toBeLessThan(100); // other work ran before the room was done
+      expect(done.mock.calls).toEqual([[100]]);
+      for (const s of sockets) expect(seqsOf(s)).toEqual([1]);
+      expect(fanout.counts).toEqual({ direct: 100, engine: 0, slowDisconnects: 0 });
+    });
+
+    it('events handed over meanwhile wait for it: every viewer gets every event in order', async () => {
+      const { sockets, fanout } = slowRoom();
+      const done: number[] = [];
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }], () => done.push(1));
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }], () => done.push(2));
+      expect(sockets[0].sent).toHaveLength(1); // event 2 is not written ahead of the rest of event 1
+      await nextTurn();
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(3) }], () => done.push(3));
+      while (fanout.pending) await nextTurn();
+      for (const s of sockets) expect(seqsOf(s)).toEqual([1, 2, 3]);
+      expect(done).toEqual([1, 2, 3]);
+    });
+
+    it('what comes for the room meanwhile goes out together in one more pass: two writes per viewer, not one per event', async () => {
+      const { sockets, fanout, namespace } = slowRoom();
+      const late = fakeSocket('late');
+      (namespace.sockets as unknown as Map<string, FakeSocket>).set('late', late);
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }]);
+      await nextTurn();
+      // One who joins before the last of them gets those that wait (its snapshot may lack them).
+      namespace.adapter.join('r', 'late');
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(3) }]);
+      expect(fanout.pending).toBe(2);
+      while (fanout.pending) await nextTurn();
+      for (const s of sockets) {
+        expect(seqsOf(s)).toEqual([1, 2, 3]);
+        expect(s.writes).toHaveLength(2);
+      }
+      expect(seqsOf(late)).toEqual([2, 3]);
+    });
+
+    it('goes to the viewers the room had when it was handed over: not to one who joined since, nor to one who left', async () => {
+      const { sockets, fanout, namespace } = slowRoom();
+      const [joiner] = [fakeSocket('late')];
+      (namespace.sockets as unknown as Map<string, FakeSocket>).set('late', joiner);
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
+      namespace.adapter.join('r', 'late'); // its snapshot holds event 1
+      sockets[99].connected = false;
+      namespace.adapter.leave('r', 'v99');
+      while (fanout.pending) await nextTurn();
+      expect(joiner.sent).toEqual([]);
+      expect(sockets[99].sent).toEqual([]);
+      expect(sockets.slice(0, 99).every((s) => s.sent.length === 1)).toBe(true);
+      // The next event goes to the room as it is now.
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(2) }]);
+      while (fanout.pending) await nextTurn();
+      expect(seqsOf(joiner)).toEqual([2]);
+      expect(sockets[99].sent).toEqual([]);
+    });
   });
 });

@@ -39,10 +39,13 @@ function notifierFor(campaigns: number[], clustered = false) {
   const config = { redis: { url: clustered ? 'redis://127.0.0.1:6379' : '' } } as unknown as AppConfig;
   const notifier = new LiveNotifier(config, source, metrics as unknown as Metrics);
   const sent: Array<{ room: string; seqs: number[] }> = [];
-  const spy = jest.spyOn(LiveFanout.prototype, 'toRoom').mockImplementation((room: string, events: ReadonlyArray<RoomEvent>) => {
-    sent.push({ room, seqs: events.map((e) => (e.payload as { seq: number }).seq) });
-    return 1;
-  });
+  // Each room written to one viewer at once (LiveFanout's own spec covers deliveries over several turns).
+  const spy = jest
+    .spyOn(LiveFanout.prototype, 'toRoom')
+    .mockImplementation((room: string, events: ReadonlyArray<RoomEvent>, done?: (reached: number) => void) => {
+      sent.push({ room, seqs: events.map((e) => (e.payload as { seq: number }).seq) });
+      done?.(1);
+    });
   notifier.attach(namespace, () => Promise.resolve());
   // The events another node sends over Redis, as the adapter hands them to this node.
   const fromOtherNode = (events: LiveEvent[]) => emitter.emit(CLUSTER_EVENTS, events);

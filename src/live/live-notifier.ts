@@ -202,13 +202,15 @@ export class LiveNotifier implements OnModuleDestroy {
 
   private send(outbox: Outbox): void {
     for (const [id, events] of outbox) {
-      this.fanout?.toRoom(roomOf(id), events);
-      const now = Date.now();
       this.metrics.liveEventsDelivered.inc(events.length);
-      // Events read back from the log (gap fill, catch-up) carry no stamp: they are counted, not timed.
-      for (const event of events) {
-        if (typeof event.publishedAt === 'number') this.metrics.liveDeliveryLatency.observe(Math.max(0, now - event.publishedAt) / 1000);
-      }
+      // Timed once the last viewer of the room was written to (a large room takes several turns).
+      this.fanout?.toRoom(roomOf(id), events, () => {
+        const now = Date.now();
+        // Events read back from the log (gap fill, catch-up) carry no stamp: they are counted, not timed.
+        for (const event of events) {
+          if (typeof event.publishedAt === 'number') this.metrics.liveDeliveryLatency.observe(Math.max(0, now - event.publishedAt) / 1000);
+        }
+      });
     }
   }
 
