@@ -516,6 +516,36 @@ describe('LiveFanout', () => {
       expect(seqsOf(late)).toEqual([2, 3]);
     });
 
+    it('holds at most two deliveries per room, however rooms take turns meanwhile', async () => {
+      const { sockets, fanout, namespace } = slowRoom();
+      const other = fakeSocket('o');
+      (namespace.sockets as unknown as Map<string, FakeSocket>).set('o', other);
+      namespace.adapter.join('s', 'o');
+      fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }]);
+      for (let seq = 2; seq <= 6; seq += 1) {
+        fanout.toRoom('s', [{ type: 'goods.salesStatus', payload: event(100 + seq) }]);
+        fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(seq) }]);
+      }
+      expect(fanout.pending).toBe(3); // r being written; then s's events and r's next ones, each joined
+      while (fanout.pending) await nextTurn();
+      for (const s of sockets) expect(seqsOf(s)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(seqsOf(other)).toEqual([102, 103, 104, 105, 106]);
+      expect(other.writes).toHaveLength(1);
+    });
+
+    it('a delivery whose writing throws is dropped, and the next one goes out', () => {
+      const broken = fakeSocket('broken');
+      (broken.conn.transport as { socket: { _sender: { sendFrame: () => void } } }).socket._sender.sendFrame = () => {
+        throw new Error('boom');
+      };
+      const fine = fakeSocket('fine');
+      const fanout = new LiveFanout(namespaceOf([broken, fine], { r: ['broken'], s: ['fine'] }));
+      expect(() => fanout.toRoom('r', [{ type: 'goods.salesStatus', payload: event(1) }])).toThrow('boom');
+      expect(fanout.pending).toBe(0);
+      expect(reachedBy(fanout, 's', [{ type: 'goods.salesStatus', payload: event(2) }])).toBe(1);
+      expect(seqsOf(fine)).toEqual([2]);
+    });
+
     it('goes to the viewers the room had when it was handed over: not to one who joined since, nor to one who left', async () => {
       const { sockets, fanout, namespace } = slowRoom();
       const [joiner] = [fakeSocket('late')];

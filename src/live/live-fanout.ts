@@ -185,6 +185,8 @@ export class LiveFanout {
   private watching = false;
   /** Deliveries not written to all their viewers yet, in the order they were handed over (the first is being written). */
   private readonly deliveries: Delivery[] = [];
+  /** Per room, its delivery that waits and has not started yet: more events for the room join it. */
+  private readonly notStarted = new Map<string, Delivery>();
   private writingDeliveries = false;
 
   constructor(
@@ -231,17 +233,20 @@ export class LiveFanout {
       done?.(0);
       return;
     }
-    // Events for a room whose last delivery waits behind another one join it: while a large room is being
-    // written, what comes for it meanwhile goes out in one more pass over its viewers, not one per turn.
-    const last = this.deliveries[this.deliveries.length - 1];
-    if (last && last.room === room && !last.groups) {
+    // Events for a room whose delivery waits behind others and has not started join it: while a large
+    // room is being written, what comes for it meanwhile goes out in one more pass over its viewers, not
+    // one per turn, and the queue holds at most two deliveries per room.
+    const waiting = this.notStarted.get(room);
+    if (waiting) {
       // To the room as it is now: one who joined since the first of these events may lack the later ones.
-      last.viewers = viewers;
-      last.events.push(...events);
-      if (done) last.done.push(done);
+      waiting.viewers = viewers;
+      waiting.events.push(...events);
+      if (done) waiting.done.push(done);
       return;
     }
-    this.deliveries.push({ room, viewers, events: [...events], groups: null, group: 0, next: 0, reached: 0, done: done ? [done] : [] });
+    const delivery: Delivery = { room, viewers, events: [...events], groups: null, group: 0, next: 0, reached: 0, done: done ? [done] : [] };
+    this.deliveries.push(delivery);
+    this.notStarted.set(room, delivery);
     if (!this.writingDeliveries && this.deliveries.length === 1) this.writeDeliveries();
   }
 
@@ -253,26 +258,38 @@ export class LiveFanout {
   /** Writes the deliveries waiting, in order, for up to FANOUT_SLICE_MS; what is left goes on in the next turn. */
   private readonly writeDeliveries = (): void => {
     this.writingDeliveries = true;
+    let more = false;
     try {
       const until = this.now() + FANOUT_SLICE_MS;
       while (this.deliveries.length) {
         const delivery = this.deliveries[0];
         if (!this.writeSome(delivery, until)) {
-          setImmediate(this.writeDeliveries);
+          more = true;
           return;
         }
         this.deliveries.shift();
         for (const done of delivery.done) done(delivery.reached);
       }
+    } catch (err) {
+      // A delivery whose writing threw is dropped (it would throw again), and those behind it go on.
+      const [dropped] = this.deliveries.splice(0, 1);
+      if (dropped && this.notStarted.get(dropped.room) === dropped) this.notStarted.delete(dropped.room);
+      more = this.deliveries.length > 0;
+      throw err;
     } finally {
       this.writingDeliveries = false;
+      if (more) setImmediate(this.writeDeliveries);
     }
   };
 
   /** Writes the delivery's groups on from where it stands; false when the slice ended first. */
   private writeSome(delivery: Delivery, until: number): boolean {
-    const groups = (delivery.groups ??= this.groups(delivery.events));
-    const { viewers } = delivery;
+    if (!delivery.groups) {
+      // It starts: from here on, events for its room wait for the next delivery.
+      if (this.notStarted.get(delivery.room) === delivery) this.notStarted.delete(delivery.room);
+      delivery.groups = this.groups(delivery.events);
+    }
+    const { viewers, groups } = delivery;
     const count = viewers.sockets.length;
     while (delivery.group < groups.length) {
       while (delivery.next < count) {
