@@ -240,7 +240,8 @@ export class LiveFanout {
     if (waiting) {
       // To the room as it is now: one who joined since the first of these events may lack the later ones.
       waiting.viewers = viewers;
-      waiting.events.push(...events);
+      // One by one: a large batch spread into push's arguments could exceed the engine's argument limit.
+      for (const event of events) waiting.events.push(event);
       if (done) waiting.done.push(done);
       return;
     }
@@ -271,9 +272,9 @@ export class LiveFanout {
         for (const done of delivery.done) done(delivery.reached);
       }
     } catch (err) {
-      // A delivery whose writing threw is dropped (it would throw again), and those behind it go on.
-      const [dropped] = this.deliveries.splice(0, 1);
-      if (dropped && this.notStarted.get(dropped.room) === dropped) this.notStarted.delete(dropped.room);
+      // A delivery whose writing threw is dropped (it would throw again), and those behind it go on. It
+      // had started (writeSome lets go of a delivery's notStarted entry before anything that can throw).
+      this.deliveries.shift();
       more = this.deliveries.length > 0;
       throw err;
     } finally {
@@ -285,8 +286,8 @@ export class LiveFanout {
   /** Writes the delivery's groups on from where it stands; false when the slice ended first. */
   private writeSome(delivery: Delivery, until: number): boolean {
     if (!delivery.groups) {
-      // It starts: from here on, events for its room wait for the next delivery.
-      if (this.notStarted.get(delivery.room) === delivery) this.notStarted.delete(delivery.room);
+      // It starts: from here on, events for its room wait for the next delivery (a room has one not started).
+      this.notStarted.delete(delivery.room);
       delivery.groups = this.groups(delivery.events);
     }
     const { viewers, groups } = delivery;
