@@ -211,12 +211,13 @@ async function main(): Promise<void> {
       await seed(server.baseUrl, server.accessKey, server.auth);
       console.log(`${engine}: seeded ${GOODS} goods in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       const headers = { authorization: server.auth, 'content-type': 'application/json' };
-      const listUrl = `${server.baseUrl}/v1/goods/${server.accessKey}`;
+      const listPath = `/v1/goods/${server.accessKey}`;
+      const listUrl = `${server.baseUrl}${listPath}`;
       // Warm-up so that the first figures do not include JIT and cache warm-up; then new keywords, so
       // that the customer's search corpus (loaded once a search finds it missing) is in memory before
       // any figure, whichever measures --only keeps.
       await autocannon({ url: `${listUrl}?page=1&count=30`, headers, connections: 10, duration: 5 });
-      await autocannon({ ...varying(server, 'GET', () => newKeywordPath(`/v1/goods/${server.accessKey}`)), connections: 10, duration: 3 });
+      await autocannon({ ...varying(server, 'GET', () => newKeywordPath(listPath)), connections: 10, duration: 3 });
 
       const print = (line: string) => {
         lines.push(`${engine}: ${line}`);
@@ -225,7 +226,6 @@ async function main(): Promise<void> {
       const measure: Measure = async (title, options) => {
         if (wanted(title)) print(await run(title, options));
       };
-      const listPath = `/v1/goods/${server.accessKey}`;
 
       await measure('list, no keyword (count=30)', { url: `${listUrl}?page=1&count=30`, headers });
       let k = 0;
