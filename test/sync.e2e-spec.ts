@@ -299,6 +299,23 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await stored(c, 'SKU-y')).toEqual(goodsPart(y));
   });
 
+  it('the two items may be ones the same call created: the message names their ids (a dry run, which creates nothing, their rows)', async () => {
+    const c = await ctx().createCustomer();
+    const body = [goodsItem('m'), goodsItem('n'), { sku: 'SKU-m', url: 'https://shop.example.com/goods/n', name: 'Ambiguous' }];
+    const tail = "url 'https://shop.example.com/goods/n' belongs to";
+    const dry = await ctx().http.post(`/v1/goods/${c.accessKey}/sync?dryRun=true`).set('Authorization', c.auth()).send(body).expect(200);
+    expect(dry.body.results[2]).toMatchObject({
+      status: 'FAIL',
+      message: `sku 'SKU-m' belongs to the goods created at row 1 but ${tail} the goods created at row 2; send the id to say which one to update`,
+    });
+    const env = await syncOk(c, body);
+    const [m, n] = env.results;
+    expect(env.results[2]).toMatchObject({
+      status: 'FAIL',
+      message: `sku 'SKU-m' belongs to goods ${m.id} (created at row 1) but ${tail} goods ${n.id} (created at row 2); send the id to say which one to update`,
+    });
+  });
+
   it("changing an item's sku or url to another item's fails (409-like) and leaves both unchanged", async () => {
     const c = await ctx().createCustomer();
     const [x, y] = (await syncOk(c, [goodsItem('x'), goodsItem('y')])).results;
@@ -317,7 +334,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(env.results[0].message).toMatch(/sku/);
     expect(env.results[1].message).toMatch(/url/);
     expect(env.results[3].message).toMatch(/already used/i);
-    expect(env.results[3].message).toMatch(/row 3/);
+    expect(env.results[3].message).toBe(`sku 'SKU-z' is already used by goods ${env.results[2].id} (created at row 3)`);
     expect(env.results[0]).toMatchObject({ id: x.id, sku: 'SKU-y', name: 'X took the sku of Y' });
     expect(await stored(c, 'SKU-x')).toEqual(goodsPart(x));
     expect(await stored(c, 'SKU-y')).toEqual(goodsPart(y));
@@ -484,7 +501,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(row(1).id).toEqual(expect.any(Number));
     expect(row(1400)).toMatchObject({
       status: 'FAIL',
-      message: `sku 'SKU-N' belongs to the goods created at row 1 but url 'https://shop.example.com/goods/Y' belongs to goods ${y.id}; send the id to say which one to update`,
+      message: `sku 'SKU-N' belongs to goods ${row(1).id} (created at row 1) but url 'https://shop.example.com/goods/Y' belongs to goods ${y.id}; send the id to say which one to update`,
     });
     expect(row(2500)).toMatchObject({ status: 'FAIL', message: 'Goods not found: id 999999999' });
     expect([row(500), row(1200), row(2100)].map((r) => [r.status, r.id, r.sku])).toEqual([

@@ -128,12 +128,33 @@ interface Outcome {
   setsMedia?: boolean;
   status: RowStatus;
   message: string | null;
+  /** A FAIL row naming items of this batch: its message, written once their ids exist (after the write). */
+  names?: Conflict;
   item?: Item;
   snapshot?: GoodsResponse;
   echo?: Record<string, unknown>;
 }
 
-class Conflict extends Error {}
+/**
+ * Why an element failed. Its message may name items this batch creates, which have ids only once they
+ * are written: `describe` writes it with the names of that moment (see itemName).
+ */
+class Conflict extends Error {
+  constructor(readonly describe: string | ((name: (item: Item) => string) => string)) {
+    super(typeof describe === 'string' ? describe : describe(itemName));
+  }
+
+  /** The message with the items' names as they are now. */
+  now(): string {
+    return typeof this.describe === 'string' ? this.describe : this.describe(itemName);
+  }
+}
+
+/** An item as a message names it: `goods 12`; one this batch created `goods 12 (created at row 3)`, or by its row alone before it has an id (a dry run). */
+function itemName(item: Item): string {
+  if (!item.isNew) return `goods ${item.goods.id}`;
+  return item.goods.id == null ? `the goods created at row ${item.createdAtRow}` : `goods ${item.goods.id} (created at row ${item.createdAtRow})`;
+}
 
 /** The plan inside the transaction needs images the batch has not fetched: leave it without writing. */
 class ImagesMissing extends Error {
@@ -388,7 +409,7 @@ export class GoodsBatchWriter {
       if (p.write.mediaUrl !== undefined && decided.item) decided.item.mediaMentioned = true;
       return { row: p.row, setsMedia: typeof p.write.mediaUrl === 'string', ...decided };
     } catch (err) {
-      if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, echo: p.echo };
+      if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, names: err, echo: p.echo };
       throw err;
     }
   }
@@ -405,8 +426,9 @@ export class GoodsBatchWriter {
       const byUrlItem = write.url !== undefined ? byUrl.get(hashOf(write.url)) : undefined;
       if (bySkuItem && byUrlItem && bySkuItem !== byUrlItem) {
         throw new Conflict(
-          `sku '${write.sku}' belongs to ${this.idText(bySkuItem)} but url '${write.url}' belongs to ` +
-            `${this.idText(byUrlItem)}; send the id to say which one to update`,
+          (name) =>
+            `sku '${write.sku}' belongs to ${name(bySkuItem)} but url '${write.url}' belongs to ${name(byUrlItem)}; ` +
+            'send the id to say which one to update',
         );
       }
       target = bySkuItem ?? byUrlItem;
@@ -435,9 +457,9 @@ export class GoodsBatchWriter {
     // applyGoodsWrite reads the writable fields only (never the id that named the item).
     const changed = applyGoodsWrite(next, write, hashOf);
     const skuHolder = bySku.get(next.skuHash);
-    if (skuHolder && skuHolder !== target) throw new Conflict(keyTakenMessage('sku', next.sku, this.idText(skuHolder)));
+    if (skuHolder && skuHolder !== target) throw new Conflict((name) => keyTakenMessage('sku', next.sku, name(skuHolder)));
     const urlHolder = byUrl.get(next.urlHash);
-    if (urlHolder && urlHolder !== target) throw new Conflict(keyTakenMessage('url', next.url, this.idText(urlHolder)));
+    if (urlHolder && urlHolder !== target) throw new Conflict((name) => keyTakenMessage('url', next.url, name(urlHolder)));
 
     if (changed.length) {
       if (next.skuHash !== target.goods.skuHash) {
@@ -457,11 +479,6 @@ export class GoodsBatchWriter {
       if (!target.isNew && changesWhatViewersSee(changed)) state.seen.add(next.id);
     }
     return { status: 'UPDATE', message: null, item: target, snapshot: toGoodsResponse(next, tenant) };
-  }
-
-  /** Items created earlier in the same batch have no id yet; name them by their row instead. */
-  private idText(item: Item): string {
-    return item.isNew ? `the goods created at row ${item.createdAtRow}` : `goods ${item.goods.id}`;
   }
 
   /**
@@ -637,7 +654,9 @@ export class GoodsBatchWriter {
   }
 
   private result(tenant: Tenant, o: Outcome): UploadGoodsRowResult {
-    if (o.status === 'FAIL') return { ...failedGoods(o.echo ?? {}, tenant.currency), row: o.row, status: 'FAIL', message: o.message };
+    if (o.status === 'FAIL') {
+      return { ...failedGoods(o.echo ?? {}, tenant.currency), row: o.row, status: 'FAIL', message: o.names?.now() ?? o.message };
+    }
     const snapshot = o.snapshot as GoodsResponse;
     const item = o.item as Item;
     let message: string | null = null;
