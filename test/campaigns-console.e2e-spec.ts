@@ -197,7 +197,7 @@ describeEngines(
         expectError(await con(A).addGoods('NoSuchCampaign1', { goodsIds: [mine.id] }), 404, -710);
       });
 
-      it('reorders: listed ids first, the rest after in their old order; an id not in the campaign is 404 -711', async () => {
+      it('reorders: listed ids first, the rest after in their old order; an id not in the campaign is 404 -711, an unknown one -404', async () => {
         const { key, goods: g } = await liveCampaign(A, 4);
         const res = await con(A).order(key, [g[3].id, g[1].id]);
         expectOk(res);
@@ -209,6 +209,7 @@ describeEngines(
         ]);
         const outsider = await register(A);
         expectError(await con(A).order(key, [outsider.id]), 404, -711);
+        expectUnknownGoods(await con(A).order(key, [g[0].id, 99999999]));
         expectError(await con(A).order(key, []), 400, -510);
       });
 
@@ -221,15 +222,17 @@ describeEngines(
         expect(showing(await con(A).showing(key, g[2].id, false))).toEqual([]);
         const outsider = await register(A);
         expectError(await con(A).showing(key, outsider.id, true), 404, -711);
+        expectUnknownGoods(await con(A).showing(key, 99999999, true));
         expectError(await con(A).showing(key, g[0].id, 'perhaps'), 400, -510);
       });
 
-      it('removes an item from the campaign; afterwards it is not in the campaign (404 -711)', async () => {
+      it('removes an item from the campaign; afterwards it is not in the campaign (404 -711); an unknown id is 404 -404', async () => {
         const { key, goods: g } = await liveCampaign(A, 3);
         const res = await con(A).removeGoods(key, g[1].id);
         expectOk(res);
         expect(res.body.results.map((r: Payload) => r.goodsId)).toEqual([String(g[0].id), String(g[2].id)]);
         expectError(await con(A).removeGoods(key, g[1].id), 404, -711);
+        expectUnknownGoods(await con(A).removeGoods(key, 99999999));
         expectError(await salesStatus(A, key, 'id', { goodsId: g[1].id, salesStatus: 'SOLD_OUT' }), 404, -711);
         // The goods item itself stays in the catalog.
         expectOk(await http().get(`/v1/goods/${A.accessKey}/sku`).query({ value: g[1].sku }).set('Authorization', A.auth()));
@@ -329,3 +332,9 @@ describeEngines(
   },
   { MEDIA_ALLOW_PRIVATE_HOSTS: 'true' },
 );
+
+/** A goods id the customer has no item with: 404 -404 (not -711, which says the item exists elsewhere). */
+function expectUnknownGoods(res: Response): void {
+  expectError(res, 404, -404);
+  expect(res.body._e).toBe('Goods not found: id 99999999');
+}

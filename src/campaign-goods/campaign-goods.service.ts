@@ -9,12 +9,21 @@ import { CampaignGoodsListResponse, toCampaignGoodsResponse } from '../campaigns
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Campaign } from '../campaigns/entities/campaign.entity';
 import { Transactions } from '../database/transactions';
-import { findGoodsIdsOrFail } from '../goods/goods-lookup';
+import { findGoodsIdsOrFail, goodsNotFound } from '../goods/goods-lookup';
 import type { PendingEvent } from '../live/live-events';
 import { CampaignGoodsRefsDto, GoodsOrderDto } from './dto/campaign-goods-requests.dto';
 
 export function notInCampaign(goodsId: number, campaignKey: string): ApiException {
   return new ApiException(ErrorCode.GoodsNotInCampaign, `Goods ${goodsId} is not in campaign ${campaignKey}`);
+}
+
+/**
+ * The 404 for a goods id the campaign does not hold: -404 when the customer has no such goods item at
+ * all, -711 when it exists but is not in this campaign. Read only on that error path.
+ */
+async function missingFromCampaign(em: EntityManager, tenant: Tenant, goodsId: number, campaignKey: string): Promise<ApiException> {
+  const found: unknown[] = await em.query('SELECT id FROM goods WHERE customerId = ? AND id = ?', [tenant.id, goodsId]);
+  return found.length ? notInCampaign(goodsId, campaignKey) : goodsNotFound({ by: 'id', id: goodsId });
 }
 
 /** The goods of a campaign: add, list, reorder, the item showing now, remove. Viewers get each new list. */
@@ -67,7 +76,8 @@ export class CampaignGoodsService {
     return this.writer.change(tenant, campaignKey, async (em, campaign) => {
       const links = await em.find(CampaignGoods, { where: { campaignId: campaign.id }, order: { sortOrder: 'ASC' } });
       const byId = new Map(links.map((l) => [l.goodsId, l]));
-      for (const id of body.goodsIds) if (!byId.has(id)) throw notInCampaign(id, campaignKey);
+      const missing = body.goodsIds.find((id) => !byId.has(id));
+      if (missing !== undefined) throw await missingFromCampaign(em, tenant, missing, campaignKey);
       const listed = new Set(body.goodsIds);
       const ordered = [...listed].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
       let changed = false;
@@ -84,7 +94,7 @@ export class CampaignGoodsService {
   setShowing(tenant: Tenant, campaignKey: string, goodsId: number, showingNow: boolean): Promise<CampaignGoodsListResponse> {
     return this.writer.change(tenant, campaignKey, async (em, campaign) => {
       const link = await em.findOne(CampaignGoods, { where: { campaignId: campaign.id, goodsId } });
-      if (!link) throw notInCampaign(goodsId, campaignKey);
+      if (!link) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
       const now = new Date();
       if (showingNow) {
         await em.update(CampaignGoods, { campaignId: campaign.id, showingNow: true }, { showingNow: false, updatedAt: now });
@@ -97,7 +107,7 @@ export class CampaignGoodsService {
   remove(tenant: Tenant, campaignKey: string, goodsId: number): Promise<CampaignGoodsListResponse> {
     return this.writer.change(tenant, campaignKey, async (em, campaign) => {
       const result = await em.delete(CampaignGoods, { campaignId: campaign.id, goodsId });
-      if (!result.affected) throw notInCampaign(goodsId, campaignKey);
+      if (!result.affected) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
       return this.afterChange(em, tenant, campaign, true);
     });
   }
