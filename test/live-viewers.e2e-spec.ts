@@ -304,7 +304,7 @@ describeEngines(
         expect(v.unread).toEqual([]);
       });
 
-      it(`the log keeps the last EVENTS_KEPT (${EVENTS_KEPT}) events per campaign: resync within them replays, before them snapshots`, async () => {
+      it(`the log keeps the last EVENTS_KEPT (${EVENTS_KEPT}) events per campaign: resync within them replays, further back snapshots (even while older rows wait for the next trim)`, async () => {
         const { key } = await liveCampaign(A, 0);
         const row = await campaignRow(key);
         const campaignId = Number(row.id);
@@ -330,6 +330,20 @@ describeEngines(
         expect((await v.next('campaign.snapshot')).seq).toBe(total);
         v.resync(0);
         expect((await v.next('campaign.snapshot')).seq).toBe(total);
+
+        // Between two trims the table holds a few more events, but a resync further back than
+        // EVENTS_KEPT is answered with a snapshot all the same, exactly as the protocol says.
+        const more = 5;
+        await ctx()
+          .app.get(Transactions)
+          .run((em) => log.record(em, campaignId, events.slice(0, more)));
+        expect(await ctx().dataSource.getRepository(CampaignEvent).count({ where: { campaignId } })).toBe(EVENTS_KEPT + more);
+        v.resync(total + more - EVENTS_KEPT - 1);
+        expect((await v.next('campaign.snapshot')).seq).toBe(total + more);
+        v.resync(total + more - EVENTS_KEPT);
+        expect((await v.take(EVENTS_KEPT)).map((e) => e.payload.seq)).toEqual(
+          Array.from({ length: EVENTS_KEPT }, (_, i) => total + more - EVENTS_KEPT + 1 + i),
+        );
       });
 
       it('are refused with connect_error for an unknown campaign, a wrong accessKey, or no keys', async () => {

@@ -55,10 +55,13 @@ export class CampaignEventLog {
 
   /**
    * Events after `sinceSeq` up to `lastSeq`, in order; null when some of them are no longer kept, or when
-   * together they are bigger than `maxBytes` (of JSON): then a snapshot is the cheaper answer.
+   * together they are bigger than `maxBytes` (of JSON): then a snapshot is the cheaper answer. The last
+   * EVENTS_KEPT are kept: a viewer further behind gets null even while older rows wait for the next trim,
+   * so what a resync answers does not depend on when the log was last trimmed.
    */
   async since(em: EntityManager, campaignId: number, sinceSeq: number, lastSeq: number, maxBytes = Infinity): Promise<LiveEvent[] | null> {
     if (sinceSeq >= lastSeq) return [];
+    if (lastSeq - sinceSeq > EVENTS_KEPT) return null;
     const rows = await em.find(CampaignEvent, {
       where: { campaignId, seq: Between(sinceSeq + 1, lastSeq) },
       order: { seq: 'ASC' },
