@@ -187,6 +187,40 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       expectUnauthorized(lookup, itemA.name);
     });
 
+    it('each refusal says why, in the same words for an access key that does not exist (a 401 never tells which exist)', async () => {
+      const unknown = `unknownKey${randomBytes(9).toString('hex')}`;
+      const hs256 = (claims: object, key: Buffer = keyOf(a)) => sign(claims, key, { algorithm: 'HS256' });
+      const cases: Array<[string, (accessKey: string) => string, RegExp]> = [
+        ['two parts', () => 'abc.def', /^Malformed token: a JWT is three base64url parts/],
+        ['three garbage parts', () => 'aaa.bbb.ccc', /^Malformed token/],
+        [
+          'alg none',
+          (ak) => `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url({ accessKey: ak, exp: now() + 3600 })}.`,
+          /^Token algorithm "none" is not accepted: sign with HS256$/,
+        ],
+        ['HS384', (ak) => sign({ accessKey: ak }, keyOf(a), { algorithm: 'HS384', expiresIn: 3600 }), /^Token algorithm "HS384" is not accepted/],
+        ['no accessKey claim', () => hs256({ sub: 'op-1', exp: now() + 3600 }), /^Token must carry an accessKey claim$/],
+        ['another access key', () => hs256({ accessKey: b.accessKey, exp: now() + 3600 }), /^Token is for another access key/],
+        ['no exp', (ak) => hs256({ accessKey: ak }), /^Token must carry an exp claim$/],
+        ['expired', (ak) => hs256({ accessKey: ak, exp: now() - 120 }), /^Token expired$/],
+        ['not valid yet', (ak) => hs256({ accessKey: ak, exp: now() + 3600, nbf: now() + 600 }), /^Token not valid yet: nbf is \d{4}-/],
+        ['too long', (ak) => hs256({ accessKey: ak, exp: now() + 31 * 86400 }), /TOKEN_MAX_TTL/],
+        ['another secret', (ak) => hs256({ accessKey: ak, exp: now() + 3600 }, randomBytes(32)), /^Invalid token: its signature does not match/],
+      ];
+      for (const [label, token, why] of cases) {
+        const known = await ctx()
+          .http.get(goodsPath(a))
+          .set('Authorization', `Bearer ${token(a.accessKey)}`);
+        const none = await ctx()
+          .http.get(goodsPath(unknown))
+          .set('Authorization', `Bearer ${token(unknown)}`);
+        expectUnauthorized(known, itemA.name);
+        expectUnauthorized(none);
+        expect({ label, message: known.body._e }).toEqual({ label, message: expect.stringMatching(why) });
+        expect({ label, message: none.body._e }).toEqual({ label, message: known.body._e });
+      }
+    });
+
     it('refusals apply to every goods route (lookup, updates, sync, deletes)', async () => {
       const bad = `Bearer ${b.token({ accessKey: a.accessKey })}`;
       const p = goodsPath(a);

@@ -1,5 +1,6 @@
 import { sign } from 'jsonwebtoken';
 import type { Response } from 'supertest';
+import { BAD_SIGNATURE } from '../src/auth/token-verifier';
 import { closeAllViewers, listenOn, Viewer } from './support/live-client';
 import { describeEngines, TestCustomer } from './support/test-app';
 
@@ -225,7 +226,7 @@ describeEngines('campaign inputs', __filename, (ctx) => {
             .get(`/v1/console/${encodeURIComponent(variant)}/campaigns`)
             .set('Authorization', `Bearer ${token}`),
         ]) {
-          expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { _s: -102, _e: 'Invalid token' } });
+          expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { _s: -102, _e: BAD_SIGNATURE } });
         }
       }
     });

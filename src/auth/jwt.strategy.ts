@@ -8,7 +8,7 @@ import type { Customer } from '../customers/entities/customer.entity';
 import { CustomersService } from '../customers/customers.service';
 import { baseUrlOf } from '../http/base-url';
 import { Tenant, tenantOf } from './decorators';
-import { alreadyVerified, CLOCK_SKEW_SECONDS, TokenRejected, VerifiedClaims, verifiedToken } from './token-verifier';
+import { alreadyVerified, BAD_SIGNATURE, CLOCK_SKEW_SECONDS, TokenRejected, tokenProblem, VerifiedClaims, verifiedToken } from './token-verifier';
 
 export const CUSTOMER_JWT = 'customer-jwt';
 let instances = 0;
@@ -82,8 +82,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, CUSTOMER_JWT) implem
     const accessKey = req.params?.accessKey;
     if (typeof accessKey !== 'string' || !accessKey) throw new TokenRejected('Invalid token');
     const customer = await this.customers.findByAccessKey(accessKey);
-    // An unknown access key reads exactly like a bad signature.
-    if (!customer) throw new TokenRejected('Invalid token');
+    // An unknown access key reads exactly as it would for a customer: what tokenProblem finds, else a bad signature.
+    if (!customer) throw new TokenRejected(tokenProblem(token, accessKey, this.config.auth.tokenMaxTtlSeconds) ?? BAD_SIGNATURE);
     const { key, claims } = verifiedToken(token, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
     req[VERIFIED] = { customer, claims };
     return key;

@@ -24,6 +24,50 @@ export interface SigningKeys {
 
 export class TokenRejected extends Error {}
 
+/**
+ * The refusal of a token whose signature no key of the path's access key verifies, and of any token sent
+ * for an access key that does not exist: the two read the same, so that a 401 never tells which access
+ * keys exist.
+ */
+export const BAD_SIGNATURE = "Invalid token: its signature does not match this access key's secret key";
+
+/**
+ * What is wrong with a token that can be told without any key: its form, its algorithm and its claims
+ * (accessKey against the path, exp, nbf); undefined when nothing is. Every refusal but a bad signature
+ * (and the previous key's end) is decided here, before the customer is looked up, so that the answer
+ * is the same whether or not the access key exists.
+ */
+export function tokenProblem(token: string, accessKey: string, maxTtlSeconds: number, now = Date.now() / 1000): string | undefined {
+  const parts = token.split('.');
+  const header = parts.length === 3 ? jsonObject(parts[0]) : undefined;
+  const payload = header ? jsonObject(parts[1]) : undefined;
+  if (!header || !payload) return 'Malformed token: a JWT is three base64url parts, header.payload.signature, the first two JSON objects';
+  if (header.alg !== 'HS256') return `Token algorithm ${JSON.stringify(header.alg ?? null).slice(0, 40)} is not accepted: sign with HS256`;
+  if (payload.accessKey === undefined) return 'Token must carry an accessKey claim';
+  if (payload.accessKey !== accessKey) return "Token is for another access key: its accessKey claim differs from the path's";
+  const { exp, nbf } = payload;
+  if (exp === undefined) return 'Token must carry an exp claim';
+  if (typeof exp !== 'number' || !Number.isFinite(exp)) return 'Token exp must be a finite number of seconds';
+  if (exp - now > maxTtlSeconds + CLOCK_SKEW_SECONDS) {
+    return `Token lives too long: exp may be at most ${formatDuration(maxTtlSeconds)} ahead (TOKEN_MAX_TTL)`;
+  }
+  if (exp + CLOCK_SKEW_SECONDS <= now) return 'Token expired';
+  if (nbf !== undefined && (typeof nbf !== 'number' || !Number.isFinite(nbf))) return 'Token nbf must be a finite number of seconds';
+  if (typeof nbf === 'number' && nbf - CLOCK_SKEW_SECONDS > now) return `Token not valid yet: nbf is ${new Date(nbf * 1000).toISOString()}`;
+  return undefined;
+}
+
+/** A base64url part of a JWT read as a JSON object; undefined when it is not one. */
+function jsonObject(part: string): Record<string, unknown> | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(part)) return undefined;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const keyCache = new Map<string, KeyObject[]>();
 
 /** A token that verified before: its claims, the key that signed it, and until when (epoch s) it stays valid. */
@@ -106,10 +150,10 @@ function verifyWith(token: string, keys: KeyObject[]): { payload: JwtPayload; ke
       return { payload: decoded, key };
     } catch (err) {
       if (err instanceof TokenRejected) throw err;
-      // jsonwebtoken checks the signature first: "expired" means this key signed it.
+      // tokenProblem has ruled out the form, the algorithm and the times (but for a second passing):
+      // what is left is about the signature, which no other key changes unless it is a mismatch.
       if (err instanceof TokenExpiredError) throw new TokenRejected('Token expired');
-      // Malformed, another algorithm, not yet valid (nbf): no other key changes that.
-      if (!(err instanceof JsonWebTokenError) || err.message !== 'invalid signature') throw new TokenRejected('Invalid token');
+      if (!(err instanceof JsonWebTokenError) || err.message !== 'invalid signature') throw new TokenRejected(BAD_SIGNATURE);
     }
   }
   return undefined;
@@ -127,6 +171,8 @@ function claimText(value: unknown): string | undefined {
 }
 
 function verifyUncached(token: string, keys: SigningKeys, accessKey: string, maxTtlSeconds: number, now: number): VerifiedToken {
+  const problem = tokenProblem(token, accessKey, maxTtlSeconds, now);
+  if (problem) throw new TokenRejected(problem);
   let signed = verifyWith(token, hmacKeys(keys.secretKey));
   let keyValidUntil = Infinity;
   if (!signed && keys.previousSecretKey) {
@@ -139,20 +185,15 @@ function verifyUncached(token: string, keys: SigningKeys, accessKey: string, max
     }
     keyValidUntil = previousUntil;
   }
-  if (!signed) throw new TokenRejected('Invalid token');
+  if (!signed) throw new TokenRejected(BAD_SIGNATURE);
   const { payload, key } = signed;
-  if (payload.exp === undefined) throw new TokenRejected('Token must carry an exp claim');
-  if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp)) throw new TokenRejected('Token exp must be a finite number of seconds');
-  if (payload.exp - now > maxTtlSeconds + CLOCK_SKEW_SECONDS) {
-    throw new TokenRejected(`Token lives too long: exp may be at most ${formatDuration(maxTtlSeconds)} ahead (TOKEN_MAX_TTL)`);
-  }
-  if (payload.accessKey !== accessKey) throw new TokenRejected('Invalid token');
+  // tokenProblem read these claims from the same payload: exp is a finite number, accessKey the path's.
   const claims: VerifiedClaims = {
     accessKey,
-    exp: payload.exp,
+    exp: payload.exp as number,
     iat: typeof payload.iat === 'number' ? payload.iat : undefined,
     name: claimText(payload.name),
     sub: claimText(payload.sub),
   };
-  return { claims, key, validUntil: Math.min(payload.exp + CLOCK_SKEW_SECONDS, keyValidUntil) };
+  return { claims, key, validUntil: Math.min(claims.exp + CLOCK_SKEW_SECONDS, keyValidUntil) };
 }
