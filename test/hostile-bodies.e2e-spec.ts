@@ -148,6 +148,51 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     expect([res.status, res.body._s]).toEqual([413, -413]);
   });
 
+  it('a JSON body in another charset than UTF-8 is 415, before a byte of it is parsed (a UTF-16 bomb cannot skip the checks)', async () => {
+    const base = await listenOn(ctx().app);
+    const deep = Buffer.from('['.repeat(200_000) + ']'.repeat(200_000), 'utf16le');
+    for (const [path, body] of [
+      [`${goods()}/sync`, deep],
+      [goods(), Buffer.from(JSON.stringify({ name: 'Sixteen', sku: 'U16-1', url: 'https://shop.example.com/u16' }), 'utf16le')],
+    ] as const) {
+      const res = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { authorization: c.auth(), 'content-type': 'application/json; charset=utf-16le' },
+        body,
+      });
+      expect({ status: res.status, body: await res.json() }).toEqual({
+        status: 415,
+        body: { _s: -415, _e: 'JSON bodies are read as UTF-8 only, not utf-16le' },
+      });
+    }
+    // UTF-8, in either case, is read.
+    for (const charset of ['utf-8', 'UTF-8']) {
+      const sku = `U8-${charset}`;
+      const res = await ctx()
+        .http.post(goods())
+        .set('Authorization', c.auth())
+        .set('Content-Type', `application/json; charset=${charset}`)
+        .send(JSON.stringify({ name: 'Eight', sku, url: `https://shop.example.com/${sku}` }));
+      expect([res.status, res.body.sku]).toEqual([200, sku]);
+    }
+  });
+
+  it('a body of a type no route reads (text/plain, none) is 415 saying so, not a 400 as if nothing had been sent', async () => {
+    const json = JSON.stringify({ name: 'Plain', sku: 'PLAIN-1', url: 'https://shop.example.com/plain' });
+    const plain = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'text/plain;charset=UTF-8').send(json);
+    expect({ status: plain.status, body: plain.body }).toEqual({
+      status: 415,
+      body: { _s: -415, _e: 'A body of type text/plain is not read: send JSON as application/json (or a form, where the route takes one)' },
+    });
+    const base = await listenOn(ctx().app);
+    const untyped = await fetch(`${base}${goods()}`, { method: 'POST', headers: { authorization: c.auth() }, body: new Blob([json]) });
+    expect([untyped.status, ((await untyped.json()) as { _e: string })._e]).toEqual([415, expect.stringMatching(/^A body without a Content-Type is not read/)]);
+    // An empty body is no body, whatever its type says: the route answers as it would without one.
+    const empty = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'text/plain').send('');
+    expect([empty.status, empty.body._s]).toEqual([400, -510]);
+    expect(await ctx().http.get(`${goods()}/sku`).query({ value: 'PLAIN-1' }).set('Authorization', c.auth())).toMatchObject({ status: 404 });
+  });
+
   it('an unknown Content-Encoding is 415', async () => {
     const res = await postRaw(goods(), Buffer.from('{}'), 'compress');
     expect([res.status, res.body._s]).toEqual([415, -415]);

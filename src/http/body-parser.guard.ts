@@ -89,7 +89,13 @@ export class BodyParserGuard implements CanActivate {
       const size = this.reflector.getAllAndOverride<BodySize | undefined>(BODY_SIZE, [context.getHandler(), context.getClass()]) ?? 'item';
       const parsers = this.parsers[size];
       const res = http.getResponse<Response>();
-      if (parsers.bytes && isUtf8(req)) {
+      const charset = charsetOf(req);
+      // RFC 8259: JSON between systems is UTF-8. Other charsets would also skip the checks made on the
+      // raw text before parsing (nesting, number of values) and the sliced parsing of bulk bodies.
+      if (charset !== undefined && /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+        throw new ApiException(ErrorCode.UnsupportedMediaType, `JSON bodies are read as UTF-8 only, not ${charset.slice(0, 40)}`);
+      }
+      if (parsers.bytes && charset === undefined) {
         await this.run(parsers.bytes, req, res, parsers.limit);
         if (Buffer.isBuffer(req.body)) {
           req.body = await parseJsonInSlices(req.body, parsers.shape, new TimeSlicer()).catch((err: HttpError) => {
@@ -100,6 +106,7 @@ export class BodyParserGuard implements CanActivate {
       }
       await this.run(parsers.json, req, res, parsers.limit);
       if (req.body === undefined) await this.run(parsers.form, req, res, parsers.limit);
+      if (req.body === undefined) refuseUnreadBody(req);
       checkJsonShape(req.body, parsers.shape);
     }
     return true;
@@ -113,12 +120,23 @@ export class BodyParserGuard implements CanActivate {
 }
 
 /**
- * The body is UTF-8 by its Content-Type (no charset, or utf-8), so that its bytes can be parsed as they
- * are; json() decodes the other utf-* charsets it accepts, and refuses the rest.
+ * A body that neither parser read and no upload handler will (anything but multipart): 415, rather than
+ * a route answering as if nothing had been sent ("name is required" for a JSON body sent as text/plain,
+ * as fetch() labels a string body).
  */
-function isUtf8(req: Request): boolean {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '')?.[1];
-  return charset === undefined || charset.toLowerCase() === 'utf-8';
+function refuseUnreadBody(req: Request): void {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (!hasBody || type === 'multipart/form-data') return;
+  const what = type ? `A body of type ${type.slice(0, 100)}` : 'A body without a Content-Type';
+  throw new ApiException(ErrorCode.UnsupportedMediaType, `${what} is not read: send JSON as application/json (or a form, where the route takes one)`);
+}
+
+/** The Content-Type's charset in lower case; undefined when it names none or utf-8 (what JSON is). */
+function charsetOf(req: Request): string | undefined {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+  return charset === 'utf-8' ? undefined : charset;
 }
 
 /** A body-parser (or zlib) error as the API's error codes tell it; never a 500. */
