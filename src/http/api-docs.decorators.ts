@@ -44,7 +44,7 @@ const ERROR_TEXT: Record<number, string> = {
   404: '-404 not found',
   409: '-409 the sku or url is already used by another item',
   413: '-413 over a limit (body size, values in the body, elements)',
-  415: '-415 unsupported body (unknown Content-Encoding, or not a readable spreadsheet)',
+  415: '-415 unsupported body (unknown Content-Encoding, a Content-Type not read, JSON not in UTF-8, or not a readable spreadsheet)',
   422: '-422 status move not allowed (READY → ONAIR → CLOSED only)',
   429: '-429 rate limited; Retry-After says when to try again',
   500: '-500 unexpected; the message holds the request id to look up in the server log',
