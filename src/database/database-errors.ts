@@ -36,10 +36,14 @@ const UNAVAILABLE_CODES = new Set([
   'ER_QUERY_INTERRUPTED', // 1317
   'ER_CONNECTION_KILLED', // 1927 (MariaDB)
   'ER_CLIENT_INTERACTION_TIMEOUT', // MySQL 4031: the server closed an idle connection
-  // SQLite
-  'SQLITE_BUSY',
-  'SQLITE_LOCKED',
 ]);
+
+/**
+ * SQLite's busy and locked codes, extended ones included: SQLITE_BUSY_SNAPSHOT is what a transaction
+ * that read before another process wrote gets when it then writes (at once, without waiting), and
+ * SQLITE_BUSY_RECOVERY / _TIMEOUT and SQLITE_LOCKED_SHAREDCACHE are the same kind of passing refusal.
+ */
+const SQLITE_BUSY = /^SQLITE_(BUSY|LOCKED)(_[A-Z]+)?$/;
 
 const UNAVAILABLE_MESSAGES = [
   /Can't add new command when connection is in closed state/,
@@ -54,7 +58,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   const candidates = [err, (err as { driverError?: unknown }).driverError].filter((e): e is Record<string, unknown> => !!e && typeof e === 'object');
   return candidates.some((e) => {
-    if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
+    if (typeof e.code === 'string' && (UNAVAILABLE_CODES.has(e.code) || SQLITE_BUSY.test(e.code))) return true;
     const message = typeof e.message === 'string' ? e.message : '';
     return UNAVAILABLE_MESSAGES.some((re) => re.test(message));
   });
