@@ -119,6 +119,17 @@ describe('admin CLI [sqlite]', () => {
     expect(res.stdout).toBe('');
   });
 
+  it('customer create refuses a currency that is not an ISO 4217 code (XYZ, DOLLARS) and creates nothing', async () => {
+    const before = (await admin(dataDir, 'customer', 'list')).stdout;
+    for (const currency of ['XYZ', 'DOLLARS', 'kr']) {
+      const res = await admin(dataDir, 'customer', 'create', '--name', 'Bad currency', '--currency', currency);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(/currency must be an ISO 4217 code/);
+      expect(res.stdout).toBe('');
+    }
+    expect((await admin(dataDir, 'customer', 'list')).stdout).toBe(before);
+  });
+
   it('customer create without --name fails with a message on stderr', async () => {
     const res = await admin(dataDir, 'customer', 'create');
     expect(res.code).not.toBe(0);

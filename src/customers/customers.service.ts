@@ -21,7 +21,9 @@ export function newAccessKey(): string {
     if (/^[A-Za-z0-9]/.test(key)) return key;
   }
 }
-const CURRENCY = /^[A-Z]{3}$/;
+/** The ISO 4217 codes Node's ICU knows (every active currency); three capital letters where it lists none. */
+const CURRENCIES: ReadonlySet<string> | null = typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
+const isCurrency = (code: string) => (CURRENCIES?.size ? CURRENCIES.has(code) : /^[A-Z]{3}$/.test(code));
 
 /** Customers (tenants): creation by the admin CLI, look-up by access key for authentication. */
 @Injectable()
@@ -34,7 +36,7 @@ export class CustomersService {
     const trimmed = name.trim();
     if (!trimmed || trimmed.length > 255) throw ApiException.invalid('name must be 1 to 255 characters');
     const code = currency.trim().toUpperCase();
-    if (!CURRENCY.test(code)) throw ApiException.invalid('currency must be an ISO 4217 code such as KRW or USD');
+    if (!isCurrency(code)) throw ApiException.invalid(`currency must be an ISO 4217 code such as KRW or USD (${code.slice(0, 20)} is none)`);
     const now = new Date();
     const customer = Object.assign(new Customer(), {
       accessKey: newAccessKey(),
