@@ -951,6 +951,9 @@ describeEngines('goods API', __filename, (ctx) => {
         expect(typeof res.body._e).toBe('string');
         expect(res.headers['x-request-id']).toBeTruthy();
       }
+      // The message names the method and path, never the query string (it may carry a token).
+      const queried = await ctx().http.get('/v1/no-such-thing').query({ token: 'secret-in-the-query' });
+      expect(queried.body).toEqual({ _s: -404, _e: 'No route for GET /v1/no-such-thing' });
     });
 
     it('successes and errors are application/json; charset=utf-8', async () => {

@@ -109,7 +109,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
 
   private messageOf(exception: HttpException, status: number): string {
     if (status === 404 && /^Cannot (GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/.test(exception.message)) {
-      return `No route for ${exception.message.replace(/^Cannot /, '')}`;
+      // The method and path only: the query string may carry what should not be echoed (a token).
+      return `No route for ${exception.message
+        .replace(/^Cannot /, '')
+        .replace(/\?.*$/s, '')
+        .slice(0, 300)}`;
     }
     const response = exception.getResponse();
     if (typeof response === 'string') return response;
