@@ -18,6 +18,7 @@ import { poolUseOf } from './metrics/pool-use';
 import { Transactions } from './database/transactions';
 import { RateLimiter } from './rate-limit/rate-limiter';
 import { ipRateLimitMiddleware } from './rate-limit/ip-rate-limit.middleware';
+import { ApiDocsCache, documentServedFrom, registerApiDocsCache } from './http/api-docs-cache';
 import type { RequestHandler } from 'express';
 
 /** Where Swagger UI (and its assets), the OpenAPI JSON and its YAML are served. */
@@ -129,17 +130,20 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
 function setupSwagger(app: NestExpressApplication): void {
   const document = createOpenApiDocument(app);
   const config = app.get(AppConfig);
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'docs-json',
+  const baseOf = (req: Request) => baseUrlOf(req, config);
+  // The answers that carry the whole document are built once per base URL and path, then sent from the
+  // cache (registered first, so that they answer before SwaggerModule's own handlers).
+  const cache = new ApiDocsCache();
+  registerApiDocsCache(app, cache);
+  for (const path of [DOCS_JSON_PATH, DOCS_YAML_PATH, `${DOCS_PATH}/swagger-ui-init.js`, `${DOCS_PATH}${DOCS_PATH}/swagger-ui-init.js`]) {
+    app.getHttpAdapter().getInstance().get(path, cache.handler(path, baseOf));
+  }
+  SwaggerModule.setup(DOCS_PATH.slice(1), app, document, {
+    jsonDocumentUrl: DOCS_JSON_PATH.slice(1),
+    yamlDocumentUrl: DOCS_YAML_PATH.slice(1),
     customSiteTitle: 'livegoods API',
     // The served document's server defaults to where it was fetched from (PUBLIC_BASE_URL when set), so
     // Swagger UI's "Try it out" calls this service wherever it runs.
-    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => ({
-      ...doc,
-      servers: (doc.servers ?? []).map((server) => ({
-        ...server,
-        variables: { origin: { ...server.variables?.origin, default: baseUrlOf(req as Request, config) } },
-      })),
-    }),
+    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => documentServedFrom(doc, baseOf(req as Request)),
   });
 }
