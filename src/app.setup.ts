@@ -16,6 +16,15 @@ import { httpMetrics } from './metrics/http-metrics';
 import { Metrics } from './metrics/metrics.service';
 import { poolUseOf } from './metrics/pool-use';
 import { Transactions } from './database/transactions';
+import { RateLimiter } from './rate-limit/rate-limiter';
+import { ipRateLimitMiddleware } from './rate-limit/ip-rate-limit.middleware';
+import { ApiDocsCache, documentServedFrom, registerApiDocsCache } from './http/api-docs-cache';
+import type { RequestHandler } from 'express';
+
+/** Where Swagger UI (and its assets), the OpenAPI JSON and its YAML are served. */
+const DOCS_PATH = '/docs';
+const DOCS_JSON_PATH = '/docs-json';
+const DOCS_YAML_PATH = '/docs-yaml';
 
 /**
  * Everything the HTTP app needs besides its modules; shared by main.ts and the e2e tests so that
@@ -53,7 +62,27 @@ export function configureApp(app: NestExpressApplication): void {
   );
   app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis));
   // Signals are handled by main.ts (Lifecycle.shutdown): requests in flight finish before the app closes.
+  // The API docs and paths no route matches reach no controller, so no guard: the per-IP limit (the
+  // same counter as IpRateLimitGuard's) is counted for them by a middleware, before SwaggerModule's
+  // handlers and before the 404.
+  const ipLimit = ipRateLimitMiddleware(app.get(RateLimiter));
+  app.use([DOCS_PATH, DOCS_JSON_PATH, DOCS_YAML_PATH], ipLimit);
+  beforeNotFoundHandler(app, ipLimit);
   setupSwagger(app);
+}
+
+/**
+ * Mounts `middleware` right before the handler that answers requests no route matched (404 -404):
+ * Nest registers that handler at init, after every route, through the HTTP adapter's setNotFoundHandler.
+ */
+function beforeNotFoundHandler(app: NestExpressApplication, middleware: RequestHandler): void {
+  const adapter = app.getHttpAdapter();
+  const setNotFoundHandler = adapter.setNotFoundHandler?.bind(adapter);
+  if (!setNotFoundHandler) throw new Error('The HTTP adapter has no setNotFoundHandler: unmatched requests would not be rate limited');
+  adapter.setNotFoundHandler = (...args: Parameters<typeof setNotFoundHandler>): unknown => {
+    adapter.getInstance().use(middleware);
+    return setNotFoundHandler(...args);
+  };
 }
 
 /** The tags of the document, in the order Swagger UI shows them. */
@@ -98,20 +127,23 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
   return SwaggerModule.createDocument(app, config);
 }
 
-function setupSwagger(app: INestApplication): void {
+function setupSwagger(app: NestExpressApplication): void {
   const document = createOpenApiDocument(app);
   const config = app.get(AppConfig);
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'docs-json',
+  const baseOf = (req: Request) => baseUrlOf(req, config);
+  // The answers that carry the whole document are built once per base URL and path, then sent from the
+  // cache (registered first, so that they answer before SwaggerModule's own handlers).
+  const cache = new ApiDocsCache();
+  registerApiDocsCache(app, cache);
+  for (const path of [DOCS_JSON_PATH, DOCS_YAML_PATH, `${DOCS_PATH}/swagger-ui-init.js`, `${DOCS_PATH}${DOCS_PATH}/swagger-ui-init.js`]) {
+    app.getHttpAdapter().getInstance().get(path, cache.handler(path, baseOf));
+  }
+  SwaggerModule.setup(DOCS_PATH.slice(1), app, document, {
+    jsonDocumentUrl: DOCS_JSON_PATH.slice(1),
+    yamlDocumentUrl: DOCS_YAML_PATH.slice(1),
     customSiteTitle: 'livegoods API',
     // The served document's server defaults to where it was fetched from (PUBLIC_BASE_URL when set), so
     // Swagger UI's "Try it out" calls this service wherever it runs.
-    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => ({
-      ...doc,
-      servers: (doc.servers ?? []).map((server) => ({
-        ...server,
-        variables: { origin: { ...server.variables?.origin, default: baseUrlOf(req as Request, config) } },
-      })),
-    }),
+    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => documentServedFrom(doc, baseOf(req as Request)),
   });
 }

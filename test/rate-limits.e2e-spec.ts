@@ -4,6 +4,7 @@ import request from 'supertest';
 import { AppConfig } from '../src/config/app-config';
 import { createNodeCustomer, Node, startNode } from './support/cluster-app';
 import { listenOn } from './support/live-client';
+import { parsePrometheusText, valueOf } from './support/prometheus-text';
 import { TcpProxy } from './support/tcp-proxy';
 import { describeEngines, dropDatabase, engineUnavailable, TestCustomer, testConfig } from './support/test-app';
 
@@ -23,6 +24,11 @@ const LIMITS = {
   RATE_LIMIT_LIVE_CONNECTIONS: '3',
   TRUST_PROXY: 'true',
 };
+
+/** livegoods_rate_limit_refusals_total{limit="ip"} in a /metrics answer. */
+function ipRefusals(res: request.Response): number {
+  return valueOf(parsePrometheusText(res.text), 'livegoods_rate_limit_refusals_total', { limit: 'ip' }) ?? 0;
+}
 
 function expectLimited(res: request.Response): void {
   expect({ status: res.status, _s: res.body?._s }).toEqual({ status: 429, _s: -429 });
@@ -52,6 +58,45 @@ describeEngines(
       expect((await ctx().http.get('/health/ready').set('X-Forwarded-For', from)).status).toBe(200);
       // Another address is not affected.
       expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', ip())).status).toBe(200);
+    });
+
+    it('per client IP also where no controller answers: /docs-json, /docs, Swagger UI assets and unknown paths, in the same counter; /health is never refused', async () => {
+      const before = ipRefusals(await ctx().http.get('/metrics').expect(200));
+      for (const path of ['/docs-json', '/docs', '/docs/swagger-ui.css', '/docs/swagger-ui-init.js', '/docs-yaml', '/nonexistent/path']) {
+        const from = ip();
+        for (let i = 0; i < 30; i += 1) {
+          const res = await ctx().http.get(path).set('X-Forwarded-For', from);
+          expect({ path, status: res.status }).toEqual({ path, status: path === '/nonexistent/path' ? 404 : 200 });
+        }
+        const refused = await ctx().http.get(path).set('X-Forwarded-For', from).set('X-Request-Id', `limited-${from}`);
+        expectLimited(refused);
+        expect(refused.headers['x-request-id']).toBe(`limited-${from}`);
+        // One counter for the whole API: the routes of the controllers are refused to that address too.
+        expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', from));
+        expect((await ctx().http.get('/health').set('X-Forwarded-For', from)).status).toBe(200);
+      }
+      // Each refusal is counted as one of the per-IP limit (12: two for each of the six paths).
+      expect(ipRefusals(await ctx().http.get('/metrics').expect(200)) - before).toBe(12);
+    });
+
+    it('an unknown path is 404 -404 with X-Request-Id, counted once: also under /docs, where the docs middleware saw it first', async () => {
+      const from = ip();
+      const first = await ctx().http.get('/nonexistent/path').set('X-Forwarded-For', from).set('X-Request-Id', 'unknown-1');
+      expect({ status: first.status, body: first.body }).toEqual({ status: 404, body: { _s: -404, _e: 'No route for GET /nonexistent/path' } });
+      expect(first.headers['x-request-id']).toBe('unknown-1');
+      for (let i = 1; i < 15; i += 1) expect((await ctx().http.post('/docs/nothing-here').set('X-Forwarded-For', from)).status).toBe(404);
+      for (let i = 0; i < 15; i += 1) expect((await ctx().http.get('/docs/no-such-asset.js').set('X-Forwarded-For', from)).status).toBe(404);
+      // 30 requests so far, each counted once: the 31st is the first refused.
+      expectLimited(await ctx().http.get('/docs/no-such-asset.js').set('X-Forwarded-For', from));
+    });
+
+    it('API routes and the docs share the per-IP counter: 15 of each, the 31st request is refused wherever it goes', async () => {
+      const from = ip();
+      for (let i = 0; i < 15; i += 1) {
+        expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', from)).status).toBe(200);
+        expect((await ctx().http.get('/docs-json').set('X-Forwarded-For', from)).status).toBe(200);
+      }
+      expectLimited(await ctx().http.get('/docs-json').set('X-Forwarded-For', from));
     });
 
     it('per customer: past RATE_LIMIT_CUSTOMER its requests are 429 from any address; other customers are not affected', async () => {

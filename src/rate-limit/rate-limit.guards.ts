@@ -3,7 +3,7 @@ import { ThrottlerGuard, ThrottlerLimitDetail, ThrottlerRequest } from '@nestjs/
 import type { Request } from 'express';
 import { ApiException } from '../common/errors/api.exception';
 import { REFUSED_BY } from '../metrics/http-metrics';
-import { clientIp } from './rate-limiter';
+import { clientIp, COUNTED_PER_IP, IP_LIMIT, ipRefusal } from './rate-limiter';
 
 /** What the customer limit needs of a request: the tenant authentication put on it. */
 interface TenantRequest {
@@ -11,7 +11,7 @@ interface TenantRequest {
 }
 
 /** The two throttlers of ThrottlerModule (see RateLimitModule): each guard applies one of them. */
-export const IP_THROTTLER = 'ip';
+export const IP_THROTTLER = IP_LIMIT;
 export const CUSTOMER_THROTTLER = 'customer';
 
 /** Both guards: skipped when rate limits are off; a refusal is 429 -429 with Retry-After. */
@@ -36,17 +36,29 @@ abstract class OneThrottlerGuard extends ThrottlerGuard {
   protected abstract refusal(detail: ThrottlerLimitDetail): string;
 }
 
-/** Every request, public ones included, counts against its client IP; runs before authentication. */
+/**
+ * Every request a controller answers, public ones included, counts against its client IP; runs before
+ * authentication. (Requests no controller answers, the API docs and unmatched paths, are counted by
+ * ipRateLimitMiddleware, in the same counter.)
+ */
 @Injectable()
 export class IpRateLimitGuard extends OneThrottlerGuard {
   protected readonly throttlerName = IP_THROTTLER;
+
+  protected override async handleRequest(request: ThrottlerRequest): Promise<boolean> {
+    if (request.throttler.name !== this.throttlerName) return true;
+    const req = request.context.switchToHttp().getRequest<Record<symbol, unknown>>();
+    if (req[COUNTED_PER_IP]) return true;
+    req[COUNTED_PER_IP] = true;
+    return super.handleRequest(request);
+  }
 
   protected override getTracker(req: Record<string, unknown>): Promise<string> {
     return Promise.resolve(clientIp(req as unknown as Request));
   }
 
   protected refusal(detail: ThrottlerLimitDetail): string {
-    return `Too many requests from your address (${detail.limit} per ${Math.round(detail.ttl / 1000)} s); retry after ${detail.timeToBlockExpire} s`;
+    return ipRefusal(detail.limit, detail.ttl, detail.timeToBlockExpire);
   }
 }
 

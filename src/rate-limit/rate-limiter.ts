@@ -7,6 +7,15 @@ import { Metrics } from '../metrics/metrics.service';
 /** The limits counted outside the HTTP guards: refused authentications and new viewer connections. */
 export type RateLimitName = 'auth-failures' | 'live-connections';
 
+/** The per-IP limit of HTTP requests (the throttler IpRateLimitGuard applies, and ipRateLimitMiddleware). */
+export const IP_LIMIT = 'ip';
+
+/**
+ * Set on a request once the per-IP limit has counted it (by IpRateLimitGuard or ipRateLimitMiddleware),
+ * so that no request is counted twice.
+ */
+export const COUNTED_PER_IP = Symbol('countedPerIp');
+
 export interface RateLimitVerdict {
   allowed: boolean;
   /** Seconds until the caller may try again (when not allowed). */
@@ -38,6 +47,29 @@ export class RateLimiter {
     if (record.isBlocked) this.metrics.rateLimitRefusals.inc({ limit: name });
     return { allowed: !record.isBlocked, retryAfterSeconds: Math.max(1, record.timeToBlockExpire) };
   }
+
+  /**
+   * One request from `tracker` (a client IP) against the per-IP limit of HTTP requests: the same key,
+   * window, limit and storage as IpRateLimitGuard (ThrottlerModule's `ip` throttler), for the requests
+   * no controller answers (see ipRateLimitMiddleware). A refusal is counted in the metrics by the caller.
+   */
+  async hitIp(tracker: string): Promise<RateLimitVerdict> {
+    if (!this.enabled) return { allowed: true, retryAfterSeconds: 0 };
+    const { windowMs, ip } = this.config.rateLimit;
+    const record = await this.storage.increment(rateLimitKey(this.config, IP_LIMIT, tracker), windowMs, ip, windowMs, IP_LIMIT);
+    return { allowed: !record.isBlocked, retryAfterSeconds: Math.max(1, record.timeToBlockExpire) };
+  }
+
+  /** The message of a refusal by the per-IP limit. */
+  ipRefusal(retryAfterSeconds: number): string {
+    const { windowMs, ip } = this.config.rateLimit;
+    return ipRefusal(ip, windowMs, retryAfterSeconds);
+  }
+}
+
+/** The message of a refusal by the per-IP limit (the guard's and the middleware's). */
+export function ipRefusal(limit: number, windowMs: number, retryAfterSeconds: number): string {
+  return `Too many requests from your address (${limit} per ${Math.round(windowMs / 1000)} s); retry after ${retryAfterSeconds} s`;
 }
 
 /** One key per deployment, limit and tracker (not per route): `<REDIS_PREFIX>:rl:<limit>:<tracker>`. */

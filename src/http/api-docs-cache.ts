@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import type { OpenAPIObject } from '@nestjs/swagger';
+import type { NextFunction, Request, Response } from 'express';
+
+/**
+ * How many base URLs the docs are kept for. With PUBLIC_BASE_URL set there is one; without it each
+ * scheme and Host a client names is one (localhost, the public name, an internal address…). The bound
+ * keeps Host headers made up by a client from growing memory: past it the least recently asked is dropped.
+ */
+export const API_DOCS_VARIANTS = 4;
+
+/** One answer as it is sent: its bytes, its Content-Type and the (weak) ETag Express would give them. */
+export interface CachedDocsAnswer {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+/**
+ * The OpenAPI document as served from `baseUrl`: its server's `origin` variable defaults to that address,
+ * so that Swagger UI's "Try it out" calls the service the page came from.
+ */
+export function documentServedFrom(document: OpenAPIObject, baseUrl: string): OpenAPIObject {
+  return {
+    ...document,
+    servers: (document.servers ?? []).map((server) => ({
+      ...server,
+      variables: { origin: { ...server.variables?.origin, default: baseUrl } },
+    })),
+  };
+}
+
+const caches = new WeakMap<INestApplication, ApiDocsCache>();
+
+/** The docs cache of an app (set by configureApp), for the tests. */
+export function apiDocsCacheOf(app: INestApplication): ApiDocsCache | undefined {
+  return caches.get(app);
+}
+
+/**
+ * The answers of the API docs that carry the whole OpenAPI document (about 325 KB: /docs-json,
+ * /docs-yaml and Swagger UI's swagger-ui-init.js), built once per base URL and path by SwaggerModule's
+ * own handlers and then sent from here as they are (bytes, type, ETag; a matching If-None-Match is a
+ * 304), instead of being patched and serialised again for every request. At most `maxVariants` base
+ * URLs are kept.
+ */
+export class ApiDocsCache {
+  private readonly byBase = new Map<string, Map<string, CachedDocsAnswer>>();
+  /** Answers built so far (one per base URL and path, again after an eviction). */
+  renders = 0;
+
+  constructor(readonly maxVariants = API_DOCS_VARIANTS) {}
+
+  /** The base URLs kept now. */
+  get variants(): number {
+    return this.byBase.size;
+  }
+
+  get(baseUrl: string, path: string): CachedDocsAnswer | undefined {
+    const answers = this.byBase.get(baseUrl);
+    const answer = answers?.get(path);
+    if (answers && answer) {
+      // The most recently used base URL goes last: the first one is the one to drop.
+      this.byBase.delete(baseUrl);
+      this.byBase.set(baseUrl, answers);
+    }
+    return answer;
+  }
+
+  set(baseUrl: string, path: string, text: string, type: string): CachedDocsAnswer {
+    const body = Buffer.from(text);
+    const etag = `W/"${body.length.toString(16)}-${createHash('sha1').update(body).digest('base64').substring(0, 27)}"`;
+    // What res.send gives a string: its type with the charset it encodes it in.
+    const answer = { body, type: /;\s*charset=/i.test(type) ? type : `${type}; charset=utf-8`, etag };
+    let answers = this.byBase.get(baseUrl);
+    if (!answers) {
+      while (this.byBase.size >= this.maxVariants) this.byBase.delete(this.byBase.keys().next().value as string);
+      answers = new Map();
+      this.byBase.set(baseUrl, answers);
+    }
+    answers.set(path, answer);
+    this.renders += 1;
+    return answer;
+  }
+
+  /**
+   * A route handler for `path`, to be registered before SwaggerModule's own: answers from the cache, or
+   * lets SwaggerModule's handler build the answer and keeps what it sends.
+   */
+  handler(path: string, baseUrlOf: (req: Request) => string) {
+    return (req: Request, res: Response, next: NextFunction): void => {
+      const baseUrl = baseUrlOf(req);
+      const cached = this.get(baseUrl, path);
+      if (cached) {
+        send(res, cached);
+        return;
+      }
+      const original = res.send;
+      res.send = ((body?: unknown): Response => {
+        res.send = original;
+        if (typeof body !== 'string' || res.statusCode !== 200) return original.call(res, body);
+        return send(res, this.set(baseUrl, path, body, String(res.getHeader('Content-Type') ?? 'text/plain')));
+      }) as Response['send'];
+      next();
+    };
+  }
+}
+
+function send(res: Response, answer: CachedDocsAnswer): Response {
+  res.setHeader('Content-Type', answer.type);
+  res.setHeader('ETag', answer.etag);
+  return res.send(answer.body);
+}
+
+/** Keeps `cache` as the docs cache of `app` (apiDocsCacheOf). */
+export function registerApiDocsCache(app: INestApplication, cache: ApiDocsCache): void {
+  caches.set(app, cache);
+}
