@@ -33,7 +33,7 @@ describe('XlsxXmlGuard', () => {
   it('gives cells without a reference the one after the previous cell of their row (rows without r follow the previous row)', () => {
     const xml = SHEET('<row r="3"><c t="inlineStr"><is><t>a</t></is></c><c r="D3"><v>1</v></c><c><v>2</v></c></row><row><c/></row>');
     expect(through(xml, 'sheet', 5)).toBe(
-      SHEET('<row r="3"><c r="A3" t="inlineStr"><is><t>a</t></is></c><c r="D3"><v>1</v></c><c r="E3"><v>2</v></c></row><row><c r="A4"/></row>'),
+      SHEET('<row r="3"><c r="A3" t="inlineStr"><is><t>a</t></is></c><c r="D3"><v>1</v></c><c r="E3"><v>2</v></c></row><row r="4"><c r="A4"/></row>'),
     );
   });
 

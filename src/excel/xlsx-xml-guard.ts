@@ -40,8 +40,8 @@ function attribute(tag: string, name: string): string | undefined {
  * - tag, comment, CDATA section or processing instruction of more than MAX_XML_MARKUP_CHARS (CDATA:
  *   MAX_XML_TEXT_CHARS); a document type declaration (.xlsx has none) is refused as unsupported (415).
  *
- * In a sheet it also gives the cells without a reference (`r`, optional in OOXML: such a cell follows the
- * previous one of its row) their reference, which exceljs needs, and refuses a cell beyond column XFD.
+ * In a sheet it also gives the rows and cells without a reference (`r`, optional in OOXML: such a row or
+ * cell follows the previous one) their reference, which exceljs needs, and refuses a cell beyond column XFD.
  * The text passes through unchanged otherwise; each chunk costs a scan of its characters.
  */
 export class XlsxXmlGuard {
@@ -237,9 +237,12 @@ export class XlsxXmlGuard {
     }
     let result = tag;
     if (name === 'row' && !closing) {
-      const r = parseInt(attribute(tag, 'r') ?? '', 10);
+      const given = attribute(tag, 'r');
+      const r = parseInt(given ?? '', 10);
       this.row = Number.isInteger(r) && r > 0 ? r : this.row + 1;
       this.column = -1;
+      // exceljs numbers a row from its `r` alone (a row without one follows the previous one).
+      if (given === undefined) result = `${tag.slice(0, m[0].length)} r="${this.row}"${tag.slice(m[0].length)}`;
     } else if (name === 'c') {
       if (closing) this.inItem = false;
       else {
