@@ -13,6 +13,12 @@ export class AddImportJobStalledClaims1764700000000 implements MigrationInterfac
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
+    if (queryRunner.connection.driver.options.type === 'better-sqlite3') {
+      // In place: TypeORM's dropColumn rebuilds the table on SQLite, and dropping the old one inside the
+      // revert's transaction (foreign keys on) would delete the jobs' results with it.
+      await queryRunner.query('ALTER TABLE "import_jobs" DROP COLUMN "stalledClaims"');
+      return;
+    }
     await queryRunner.dropColumn('import_jobs', 'stalledClaims');
   }
 }
