@@ -1,4 +1,5 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
 import { insertCustomer, ServerProcess } from './support/server-process';
@@ -253,6 +254,43 @@ describeEngines(
       const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
       expect(list.body.totalCount).toBe(0);
     }, 60_000);
+
+    it('a job whose runs end without a trace is failed after IMPORT_JOB_MAX_ATTEMPTS of them instead of claimed again; fewer, it runs', async () => {
+      const a = await ctx().createCustomer();
+      const file = sheet('LOOP', 3);
+      const res = await upload(a, file, 'loop.csv', '?async=true');
+      expect(res.status).toBe(202);
+      const jobId = res.body.jobId as number;
+      expect(await finished(a, jobId)).toMatchObject({ state: 'succeeded', rowsDone: 3, createCount: 3 });
+      const [{ filePath }] = await ctx().dataSource.query('SELECT filePath FROM import_jobs WHERE id = ?', [jobId]);
+      const dir = ctx().config.importJobs.dir;
+
+      /** The job as a node left it that died while running it: running, its lease run out, `stalled` runs since its last chunk. */
+      async function diedWhileRunning(stalled: number): Promise<void> {
+        writeFileSync(join(dir, filePath as string), file);
+        await ctx().dataSource.query(
+          "UPDATE import_jobs SET state = 'running', owner = 'a-node-that-died', leaseUntil = 1, stalledClaims = ?, error = NULL, finishedAt = NULL, " +
+            'rowsDone = 2, lastRow = 3, createCount = 2 WHERE id = ?',
+          [stalled, jobId],
+        );
+      }
+
+      // Three runs that never finished (the default IMPORT_JOB_MAX_ATTEMPTS): the next claim fails it, saying what was applied.
+      await diedWhileRunning(3);
+      const failed = await finished(a, jobId);
+      expect(failed).toMatchObject({ state: 'failed', rowsDone: 2 });
+      expect(failed.error).toBe(
+        'The job was started 3 times after sheet row 3 and each time the node running it stopped before it got further (the file may need ' +
+          'more memory than a node has); it is not started again; the rows up to sheet row 3 (2 rows) were applied, the rest not',
+      );
+      expect(existsSync(join(dir, filePath as string))).toBe(false);
+
+      // Two: it runs again (and the chunk it commits counts as getting further).
+      await diedWhileRunning(2);
+      expect(await finished(a, jobId)).toMatchObject({ state: 'succeeded', rowsDone: 3 });
+      const [row] = await ctx().dataSource.query('SELECT stalledClaims, attempts FROM import_jobs WHERE id = ?', [jobId]);
+      expect({ stalledClaims: Number(row.stalledClaims), attempts: Number(row.attempts) }).toEqual({ stalledClaims: 1, attempts: 3 });
+    });
 
     it('a 50,000-row job: progress over HTTP and to operator sockets; other customers are served meanwhile; every row applied once', async () => {
       const c = await ctx().createCustomer();

@@ -78,6 +78,8 @@ export interface ImportJobsConfig {
   pollMs: number;
   readTimeoutMs: number;
   keepPerCustomer: number;
+  /** Runs of a job that may end without a trace before it gets further (IMPORT_JOB_MAX_ATTEMPTS). */
+  maxAttempts: number;
 }
 
 export interface RateLimitConfig {
@@ -217,6 +219,7 @@ export class AppConfig {
         pollMs: env.IMPORT_JOB_POLL_MS,
         readTimeoutMs: env.IMPORT_JOB_READ_TIMEOUT_MS,
         keepPerCustomer: env.IMPORT_JOB_KEEP,
+        maxAttempts: env.IMPORT_JOB_MAX_ATTEMPTS,
       },
       { url: env.REDIS_URL, prefix: env.REDIS_PREFIX },
       {

@@ -298,6 +298,16 @@ export class EnvironmentVariables {
   @Max(24 * 3_600_000)
   IMPORT_JOB_READ_TIMEOUT_MS = 3_600_000;
 
+  /**
+   * Runs of an import job that may end without a trace (the node died, or lost the database) before the
+   * job gets further; the next claim then fails it instead of running it again (no crash loop).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  IMPORT_JOB_MAX_ATTEMPTS = 3;
+
   /** Finished jobs (with their per-row results) kept per customer; older ones are deleted. */
   @Transform(toInt)
   @IsInt()

@@ -6,7 +6,9 @@ import { CsvError, parse } from 'csv-parse';
 import { unquoteCsvText } from './csv-text';
 import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
-import { RawCell, RawSheetEvent } from './sheet-rows';
+import { columnName, RawCell, RawSheetEvent } from './sheet-rows';
+import { overlongCell } from './xlsx-rows';
+import { MAX_CELL_CHARS } from './xlsx-xml-guard';
 
 /** Longest record (one row, all its cells) a CSV may have: far over 10 fields at their limits. */
 const MAX_RECORD_CHARS = 1024 * 1024;
@@ -182,6 +184,9 @@ async function* readCsvStream(delimiter: string, input: AsyncGenerator<Buffer>, 
       if (step.done) break;
       row += 1;
       // A quote before a formula start is the export's neutralisation (csv-text.ts): taken off again.
+      // A cell as long as no spreadsheet holds refuses the file, as in an .xlsx (its FAIL row would echo it).
+      const long = step.value.findIndex((value) => value.length > MAX_CELL_CHARS);
+      if (long >= 0) throw overlongCell(`${columnName(long)}${row}`, step.value[long].length);
       const cells: Array<RawCell | undefined> = step.value.map((value) => (value === '' ? undefined : { value: unquoteCsvText(value) }));
       yield { kind: 'row', row: { row, cells } };
       await guard.breathe();

@@ -218,7 +218,14 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       tx
         .createQueryBuilder()
         .update(ImportJob)
-        .set({ state: 'running', owner: this.nodeId, leaseUntil, attempts: () => 'attempts + 1', startedAt: new Date() })
+        .set({
+          state: 'running',
+          owner: this.nodeId,
+          leaseUntil,
+          attempts: () => 'attempts + 1',
+          stalledClaims: () => 'stalledClaims + 1',
+          startedAt: new Date(),
+        })
         .where("id = :id AND (state = 'queued' OR (state = 'running' AND (leaseUntil IS NULL OR leaseUntil < :now)))", { id: jobId, now })
         .execute(),
     );
@@ -267,6 +274,18 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     );
     renew.unref();
     try {
+      // Every run before this one since the last committed chunk ended without a trace: its node died
+      // (a file that takes the process down would take every node that claims it down in turn).
+      const stalled = job.stalledClaims - 1;
+      if (stalled >= this.config.importJobs.maxAttempts) {
+        await this.fail(
+          job,
+          `The job was started ${stalled} times ${job.lastRow ? `after sheet row ${job.lastRow} ` : ''}and each time the node ` +
+            'running it stopped before it got further (the file may need more memory than a node has); it is not started again; ' +
+            this.appliedSoFar(job),
+        );
+        return;
+      }
       const customer = await this.transactions.manager.findOneBy(Customer, { id: job.customerId });
       if (!customer) return; // deleted with its customer
       const tenant = tenantOf(customer, job.baseUrl);
@@ -385,6 +404,8 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
         updateCount: job.updateCount + response.updateCount,
         failCount: job.failCount + response.failCount,
         leaseUntil: Date.now() + this.config.importJobs.leaseMs,
+        // The job got further: this run's claim is the only one since (see ImportJob.stalledClaims).
+        stalledClaims: 1,
       })
       .where("id = :id AND owner = :owner AND state = 'running' AND lastRow = :previous", { id: job.id, owner: this.nodeId, previous: job.lastRow })
       .execute();
@@ -433,7 +454,8 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       em
         .createQueryBuilder()
         .update(ImportJob)
-        .set({ state: 'queued', owner: null, leaseUntil: null })
+        // A claim handed back is no stalled run.
+        .set({ state: 'queued', owner: null, leaseUntil: null, stalledClaims: () => 'stalledClaims - 1' })
         .where("id = :id AND owner = :owner AND state = 'running'", { id: job.id, owner: this.nodeId })
         .execute(),
     );

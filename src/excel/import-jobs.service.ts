@@ -106,6 +106,7 @@ export class ImportJobsService {
             owner: null,
             leaseUntil: null,
             attempts: 0,
+            stalledClaims: 0,
             createdAt: new Date(),
             startedAt: null,
             finishedAt: null,

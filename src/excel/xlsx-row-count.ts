@@ -3,6 +3,7 @@ import { SaxesParser } from 'saxes';
 import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
 import { ArchiveLimits, XlsxArchive } from './xlsx-archive';
+import { XlsxXmlGuard } from './xlsx-xml-guard';
 
 /** What one quick pass over an .xlsx's first sheet tells, without reading a cell's value. */
 export interface XlsxRowCount {
@@ -71,14 +72,16 @@ export async function countXlsxRows(source: Buffer | string, limits: ArchiveLimi
       else if (tag.name === 'row' && inSheetData && rowHasValue && row > 1) valueRows += 1;
     });
     const decoder = new StringDecoder('utf8');
+    // No text nor tag accumulates past its bound in the parser (a 150 MB cell took the thread's heap).
+    const xmlGuard = new XlsxXmlGuard('sheet');
     const chunks = archive.sheetXml(() => guard.breathe());
     for (;;) {
       const step = await guard.race(chunks.next());
       if (step.done) break;
-      parser.write(decoder.write(step.value));
+      parser.write(xmlGuard.write(decoder.write(step.value)));
       if (failure) break;
     }
-    if (!failure) parser.write(decoder.end()).close();
+    if (!failure) parser.write(xmlGuard.write(decoder.end()) + xmlGuard.end()).close();
     if (failure) throw SheetError.unsupported(`The sheet cannot be read (${failure.message})`);
     return { valueRows, rows: Math.max(0, rows - 1), hasLinks };
   } finally {

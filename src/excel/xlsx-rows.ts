@@ -1,11 +1,13 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type * as ExcelJS from 'exceljs';
 import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
-import { columnIndex, HyperlinkRange, RawCell, RawSheetEvent } from './sheet-rows';
+import { columnIndex, columnName, HyperlinkRange, RawCell, RawSheetEvent } from './sheet-rows';
 import { ArchiveLimits, XlsxArchive } from './xlsx-archive';
 import { decodeXlsxText } from './xlsx-text';
+import { guardedXml, MAX_CELL_CHARS } from './xlsx-xml-guard';
+import { GoodsLimits } from '../goods/goods.limits';
 
 /** Distinct strings a workbook may hold (a 10,000-row sheet of 10 text columns needs 100,000). */
 export const MAX_SHARED_STRINGS = 1_000_000;
@@ -71,7 +73,9 @@ class SharedStrings extends Array<unknown> {
 /**
  * exceljs's WorkbookReader set up for one sheet: shared strings cached in a capped table (exceljs
  * assigns a fresh array when it meets them; the accessor keeps ours), styles kept (percent formats),
- * hyperlinks emitted, and text decoded across chunks. The archive orders the parts so that the sheet
+ * hyperlinks emitted, and text decoded across chunks. The XML of the sheet, its relationships and the
+ * shared strings reaches exceljs's parser through XlsxXmlGuard: no cell, shared string or tag grows
+ * past its bound in memory (the first one over it refuses the file), and cells without a reference get one. The archive orders the parts so that the sheet
  * comes last; the pre-set tables keep exceljs from parking the sheet in a temporary file while it
  * waits for them.
  */
@@ -89,14 +93,13 @@ function workbookReader(excel: typeof ExcelJS, source: Readable, date1904: boole
   reader.workbookRels = [];
   reader.properties = { model: { date1904 } };
   reader._parseSharedStrings = function (entry) {
-    entry.setEncoding('utf8');
-    return base._parseSharedStrings.call(this, entry);
+    return base._parseSharedStrings.call(this, Readable.from(guardedXml(utf8Chunks(entry), 'sharedStrings')));
   };
   reader._parseWorksheet = function (iterator, sheetNo) {
-    return base._parseWorksheet.call(this, utf8Chunks(iterator), sheetNo);
+    return base._parseWorksheet.call(this, guardedXml(utf8Chunks(iterator), 'sheet'), sheetNo);
   };
   reader._parseHyperlinks = function (iterator, sheetNo) {
-    return base._parseHyperlinks.call(this, utf8Chunks(iterator), sheetNo);
+    return base._parseHyperlinks.call(this, guardedXml(utf8Chunks(iterator), 'other'), sheetNo);
   };
   return reader;
 }
@@ -206,13 +209,26 @@ export async function* readXlsxRows(upload: Buffer | string, limits: ArchiveLimi
   }
 }
 
-/** A row without its optional `r` attribute follows the previous one. */
+/**
+ * A row without its optional `r` attribute follows the previous one. A text longer than an Excel cell
+ * holds (written by something else than Excel, or rich text of many runs) refuses the file.
+ */
 function rawRow(row: ExcelRow, previous: number): { row: number; cells: Array<RawCell | undefined> } {
+  const number = Number.isInteger(row.number) && row.number > 0 ? row.number : previous + 1;
   const cells: Array<RawCell | undefined> = [];
   row.eachCell((cell, column) => {
     const value = plainCellValue(cell.value);
     if (value === undefined) return;
+    if (typeof value === 'string' && value.length > MAX_CELL_CHARS) throw overlongCell(`${columnName(column - 1)}${number}`, value.length);
     cells[column - 1] = isPercentFormat(cell.numFmt) ? { value, percent: true } : { value };
   });
-  return { row: Number.isInteger(row.number) && row.number > 0 ? row.number : previous + 1, cells };
+  return { row: number, cells };
+}
+
+/** The refusal of a cell of more than MAX_CELL_CHARS characters (also for a CSV cell). */
+export function overlongCell(ref: string, length: number): SheetError {
+  return SheetError.tooLarge(
+    `Cell ${ref} holds ${length.toLocaleString('en-US')} characters, more than the ${MAX_CELL_CHARS.toLocaleString('en-US')} an Excel cell holds ` +
+      `(no goods field takes more than ${GoodsLimits.description.toLocaleString('en-US')}); refused`,
+  );
 }

@@ -28,6 +28,10 @@ const ECHOED = ['id', ...WRITABLE_FIELDS] as const;
  * the validation worker, element-worker.ts).
  */
 export function parseElement(element: BatchElement): ParsedElement {
+  return shortEcho(readElement(element));
+}
+
+function readElement(element: BatchElement): ParsedElement {
   const data = element.data;
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     return { row: element.row, echo: {}, error: 'element must be a JSON object' };
@@ -64,6 +68,31 @@ export function parseElement(element: BatchElement): ParsedElement {
     return { row: element.row, echo, error: 'one of id, sku or url is required to match or create an item' };
   }
   return { row: element.row, write: dto, echo };
+}
+
+/** Characters a FAIL row shows of a text longer than its field takes. */
+export const ECHO_CUT_CHARS = 256;
+
+/**
+ * A FAIL row echoes the values as sent, but a text longer than its field takes (a 150 MB spreadsheet cell
+ * made a 150 MB answer) is shown cut to its first ECHO_CUT_CHARS characters and an ellipsis, which the
+ * message says. A FAIL row thus never carries more than the fields' limits and a few hundred characters.
+ */
+function shortEcho(parsed: ParsedElement): ParsedElement {
+  if (parsed.write) return parsed;
+  let notes: string[] | undefined;
+  let echo = parsed.echo;
+  for (const [key, value] of Object.entries(parsed.echo)) {
+    if (typeof value !== 'string') continue;
+    const rule = Object.hasOwn(PLAIN_RULES, key) ? PLAIN_RULES[key] : undefined;
+    const max = rule && rule.kind !== 'number' && rule.kind !== 'id' ? Math.max(rule.max, ECHO_CUT_CHARS) : ECHO_CUT_CHARS;
+    if (value.length <= max) continue;
+    if (echo === parsed.echo) echo = { ...parsed.echo };
+    echo[key] = `${value.slice(0, ECHO_CUT_CHARS)}…`;
+    (notes ??= []).push(`${key} is shown cut to its first ${ECHO_CUT_CHARS} of ${value.length.toLocaleString('en-US')} characters`);
+  }
+  if (!notes) return parsed;
+  return { ...parsed, echo, error: `${parsed.error ?? 'invalid element'} (${notes.join('; ')})` };
 }
 
 /**

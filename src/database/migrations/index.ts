@@ -8,6 +8,7 @@ import { AddIdempotencyKeys1764300000000 } from './1764300000000-AddIdempotencyK
 import { AddImportJobs1764400000000 } from './1764400000000-AddImportJobs';
 import { AddImportJobSheetCount1764500000000 } from './1764500000000-AddImportJobSheetCount';
 import { PackImportJobResults1764600000000 } from './1764600000000-PackImportJobResults';
+import { AddImportJobStalledClaims1764700000000 } from './1764700000000-AddImportJobStalledClaims';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   AddImportJobs1764400000000,
   AddImportJobSheetCount1764500000000,
   PackImportJobResults1764600000000,
+  AddImportJobStalledClaims1764700000000,
 ];

@@ -91,6 +91,13 @@ export class ImportJob {
   @Column({ type: 'integer', default: 0 })
   attempts: number;
 
+  /**
+   * Claims since the job's last committed chunk that were not handed back (a shutdown hands its claim
+   * back): each is a run whose node died or lost the database. Past IMPORT_JOB_MAX_ATTEMPTS the job fails.
+   */
+  @Column({ type: 'integer', default: 0 })
+  stalledClaims: number;
+
   @Column({ type: 'datetime', precision: 3 })
   createdAt: Date;
 

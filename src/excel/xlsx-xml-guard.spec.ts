@@ -1,0 +1,84 @@
+import { SheetError } from './sheet-error';
+import { MAX_XML_MARKUP_CHARS, MAX_XML_TEXT_CHARS, XlsxXmlGuard, XmlPart } from './xlsx-xml-guard';
+
+/** The XML through a guard in chunks of `size` characters: what the parser gets. */
+function through(xml: string, part: XmlPart = 'sheet', size = 7): string {
+  const guard = new XlsxXmlGuard(part);
+  let out = '';
+  for (let i = 0; i < xml.length; i += size) out += guard.write(xml.slice(i, i + size));
+  return out;
+}
+
+function refusal(run: () => unknown): SheetError {
+  try {
+    run();
+  } catch (err) {
+    if (err instanceof SheetError) return err;
+    throw err;
+  }
+  throw new Error('not refused');
+}
+
+const SHEET = (rows: string) => `<?xml version="1.0"?><worksheet xmlns="x"><sheetData>${rows}</sheetData></worksheet>`;
+
+describe('XlsxXmlGuard', () => {
+  it('hands a well-formed sheet over unchanged, whatever the chunking (comments, CDATA, entities across chunks)', () => {
+    const xml = SHEET(
+      '<row r="1"><c r="A1" t="inlineStr"><is><t>a &amp; b &#x41;</t></is></c><!-- a > b --><c r="B1"><v>1</v></c></row>' +
+        '<row r="2"><c r="A2" t="inlineStr"><is><t><![CDATA[x > y]]></t></is></c></row>',
+    );
+    for (const size of [1, 2, 3, 7, 64, xml.length]) expect(through(xml, 'sheet', size)).toBe(xml);
+  });
+
+  it('gives cells without a reference the one after the previous cell of their row (rows without r follow the previous row)', () => {
+    const xml = SHEET('<row r="3"><c t="inlineStr"><is><t>a</t></is></c><c r="D3"><v>1</v></c><c><v>2</v></c></row><row><c/></row>');
+    expect(through(xml, 'sheet', 5)).toBe(
+      SHEET('<row r="3"><c r="A3" t="inlineStr"><is><t>a</t></is></c><c r="D3"><v>1</v></c><c r="E3"><v>2</v></c></row><row r="4"><c r="A4"/></row>'),
+    );
+  });
+
+  it('refuses a cell of more than 32,767 characters at the first chunk over the bound, naming the cell', () => {
+    const guard = new XlsxXmlGuard('sheet');
+    guard.write(SHEET('').slice(0, -24) + '<row r="7"><c t="inlineStr"><is><t>');
+    const chunk = 'y'.repeat(64 * 1024);
+    let written = 0;
+    const err = refusal(() => {
+      for (;;) {
+        guard.write(chunk);
+        written += chunk.length;
+      }
+    });
+    expect(err.message).toBe('Cell A7 holds more than 32,767 characters, the most an Excel cell holds; refused');
+    expect(written).toBeLessThanOrEqual(MAX_XML_TEXT_CHARS);
+  });
+
+  it('counts the runs of one cell together (text split by comments) and an entity as one character', () => {
+    const part = '&amp;'.repeat(1000) + '<!---->';
+    // 1,000 characters per part: 229 parts pass, 230 do not.
+    expect(() => through(SHEET(`<row r="1"><c r="B1" t="inlineStr"><is><t>${part.repeat(229)}</t></is></c></row>`), 'sheet', 4096)).not.toThrow();
+    expect(refusal(() => through(SHEET(`<row r="1"><c r="B1" t="inlineStr"><is><t>${part.repeat(230)}</t></is></c></row>`), 'sheet', 4096)).message).toMatch(
+      /^Cell B1 holds more than 32,767 characters/,
+    );
+  });
+
+  it('refuses a shared string over the bound, naming it', () => {
+    const xml = `<sst><si><t>a</t></si><si><r><t>${'x'.repeat(MAX_XML_TEXT_CHARS)}</t></r><r><t>x</t></r></si></sst>`;
+    expect(refusal(() => through(xml, 'sharedStrings', 65536)).message).toMatch(/^Shared string 1 of the workbook .* holds more than 32,767 characters/);
+  });
+
+  it('refuses whitespace padding, a huge tag, comment or CDATA, a DOCTYPE and a cell beyond XFD', () => {
+    expect(refusal(() => through(SHEET(`<row r="1">${' '.repeat(MAX_XML_TEXT_CHARS + 1)}</row>`), 'sheet', 65536)).message).toMatch(/outside any cell/);
+    expect(refusal(() => through(SHEET(`<row r="1" ${'a="1" '.repeat(MAX_XML_MARKUP_CHARS / 6 + 1)}/>`), 'sheet', 65536)).message).toMatch(
+      /a tag of more than 65,536/,
+    );
+    expect(refusal(() => through(SHEET(`<!--${'<a>'.repeat(MAX_XML_MARKUP_CHARS)}-->`), 'sheet', 65536)).message).toMatch(/a comment of more than/);
+    expect(
+      refusal(() => through(SHEET(`<row r="1"><c r="A1"><v><![CDATA[${'<a>'.repeat(MAX_XML_TEXT_CHARS)}]]></v></c></row>`), 'sheet', 65536)).message,
+    ).toMatch(/^Cell A1 holds more than/);
+    expect(refusal(() => through('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>')).refusal).toBe('UNSUPPORTED');
+    expect(refusal(() => through(SHEET('<row r="1"><c r="XFE1"><v>1</v></c></row>'))).message).toMatch(/no cell of an Excel sheet/);
+    expect(refusal(() => through(SHEET(`<row r="1">${'<c><v>1</v></c>'.repeat(16_385)}</row>`), 'sheet', 65536)).message).toBe(
+      'Row 1 has more than 16,384 cells, the most columns (A to XFD) an Excel sheet has; refused',
+    );
+  });
+});

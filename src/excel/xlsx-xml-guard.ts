@@ -1,0 +1,291 @@
+import { SheetError } from './sheet-error';
+import { columnIndex, columnName } from './sheet-rows';
+
+/** Most characters an Excel cell holds (Excel's own limit; no goods field takes more than 10,000). */
+export const MAX_CELL_CHARS = 32_767;
+/**
+ * Most characters the text of one cell or shared string may take in the XML, an entity (`&amp;`) counted
+ * as one: a `_xHHHH_` escape (a carriage return, a control character) is 7 characters for one, so a cell
+ * of 32,767 characters never takes more. The decoded text is checked against MAX_CELL_CHARS after.
+ */
+export const MAX_XML_TEXT_CHARS = MAX_CELL_CHARS * 7;
+/** Most characters of one tag, comment or processing instruction (a real sheet's are a few hundred at most). */
+export const MAX_XML_MARKUP_CHARS = 64 * 1024;
+/** Columns of an Excel sheet: A to XFD. */
+export const MAX_COLUMNS = 16_384;
+/** An entity longer than this is no entity (the XML parser refuses it): its characters count one by one. */
+const MAX_ENTITY_CHARS = 16;
+
+/** `other`: a part whose tags mean nothing to the guard (the sheet's relationships), bounded all the same. */
+export type XmlPart = 'sheet' | 'sharedStrings' | 'other';
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+
+/** Opening or closing tag: its local name (a namespace prefix dropped) and where its attributes start. */
+const TAG_NAME = /^<(\/?)(?:[\w.-]+:)?([\w.-]+)/;
+
+function attribute(tag: string, name: string): string | undefined {
+  const m = new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`).exec(tag);
+  return m ? (m[1] ?? m[2]) : undefined;
+}
+
+/**
+ * Looks at the XML of a sheet or of the shared strings on its way to the XML parser, chunk by chunk,
+ * so that no text, tag or comment is ever accumulated past a small bound, whatever the file: the XML
+ * parser (saxes) gathers a text whole before it hands it over, and a 150 MB cell (148 KB compressed)
+ * took the reading thread's heap, or the whole process's, with it. Refused (413) at the first:
+ *
+ * - text of one cell (sheet) or shared string of more than MAX_XML_TEXT_CHARS, or text between two
+ *   tags outside them of as much (whitespace padding);
+ * - tag, comment, CDATA section or processing instruction of more than MAX_XML_MARKUP_CHARS (CDATA:
+ *   MAX_XML_TEXT_CHARS); a document type declaration (.xlsx has none) is refused as unsupported (415).
+ *
+ * In a sheet it also gives the rows and cells without a reference (`r`, optional in OOXML: such a row or
+ * cell follows the previous one) their reference, which exceljs needs, and refuses a cell beyond column XFD.
+ * The text passes through unchanged otherwise; each chunk costs a scan of its characters.
+ */
+export class XlsxXmlGuard {
+  private state: 'text' | 'markup' | 'special' = 'text';
+  /** Text characters counted (entities as one) in the current cell/shared string, or since the last tag outside them. */
+  private textChars = 0;
+  private entityChars = -1;
+  /** The tag being read, from its `<`. */
+  private markup = '';
+  private special = { end: '', cap: 0, chars: 0, tail: '', what: '' };
+  /** Inside a cell (sheet) or a shared string (`<si>`). */
+  private inItem = false;
+  private row = 0;
+  private column = -1;
+  private cellRef = '';
+  private sharedString = -1;
+
+  constructor(private readonly part: XmlPart) {}
+
+  /** The chunk as the parser must see it (a tag split across chunks is handed over whole, with the next one). */
+  write(chunk: string): string {
+    const out: string[] = [];
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.state === 'text') {
+        const lt = chunk.indexOf('<', i);
+        const stop = lt < 0 ? chunk.length : lt;
+        this.countText(chunk, i, stop);
+        if (stop > i) out.push(i === 0 && stop === chunk.length ? chunk : chunk.slice(i, stop));
+        i = stop;
+        if (lt >= 0) {
+          this.state = 'markup';
+          this.markup = '';
+        }
+      } else if (this.state === 'markup') {
+        i = this.readMarkup(chunk, i, out);
+      } else {
+        i = this.readSpecial(chunk, i, out);
+      }
+    }
+    return out.join('');
+  }
+
+  private countText(s: string, from: number, to: number): void {
+    if (to <= from) return;
+    if (this.entityChars < 0) {
+      const amp = s.indexOf('&', from);
+      if (amp < 0 || amp >= to) {
+        this.textChars += to - from;
+        this.checkText();
+        return;
+      }
+    }
+    for (let k = from; k < to; k++) {
+      const c = s.charCodeAt(k);
+      if (this.entityChars >= 0) {
+        if (c === 0x3b /* ; */) this.entityChars = -1;
+        else if (++this.entityChars > MAX_ENTITY_CHARS) {
+          this.textChars += this.entityChars;
+          this.entityChars = -1;
+        }
+      } else {
+        this.textChars += 1;
+        if (c === 0x26 /* & */) this.entityChars = 0;
+      }
+    }
+    this.checkText();
+  }
+
+  private checkText(): void {
+    if (this.textChars <= MAX_XML_TEXT_CHARS) return;
+    if (this.part === 'sharedStrings') {
+      throw SheetError.tooLarge(
+        `Shared string ${fmt(this.sharedString)} of the workbook (xl/sharedStrings.xml, counted from 0) holds more than ` +
+          `${fmt(MAX_CELL_CHARS)} characters, the most an Excel cell holds; refused`,
+      );
+    }
+    if (this.part === 'other') {
+      throw SheetError.tooLarge(`A workbook part holds a text of more than ${fmt(MAX_XML_TEXT_CHARS)} characters; refused`);
+    }
+    if (this.inItem) {
+      throw SheetError.tooLarge(`Cell ${this.cellRef} holds more than ${fmt(MAX_CELL_CHARS)} characters, the most an Excel cell holds; refused`);
+    }
+    throw SheetError.tooLarge(
+      `The sheet's XML holds more than ${fmt(MAX_XML_TEXT_CHARS)} characters of text outside any cell (after row ${fmt(this.row)}); refused`,
+    );
+  }
+
+  private readMarkup(chunk: string, i: number, out: string[]): number {
+    // Comments, CDATA and processing instructions may hold `>`: told apart from a tag by their start.
+    while (i < chunk.length && this.markup.length < 9 && (this.markup.length < 2 || this.markup[1] === '!' || this.markup[1] === '?')) {
+      this.markup += chunk[i++];
+      const m = this.markup;
+      if (m.length < 2) continue;
+      if (m[1] === '?') return this.startSpecial('?>', MAX_XML_MARKUP_CHARS, 'processing instruction', out, i);
+      if (m[1] !== '!') break;
+      if (m === '<!--') return this.startSpecial('-->', MAX_XML_MARKUP_CHARS, 'comment', out, i);
+      if (m === '<![CDATA[') return this.startSpecial(']]>', MAX_XML_TEXT_CHARS, 'CDATA section', out, i);
+      if (!'<!--'.startsWith(m.slice(0, 4)) && !'<![CDATA['.startsWith(m)) {
+        throw SheetError.unsupported('The workbook XML holds a document type declaration (<!DOCTYPE>), which .xlsx files never have; refused');
+      }
+    }
+    if (i >= chunk.length) return i;
+    const gt = chunk.indexOf('>', i);
+    // A `<` cannot be inside a tag: the malformed tag goes to the parser as it is, which refuses it.
+    const lt = chunk.indexOf('<', i);
+    if (lt >= 0 && (gt < 0 || lt < gt)) {
+      out.push(this.markup + chunk.slice(i, lt));
+      this.markup = '';
+      return lt;
+    }
+    const stop = gt < 0 ? chunk.length : gt + 1;
+    this.markup += chunk.slice(i, stop);
+    if (this.markup.length > MAX_XML_MARKUP_CHARS) {
+      throw SheetError.tooLarge(`The workbook XML holds a tag of more than ${fmt(MAX_XML_MARKUP_CHARS)} characters (${this.where()}); refused`);
+    }
+    if (gt >= 0) {
+      out.push(this.tag(this.markup));
+      this.markup = '';
+      this.state = 'text';
+    }
+    return stop;
+  }
+
+  /** What is held back at the end of the part (an unfinished tag: the parser sees the XML cut as it is). */
+  end(): string {
+    const rest = this.markup;
+    this.markup = '';
+    return rest;
+  }
+
+  private startSpecial(end: string, cap: number, what: string, out: string[], i: number): number {
+    out.push(this.markup);
+    this.special = { end, cap, chars: 0, tail: '', what };
+    this.markup = '';
+    this.state = 'special';
+    return i;
+  }
+
+  private readSpecial(chunk: string, i: number, out: string[]): number {
+    const { end, tail } = this.special;
+    // The end may straddle the previous chunk and this one.
+    const straddle = (tail + chunk.slice(i, i + end.length - 1)).indexOf(end);
+    const at = straddle >= 0 && straddle < tail.length ? i + straddle - tail.length : chunk.indexOf(end, i);
+    const found = (straddle >= 0 && straddle < tail.length) || at >= 0;
+    const stop = found ? at + end.length : chunk.length;
+    this.special.chars += stop - i;
+    if (this.special.what === 'CDATA section') {
+      this.textChars += stop - i;
+      this.checkText();
+    }
+    if (this.special.chars > this.special.cap) {
+      throw SheetError.tooLarge(`The workbook XML holds a ${this.special.what} of more than ${fmt(this.special.cap)} characters (${this.where()}); refused`);
+    }
+    out.push(chunk.slice(i, stop));
+    if (found) {
+      this.state = 'text';
+      if (!this.inItem) this.textChars = 0;
+    } else {
+      this.special.tail = (tail + chunk.slice(Math.max(i, chunk.length - end.length))).slice(-(end.length - 1));
+    }
+    return stop;
+  }
+
+  private where(): string {
+    if (this.part === 'other') return "in the sheet's relationships";
+    if (this.part === 'sharedStrings') return `in xl/sharedStrings.xml, at shared string ${fmt(Math.max(0, this.sharedString))}`;
+    return this.row ? `in the sheet, at row ${fmt(this.row)}` : 'in the sheet, before its first row';
+  }
+
+  /** A whole tag: the context it opens or closes; the tag as handed over. */
+  private tag(tag: string): string {
+    const m = TAG_NAME.exec(tag);
+    if (!m) return tag;
+    const closing = m[1] === '/';
+    const name = m[2];
+    const selfClosing = tag.endsWith('/>');
+    if (this.part === 'other') {
+      this.textChars = 0;
+      return tag;
+    }
+    if (this.part === 'sharedStrings') {
+      if (name === 'si') {
+        if (closing) this.inItem = false;
+        else {
+          this.sharedString += 1;
+          this.inItem = !selfClosing;
+          this.textChars = 0;
+        }
+      }
+      if (!this.inItem) this.textChars = 0;
+      return tag;
+    }
+    let result = tag;
+    if (name === 'row' && !closing) {
+      const given = attribute(tag, 'r');
+      const r = parseInt(given ?? '', 10);
+      this.row = Number.isInteger(r) && r > 0 ? r : this.row + 1;
+      this.column = -1;
+      // exceljs numbers a row from its `r` alone (a row without one follows the previous one).
+      if (given === undefined) result = `${tag.slice(0, m[0].length)} r="${this.row}"${tag.slice(m[0].length)}`;
+    } else if (name === 'c') {
+      if (closing) this.inItem = false;
+      else {
+        result = this.cell(tag, m[0].length);
+        this.inItem = !selfClosing;
+        this.textChars = 0;
+      }
+    }
+    if (!this.inItem) this.textChars = 0;
+    return result;
+  }
+
+  /** An opening cell tag: its column known (given, or the previous one's next), the reference filled in when missing. */
+  private cell(tag: string, nameEnd: number): string {
+    const ref = attribute(tag, 'r');
+    if (ref !== undefined) {
+      const m = /^\$?([A-Za-z]{1,3})\$?\d+$/.exec(ref.trim());
+      const column = m ? columnIndex(m[1]) : -1;
+      if (!m || column >= MAX_COLUMNS) {
+        throw SheetError.unsupported(
+          `Row ${fmt(this.row)} has a cell whose reference (r="${ref.slice(0, 20)}") is no cell of an Excel sheet (A1 to XFD1048576)`,
+        );
+      }
+      this.column = column;
+      this.cellRef = ref.trim().toUpperCase().replace(/\$/g, '');
+      return tag;
+    }
+    this.column += 1;
+    if (this.column >= MAX_COLUMNS) {
+      throw SheetError.tooLarge(`Row ${fmt(this.row)} has more than ${fmt(MAX_COLUMNS)} cells, the most columns (A to XFD) an Excel sheet has; refused`);
+    }
+    this.cellRef = `${columnName(this.column)}${this.row}`;
+    return `${tag.slice(0, nameEnd)} r="${this.cellRef}"${tag.slice(nameEnd)}`;
+  }
+}
+
+/** Text chunks through a guard (see XlsxXmlGuard). */
+export async function* guardedXml(chunks: AsyncIterable<string>, part: XmlPart): AsyncGenerator<string> {
+  const guard = new XlsxXmlGuard(part);
+  for await (const chunk of chunks) {
+    const text = guard.write(chunk);
+    if (text) yield text;
+  }
+  const rest = guard.end();
+  if (rest) yield rest;
+}
