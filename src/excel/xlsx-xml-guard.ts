@@ -24,8 +24,23 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 /** Opening or closing tag: its local name (a namespace prefix dropped) and where its attributes start. */
 const TAG_NAME = /^<(\/?)(?:[\w.-]+:)?([\w.-]+)/;
 
-function attribute(tag: string, name: string): string | undefined {
-  const m = new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`).exec(tag);
+/** Whether the tag's name, from `at`, has a namespace prefix (`<x:c …>`). */
+function prefixed(tag: string, at: number): boolean {
+  for (let k = at; k < tag.length; k++) {
+    const c = tag.charCodeAt(k);
+    if (c === 0x3a /* : */) return true;
+    // The name ends at whitespace, `/` or `>`.
+    if (c <= 0x20 || c === 0x2f || c === 0x3e) return false;
+  }
+  return false;
+}
+/** The `r` attribute of a row or cell tag. */
+const R_ATTRIBUTE = /\sr\s*=\s*(?:"([^"]*)"|'([^']*)')/;
+/** A cell reference: its column letters (`$` marks allowed). */
+const CELL_REF = /^\s*\$?([A-Za-z]{1,3})\$?\d+\s*$/;
+
+function referenceOf(tag: string): string | undefined {
+  const m = R_ATTRIBUTE.exec(tag);
   return m ? (m[1] ?? m[2]) : undefined;
 }
 
@@ -56,15 +71,24 @@ export class XlsxXmlGuard {
   private inItem = false;
   private row = 0;
   private column = -1;
-  private cellRef = '';
+  /** The current cell's reference as the file gives it; undefined when the guard gave it one. */
+  private givenRef: string | undefined;
+  /** Where the next `&` of the chunk being read is (-1: none), so that text is not searched again and again. */
+  private nextAmp = -1;
   private sharedString = -1;
 
   constructor(private readonly part: XmlPart) {}
+
+  /** The current cell's reference, for messages (A1 form, upper case). */
+  private get cellRef(): string {
+    return this.givenRef === undefined ? `${columnName(this.column)}${this.row}` : this.givenRef.trim().toUpperCase().replace(/\$/g, '');
+  }
 
   /** The chunk as the parser must see it (a tag split across chunks is handed over whole, with the next one). */
   write(chunk: string): string {
     const out: string[] = [];
     let i = 0;
+    this.nextAmp = chunk.indexOf('&');
     while (i < chunk.length) {
       if (this.state === 'text') {
         const lt = chunk.indexOf('<', i);
@@ -77,7 +101,7 @@ export class XlsxXmlGuard {
           this.markup = '';
         }
       } else if (this.state === 'markup') {
-        i = this.readMarkup(chunk, i, out);
+        i = this.markup === '' ? this.readWholeTag(chunk, i, out) : this.readMarkup(chunk, i, out);
       } else {
         i = this.readSpecial(chunk, i, out);
       }
@@ -88,7 +112,8 @@ export class XlsxXmlGuard {
   private countText(s: string, from: number, to: number): void {
     if (to <= from) return;
     if (this.entityChars < 0) {
-      const amp = s.indexOf('&', from);
+      if (this.nextAmp >= 0 && this.nextAmp < from) this.nextAmp = s.indexOf('&', from);
+      const amp = this.nextAmp;
       if (amp < 0 || amp >= to) {
         this.textChars += to - from;
         this.checkText();
@@ -128,6 +153,22 @@ export class XlsxXmlGuard {
     throw SheetError.tooLarge(
       `The sheet's XML holds more than ${fmt(MAX_XML_TEXT_CHARS)} characters of text outside any cell (after row ${fmt(this.row)}); refused`,
     );
+  }
+
+  /**
+   * The common case, a plain tag that starts and ends in this chunk (`i` at its `<`): handed over as it
+   * is, without gathering it. Anything else (a comment, a tag cut by the chunk's end…) goes the long way.
+   */
+  private readWholeTag(chunk: string, i: number, out: string[]): number {
+    const second = chunk.charCodeAt(i + 1);
+    if (second === 0x21 /* ! */ || second === 0x3f /* ? */ || Number.isNaN(second)) return this.readMarkup(chunk, i, out);
+    const gt = chunk.indexOf('>', i + 1);
+    if (gt < 0 || gt - i + 1 > MAX_XML_MARKUP_CHARS) return this.readMarkup(chunk, i, out);
+    const lt = chunk.indexOf('<', i + 1);
+    if (lt >= 0 && lt < gt) return this.readMarkup(chunk, i, out);
+    out.push(this.tag(chunk.slice(i, gt + 1)));
+    this.state = 'text';
+    return gt + 1;
   }
 
   private readMarkup(chunk: string, i: number, out: string[]): number {
@@ -214,15 +255,23 @@ export class XlsxXmlGuard {
 
   /** A whole tag: the context it opens or closes; the tag as handed over. */
   private tag(tag: string): string {
+    if (this.part === 'other') {
+      this.textChars = 0;
+      return tag;
+    }
+    // Only row, c and si tags change anything: every other one is told apart by its first letters
+    // without a regular expression (their names may carry a namespace prefix: then the long way).
+    const at = tag.charCodeAt(1) === 0x2f /* / */ ? 2 : 1;
+    const first = tag.charCodeAt(at);
+    if (first !== 0x72 /* r */ && first !== 0x63 /* c */ && first !== 0x73 /* s */ && !prefixed(tag, at)) {
+      if (!this.inItem) this.textChars = 0;
+      return tag;
+    }
     const m = TAG_NAME.exec(tag);
     if (!m) return tag;
     const closing = m[1] === '/';
     const name = m[2];
     const selfClosing = tag.endsWith('/>');
-    if (this.part === 'other') {
-      this.textChars = 0;
-      return tag;
-    }
     if (this.part === 'sharedStrings') {
       if (name === 'si') {
         if (closing) this.inItem = false;
@@ -237,7 +286,7 @@ export class XlsxXmlGuard {
     }
     let result = tag;
     if (name === 'row' && !closing) {
-      const given = attribute(tag, 'r');
+      const given = referenceOf(tag);
       const r = parseInt(given ?? '', 10);
       this.row = Number.isInteger(r) && r > 0 ? r : this.row + 1;
       this.column = -1;
@@ -257,9 +306,9 @@ export class XlsxXmlGuard {
 
   /** An opening cell tag: its column known (given, or the previous one's next), the reference filled in when missing. */
   private cell(tag: string, nameEnd: number): string {
-    const ref = attribute(tag, 'r');
+    const ref = referenceOf(tag);
     if (ref !== undefined) {
-      const m = /^\$?([A-Za-z]{1,3})\$?\d+$/.exec(ref.trim());
+      const m = CELL_REF.exec(ref);
       const column = m ? columnIndex(m[1]) : -1;
       if (!m || column >= MAX_COLUMNS) {
         throw SheetError.unsupported(
@@ -267,14 +316,14 @@ export class XlsxXmlGuard {
         );
       }
       this.column = column;
-      this.cellRef = ref.trim().toUpperCase().replace(/\$/g, '');
+      this.givenRef = ref;
       return tag;
     }
     this.column += 1;
     if (this.column >= MAX_COLUMNS) {
       throw SheetError.tooLarge(`Row ${fmt(this.row)} has more than ${fmt(MAX_COLUMNS)} cells, the most columns (A to XFD) an Excel sheet has; refused`);
     }
-    this.cellRef = `${columnName(this.column)}${this.row}`;
+    this.givenRef = undefined;
     return `${tag.slice(0, nameEnd)} r="${this.cellRef}"${tag.slice(nameEnd)}`;
   }
 }
