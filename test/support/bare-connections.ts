@@ -101,3 +101,55 @@ export function getStatus(base: string, path: string, agent?: Agent): Promise<nu
     req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
   });
 }
+
+/**
+ * A bare Engine.IO v4 long-polling session: every packet of one POST is decoded in one go, so several
+ * Socket.IO CONNECTs sent together all reach the server before any of them is admitted (over a WebSocket
+ * each is a message of its own, and a CONNECT arriving after one was admitted makes Socket.IO close the
+ * connection).
+ */
+export class PollingSession {
+  /** Packets received so far (Engine.IO packets: '4' + a Socket.IO packet, e.g. '40/live,{...}'). */
+  readonly packets: string[] = [];
+
+  private constructor(
+    private readonly url: string,
+    private readonly headers: Record<string, string>,
+  ) {}
+
+  static async open(base: string, headers: Record<string, string> = {}): Promise<PollingSession> {
+    const res = await fetch(`${base}/socket.io/?EIO=4&transport=polling`, { headers });
+    const text = await res.text();
+    if (!text.startsWith('0')) throw new Error(`no Engine.IO handshake: ${res.status} ${text.slice(0, 200)}`);
+    const { sid } = JSON.parse(text.slice(1)) as { sid: string };
+    return new PollingSession(`${base}/socket.io/?EIO=4&transport=polling&sid=${sid}`, headers);
+  }
+
+  /** Sends Engine.IO packets in one POST. */
+  async send(packets: string[]): Promise<void> {
+    const res = await fetch(this.url, { method: 'POST', headers: { ...this.headers, 'content-type': 'text/plain;charset=UTF-8' }, body: packets.join('\x1e') });
+    if (res.status !== 200) throw new Error(`POST ${res.status}: ${await res.text()}`);
+  }
+
+  /** Polls until `enough` holds for the packets received (answering pings); returns them. */
+  async until(enough: (packets: string[]) => boolean, timeoutMs = 10_000): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (!enough(this.packets)) {
+      if (Date.now() > deadline) throw new Error(`timed out; received ${JSON.stringify(this.packets.map((p) => p.slice(0, 80)))}`);
+      const res = await fetch(this.url, { headers: this.headers });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`poll ${res.status}: ${text.slice(0, 200)}`);
+      for (const packet of text.split('\x1e')) {
+        if (packet === '2') await this.send(['3']);
+        else if (packet === '1') throw new Error('the server closed the session');
+        else this.packets.push(packet);
+      }
+    }
+    return this.packets;
+  }
+
+  /** Closes the session (Engine.IO close packet). */
+  async close(): Promise<void> {
+    await this.send(['1']).catch(() => undefined);
+  }
+}
