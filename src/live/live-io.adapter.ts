@@ -9,8 +9,9 @@ import { LiveNotifier } from './live-notifier';
 
 /**
  * Socket.IO server settings for the viewer channel (a connection that joins no namespace within
- * LIVE_CONNECT_TIMEOUT_MS is closed; the main namespace `/` takes nobody); with REDIS_URL, the Redis adapter (its channels
- * under REDIS_PREFIX), so that an event published on any node reaches the viewers of every node.
+ * LIVE_CONNECT_TIMEOUT_MS is closed; the main namespace `/` takes nobody); with REDIS_URL, the Redis
+ * adapter (its channels under REDIS_PREFIX), so that an event published on any node reaches the viewers
+ * of every node.
  *
  * A Redis outage must never end the process: the adapter publishes without handling failures, so its
  * publisher is given a `publish` that never rejects (a lost message is made good by each node's sweep,
