@@ -30,7 +30,7 @@ describeEngines(
       // The server has seen them go once every cap has room again.
       expect(
         await eventually(
-          () => getStatus(base, '/health'),
+          () => getStatus(base, '/health', false),
           (s) => s === 200,
           10_000,
         ),
@@ -63,7 +63,7 @@ describeEngines(
       expect(outcomes.filter((o) => o === 'open')).toHaveLength(PER_IP);
       expect(outcomes.filter((o) => o === 'closed')).toHaveLength(4);
       // Another address: a request and a viewer are served as usual.
-      expect(await getStatus(base, '/health')).toBe(200);
+      expect(await getStatus(base, '/health', false)).toBe(200);
       expect((await ctx().http.get(`/v1/campaigns/${C.accessKey}/${key}`)).status).toBe(200);
       const viewer = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
       expect(viewer.snapshot.seq).toBeGreaterThanOrEqual(0);
@@ -85,7 +85,7 @@ describeEngines(
       ).toBe(2);
       // Closed without a byte read: no answer at all, not even a 408.
       expect(conns.filter((c) => c.closed).map((c) => c.received)).toEqual(['', '']);
-      expect(await getStatus(base, '/health')).toBe(200);
+      expect(await getStatus(base, '/health', false)).toBe(200);
       // Freed places are taken again: close the open ones, and the address is served.
       for (const c of conns) c.socket.destroy();
       const again = await eventually(
@@ -112,13 +112,14 @@ describeEngines(
       expect(outcomes.filter((o) => o === 'open').length).toBeLessThanOrEqual(MAX_CONNECTIONS - 1);
       expect(refused).toBeGreaterThanOrEqual(4 * PER_IP - (MAX_CONNECTIONS - 1));
       // A new connection from anywhere is refused now...
-      expect(await getStatus(base, '/health')).not.toBe(200);
+      expect(await getStatus(base, '/health', false)).not.toBe(200);
       // ...while the viewer's connection still works: it asks for a resync and gets its answer.
       viewer.skipAll();
       viewer.resync('not a seq');
       expect((await viewer.next('campaign.snapshot', 10_000)).seq).toBeGreaterThanOrEqual(0);
       await closeFlood();
-      expect((await metric('total')) - before).toBe(refused + 1);
+      // Every one closed for the cap is counted (and the tries of closeFlood while the cap was still full).
+      expect((await metric('total')) - before).toBeGreaterThanOrEqual(refused + 1);
     });
   },
   {

@@ -91,8 +91,11 @@ export async function within<T>(promise: Promise<T>, timeoutMs: number, what: st
   }
 }
 
-/** GET `path` through `agent` (a keep-alive agent reuses its open connection); resolves to the status, or the error's code. */
-export function getStatus(base: string, path: string, agent?: Agent): Promise<number | string> {
+/**
+ * GET `path` through `agent` (Node's global agent keeps connections alive and reuses them; `false`: a new
+ * connection); resolves to the status, or the error's code.
+ */
+export function getStatus(base: string, path: string, agent?: Agent | false): Promise<number | string> {
   return new Promise((resolve) => {
     const req = get(`${base}${path}`, { agent }, (res) => {
       res.resume();
