@@ -11,6 +11,7 @@ import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
 import { DataSource } from 'typeorm';
 import { corsMiddleware } from './http/cors';
+import { ConnectionGuard } from './lifecycle/connection-guard';
 import { compressionMiddleware } from './http/compression';
 import { httpMetrics } from './metrics/http-metrics';
 import { Metrics } from './metrics/metrics.service';
@@ -37,6 +38,8 @@ export function configureApp(app: NestExpressApplication): void {
   metrics.readPool(() => poolUseOf(dataSource));
   const transactions = app.get(Transactions);
   if (!transactions.isMysql) metrics.readSqliteWal(() => transactions.sqliteWalBytes);
+  // Caps on open connections and deadlines for idle ones, before the server listens.
+  new ConnectionGuard(config.server, metrics).apply(app.getHttpServer());
   app.use(requestIdMiddleware);
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);
@@ -60,7 +63,7 @@ export function configureApp(app: NestExpressApplication): void {
       exceptionFactory: validationException,
     }),
   );
-  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis));
+  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis, config.server.liveConnectTimeoutMs));
   // Signals are handled by main.ts (Lifecycle.shutdown): requests in flight finish before the app closes.
   // The API docs and paths no route matches reach no controller, so no guard: the per-IP limit (the
   // same counter as IpRateLimitGuard's) is counted for them by a middleware, before SwaggerModule's

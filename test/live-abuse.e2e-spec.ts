@@ -1,11 +1,12 @@
-import { RESYNC_ABUSE, RESYNC_BURST } from '../src/live/live.gateway';
+import { MAX_LIVE_SOCKETS_PER_CONNECTION, RESYNC_ABUSE, RESYNC_BURST, TOO_MANY_SOCKETS_MESSAGE } from '../src/live/live.gateway';
+import { PollingSession } from './support/bare-connections';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
 import { RawViewer } from './support/raw-viewer';
 import { describeEngines, TestCustomer } from './support/test-app';
 
 /**
  * Viewers that misbehave on the /live channel (no token needed to connect): a flood of `resync`, a
- * socket that never reads, and a claim to be the operator. The server answers a bounded amount, drops
+ * socket that never reads, a claim to be the operator, and many /live sockets on one connection. The server answers a bounded amount, drops
  * abusive or slow sockets, and never queues more for a viewer than its send-buffer cap.
  */
 describeEngines('live channel abuse', __filename, (ctx) => {
@@ -72,6 +73,32 @@ describeEngines('live channel abuse', __filename, (ctx) => {
     for (let i = 0; i < 2000; i += 1) raw.emit('resync', { sinceSeq: 0 });
     expect(await eventually(userCount, (n) => n === 0, 10_000)).toBe(0);
     raw.close();
+  });
+
+  it(`one connection holds at most ${MAX_LIVE_SOCKETS_PER_CONNECTION} /live sockets: the next CONNECTs are refused (connect_error) and userCount is not inflated`, async () => {
+    // Long polling: the 15 CONNECTs arrive together, before the first one is admitted (the attack's case).
+    const session = await PollingSession.open(base);
+    const connect = `40/live,${JSON.stringify({ accessKey: C.accessKey, campaignKey: key })}`;
+    session.packets.length = 0;
+    await session.send(Array(MAX_LIVE_SOCKETS_PER_CONNECTION + 5).fill(connect));
+    const answers = () => session.packets.filter((p) => p.startsWith('40/live,') || p.startsWith('44/live,'));
+    await session.until(() => answers().length === MAX_LIVE_SOCKETS_PER_CONNECTION + 5);
+    expect(answers().filter((p) => p.startsWith('40/live,'))).toHaveLength(MAX_LIVE_SOCKETS_PER_CONNECTION);
+    expect(answers().filter((p) => p.startsWith('44/live,'))).toEqual(Array(5).fill(`44/live,${JSON.stringify({ message: TOO_MANY_SOCKETS_MESSAGE })}`));
+    expect(await eventually(userCount, (n) => n === MAX_LIVE_SOCKETS_PER_CONNECTION, 3000)).toBe(MAX_LIVE_SOCKETS_PER_CONNECTION);
+    // A socket that leaves frees its place: one more CONNECT is admitted, and the count stays at the cap.
+    await session.send(['41/live,']);
+    expect(await eventually(userCount, (n) => n === MAX_LIVE_SOCKETS_PER_CONNECTION - 1, 3000)).toBe(MAX_LIVE_SOCKETS_PER_CONNECTION - 1);
+    await session.send([connect]);
+    await session.until((packets) => packets.filter((p) => p.startsWith('40/live,')).length === MAX_LIVE_SOCKETS_PER_CONNECTION + 1);
+    expect(await eventually(userCount, (n) => n === MAX_LIVE_SOCKETS_PER_CONNECTION, 3000)).toBe(MAX_LIVE_SOCKETS_PER_CONNECTION);
+    // Another connection has places of its own.
+    const viewer = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+    expect(viewer.snapshot.seq).toBe(LOGGED);
+    expect(await eventually(userCount, (n) => n === MAX_LIVE_SOCKETS_PER_CONNECTION + 1, 3000)).toBe(MAX_LIVE_SOCKETS_PER_CONNECTION + 1);
+    await session.close();
+    viewer.close();
+    expect(await eventually(userCount, (n) => n === 0, 5000)).toBe(0);
   });
 
   it('a well-behaved viewer can resync a few times in a row and keeps receiving events', async () => {

@@ -3,6 +3,7 @@ import { io } from 'socket.io-client';
 import request from 'supertest';
 import { AppConfig } from '../src/config/app-config';
 import { createNodeCustomer, Node, startNode } from './support/cluster-app';
+import { PollingSession } from './support/bare-connections';
 import { listenOn } from './support/live-client';
 import { parsePrometheusText, valueOf } from './support/prometheus-text';
 import { TcpProxy } from './support/tcp-proxy';
@@ -148,6 +149,18 @@ describeEngines(
         });
       for (let i = 0; i < 3; i += 1) expect(await connect()).toBe('connected');
       expect(await connect()).toMatch(/too many connections from your address; retry after \d+ s/);
+
+      // Several /live sockets on one Engine.IO connection (CONNECTs sent together) each count too.
+      const session = await PollingSession.open(base, { 'X-Forwarded-For': ip() });
+      await session.send(Array(5).fill(`40/live,${JSON.stringify({ accessKey: B.accessKey, campaignKey: created.body.campaignKey })}`));
+      const answers = (packets: string[]) => packets.filter((p) => p.startsWith('40/live,') || p.startsWith('44/live,'));
+      await session.until((packets) => answers(packets).length === 5);
+      expect(answers(session.packets).filter((p) => p.startsWith('40/live,'))).toHaveLength(3);
+      expect(answers(session.packets).filter((p) => p.startsWith('44/live,'))).toEqual([
+        expect.stringMatching(/too many connections from your address; retry after \d+ s/),
+        expect.stringMatching(/too many connections from your address; retry after \d+ s/),
+      ]);
+      await session.close();
     });
   },
   LIMITS,

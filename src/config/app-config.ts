@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { config as loadDotenv } from 'dotenv';
 import { parseDuration } from '../common/util/duration';
+import { DEFAULT_MAX_CONNECTIONS_PER_IP, maxConnectionsFor, openFileLimit } from './connection-limits';
 import { resolveLogFormat, LogFormat } from './log-format';
 import { EnvironmentVariables, normalizeOrigin, validateEnv } from './env.validation';
 
@@ -21,6 +22,16 @@ export interface ServerConfig {
   corsOrigins: string[];
   /** Longest wait for accepted requests on shutdown. */
   shutdownTimeoutMs: number;
+  /** MAX_CONNECTIONS resolved: most connections open at once on the node (HTTP and WebSocket). */
+  maxConnections: number;
+  /** MAX_CONNECTIONS_PER_IP resolved: most open connections per peer address; 0 = no limit. */
+  maxConnectionsPerIp: number;
+  /** HEADERS_TIMEOUT_MS: a request's headers must have arrived within it. */
+  headersTimeoutMs: number;
+  /** REQUEST_TIMEOUT_MS: a whole request (body included) must have arrived within it; 0 = no limit. */
+  requestTimeoutMs: number;
+  /** LIVE_CONNECT_TIMEOUT_MS: a Socket.IO connection that has not joined /live by then is closed. */
+  liveConnectTimeoutMs: number;
 }
 
 export interface DatabaseConfig {
@@ -148,7 +159,8 @@ export class AppConfig {
     readonly webhooks: WebhookConfig,
   ) {}
 
-  static fromEnv(raw: Record<string, unknown>): AppConfig {
+  /** `fileLimit` reads the open-file limit MAX_CONNECTIONS is derived from when not set (tests pass their own). */
+  static fromEnv(raw: Record<string, unknown>, fileLimit: () => number | undefined = openFileLimit): AppConfig {
     const env = validateEnv(raw);
     const dataDir = isAbsolute(env.DATA_DIR) ? env.DATA_DIR : resolve(process.cwd(), env.DATA_DIR);
     return new AppConfig(
@@ -171,6 +183,12 @@ export class AppConfig {
           ),
         ],
         shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT * 1000,
+        maxConnections: env.MAX_CONNECTIONS ?? maxConnectionsFor(fileLimit()),
+        // Behind a reverse proxy every connection comes from the proxy: a per-address cap would cap all clients together.
+        maxConnectionsPerIp: env.MAX_CONNECTIONS_PER_IP ?? (env.TRUST_PROXY ? 0 : DEFAULT_MAX_CONNECTIONS_PER_IP),
+        headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+        liveConnectTimeoutMs: env.LIVE_CONNECT_TIMEOUT_MS,
       },
       {
         type: env.DB_TYPE,

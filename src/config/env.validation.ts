@@ -15,6 +15,9 @@ const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'str
 
 const emptyToUndefined = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 
+/** An integer, or undefined when empty (the setting then takes a derived default). */
+const toOptionalInt = ({ value }: { value: unknown }): unknown => toInt({ value: emptyToUndefined({ value }) });
+
 /** A duration (plain seconds, or with a unit: 90s, 15m, 12h, 30d) between min and max seconds. */
 function IsDuration(min: number, max: number): PropertyDecorator {
   return (target, key) =>
@@ -355,6 +358,49 @@ export class EnvironmentVariables {
   @IsCorsOrigins()
   CORS_ORIGINS = '';
 
+  /**
+   * Most connections the node holds open at once (HTTP and WebSocket together); a new one past it is
+   * closed at once. Empty: derived from the process's open-file limit (see maxConnectionsFor).
+   */
+  @Transform(toOptionalInt)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  MAX_CONNECTIONS?: number = undefined;
+
+  /**
+   * Most connections one client address may hold open at once; 0 = no limit. Empty: 1000, or 0 with
+   * TRUST_PROXY (every connection then comes from the proxy's address).
+   */
+  @Transform(toOptionalInt)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(10_000_000)
+  MAX_CONNECTIONS_PER_IP?: number = undefined;
+
+  /** Longest a client may take to send a request's headers (a connection that sends nothing, or half a header, is closed then). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(300_000)
+  HEADERS_TIMEOUT_MS = 10_000;
+
+  /** Longest a client may take to send a whole request, body included (uploads); 0 = no limit; else at least HEADERS_TIMEOUT_MS. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  REQUEST_TIMEOUT_MS = 600_000;
+
+  /** Longest a Socket.IO connection may stay open without joining /live. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(300_000)
+  LIVE_CONNECT_TIMEOUT_MS = 10_000;
+
   /** On SIGTERM/SIGINT: longest wait, in seconds, for accepted requests to finish before closing anyway. */
   @Transform(toInt)
   @IsInt()
@@ -503,11 +549,18 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
   }
   const env = plainToInstance(EnvironmentVariables, picked, { exposeDefaultValues: true });
   const errors = validateSync(env, { skipMissingProperties: false });
-  if (errors.length > 0) {
-    const lines = errors.map((e) => {
-      const value = e.property === 'DB_PASSWORD' || e.property === 'METRICS_TOKEN' ? '***' : JSON.stringify(maskCredentials(e.value));
-      return `  - ${e.property}=${value}: ${Object.values(e.constraints ?? {}).join('; ')}`;
-    });
+  const lines = errors.map((e) => {
+    const value = e.property === 'DB_PASSWORD' || e.property === 'METRICS_TOKEN' ? '***' : JSON.stringify(maskCredentials(e.value));
+    return `  - ${e.property}=${value}: ${Object.values(e.constraints ?? {}).join('; ')}`;
+  });
+  // Node refuses a request deadline shorter than the headers' one; each alone is checked above.
+  const timeoutsValid = !errors.some((e) => e.property === 'REQUEST_TIMEOUT_MS' || e.property === 'HEADERS_TIMEOUT_MS');
+  if (timeoutsValid && env.REQUEST_TIMEOUT_MS !== 0 && env.REQUEST_TIMEOUT_MS < env.HEADERS_TIMEOUT_MS) {
+    lines.push(
+      `  - REQUEST_TIMEOUT_MS=${env.REQUEST_TIMEOUT_MS}: REQUEST_TIMEOUT_MS must be 0 (no limit) or at least HEADERS_TIMEOUT_MS (${env.HEADERS_TIMEOUT_MS})`,
+    );
+  }
+  if (lines.length > 0) {
     throw new ConfigValidationError(`Invalid configuration (environment or .env):\n${lines.join('\n')}`);
   }
   return env;

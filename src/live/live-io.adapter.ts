@@ -8,8 +8,10 @@ import { RedisConnection } from '../redis/redis.module';
 import { LiveNotifier } from './live-notifier';
 
 /**
- * Socket.IO server settings for the viewer channel; with REDIS_URL, the Redis adapter (its channels
- * under REDIS_PREFIX), so that an event published on any node reaches the viewers of every node.
+ * Socket.IO server settings for the viewer channel (a connection that joins no namespace within
+ * LIVE_CONNECT_TIMEOUT_MS is closed; the main namespace `/` takes nobody); with REDIS_URL, the Redis
+ * adapter (its channels under REDIS_PREFIX), so that an event published on any node reaches the viewers
+ * of every node.
  *
  * A Redis outage must never end the process: the adapter publishes without handling failures, so its
  * publisher is given a `publish` that never rejects (a lost message is made good by each node's sweep,
@@ -23,6 +25,7 @@ export class LiveIoAdapter extends IoAdapter {
   constructor(
     private readonly app: INestApplicationContext,
     private readonly redis: RedisConfig,
+    private readonly connectTimeoutMs: number,
   ) {
     super(app);
   }
@@ -36,7 +39,12 @@ export class LiveIoAdapter extends IoAdapter {
       perMessageDeflate: false,
       // Long-polling answers are small and frequent: compressing them costs CPU for little (see docs/monitoring.md).
       httpCompression: false,
+      // A connection that has not joined a namespace by then is closed (Socket.IO's default: 45 s).
+      connectTimeout: this.connectTimeoutMs,
     }) as Server;
+    // Only /live serves clients: a connection to the main namespace would count as joined and so
+    // escape connectTimeout. Refused, it is closed after connectTimeout like any other idle one.
+    server.of('/').use((_socket, next) => next(new Error('connect to the /live namespace')));
     if (this.redis.url) {
       const pub = RedisConnection.neverRejectingPublish(RedisConnection.open(this.redis.url, this.logger), (err) => this.publishFailed(err));
       const sub = RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true });

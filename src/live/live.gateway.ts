@@ -8,6 +8,7 @@ import { Metrics } from '../metrics/metrics.service';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 import { LiveEventMap, operatorRoomOf, roomOf } from './live-events';
 import { LiveNotifier } from './live-notifier';
+import { RefusalLog } from '../lifecycle/connection-guard';
 import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
 
@@ -19,6 +20,15 @@ import { ViewerCounter } from './viewer-counter';
 export const RESYNC_BURST = 10;
 export const RESYNC_REFILL_MS = 1000;
 export const RESYNC_ABUSE = 30;
+/**
+ * /live sockets one Engine.IO connection may hold (admitted or being admitted). Socket.IO makes a socket
+ * for every CONNECT that arrives while none of the connection's /live sockets has been admitted yet (one
+ * arriving later closes the connection), so a hand-made client could otherwise get hundreds admitted by
+ * sending them at once; socket.io-client opens a new connection for a second socket on a namespace, so
+ * real players use one. A CONNECT past the cap is refused with connect_error (TOO_MANY_SOCKETS_MESSAGE).
+ */
+export const MAX_LIVE_SOCKETS_PER_CONNECTION = 10;
+export const TOO_MANY_SOCKETS_MESSAGE = `too many /live sockets on this connection (at most ${MAX_LIVE_SOCKETS_PER_CONNECTION}); open another connection`;
 /** Viewers asking for a campaign's snapshot within this window share one read (see snapshotOf). */
 const SNAPSHOT_BATCH_MS = 20;
 /** A resync whose missed events are bigger than this (JSON) is answered with a snapshot instead. */
@@ -74,6 +84,9 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   private readonly logger = new Logger(LiveGateway.name);
   private namespace: Namespace | null = null;
   private readonly snapshotReads = new Map<string, Promise<LiveEventMap['campaign.snapshot'] | null>>();
+  /** The /live sockets of each Engine.IO connection, admitted or being admitted (see MAX_LIVE_SOCKETS_PER_CONNECTION). */
+  private readonly socketsPerConnection = new WeakMap<object, Set<string>>();
+  private readonly refusals = new RefusalLog(this.logger, () => `MAX_LIVE_SOCKETS_PER_CONNECTION (${MAX_LIVE_SOCKETS_PER_CONNECTION})`);
 
   constructor(
     private readonly notifier: LiveNotifier,
@@ -100,14 +113,16 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     namespace.use((socket, next) => {
       this.admit(socket as ViewerSocket).then(
         () => next(),
-        (err: Error) =>
+        (err: Error) => {
+          this.socketsPerConnection.get(socket.conn)?.delete(socket.id);
           next(
             err instanceof LiveRefusal || isRetryable(err)
               ? err
               : isDatabaseUnavailable(err)
                 ? retryable('the service is busy; connect again shortly', 2000)
                 : new Error('the connection could not be admitted'),
-          ),
+          );
+        },
       );
     });
   }
@@ -116,8 +131,10 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   private async admit(socket: ViewerSocket): Promise<void> {
     // A node shutting down takes no new viewers: the client retries, and reaches another node.
     if (this.lifecycle.isDraining) throw retryable('this node is shutting down; connect again', 500);
+    // Every CONNECT counts against its address's rate, those on a connection that already has sockets too.
     const limit = await this.limiter.hit('live-connections', this.addressOf(socket));
     if (!limit.allowed) throw retryable(`too many connections from your address; retry after ${limit.retryAfterSeconds} s`, limit.retryAfterSeconds * 1000);
+    this.holdSlot(socket);
     const auth = (socket.handshake.auth ?? {}) as Record<string, unknown>;
     const query = socket.handshake.query as Record<string, unknown>;
     const accessKey = text(auth.accessKey) ?? text(query.accessKey);
@@ -135,6 +152,22 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       baseUrl: this.baseUrlOf(socket),
       resync: { tokens: RESYNC_BURST, at: Date.now(), busy: false, ignored: 0 },
     };
+  }
+
+  /**
+   * Takes one of the connection's MAX_LIVE_SOCKETS_PER_CONNECTION places for this socket until it
+   * disconnects (or is refused: see afterInit), or refuses it when they are all taken.
+   */
+  private holdSlot(socket: ViewerSocket): void {
+    let held = this.socketsPerConnection.get(socket.conn);
+    if (!held) this.socketsPerConnection.set(socket.conn, (held = new Set()));
+    if (held.size >= MAX_LIVE_SOCKETS_PER_CONNECTION) {
+      this.metrics.connectionsRefused.inc({ limit: 'live-sockets-per-connection' });
+      this.refusals.refused('live-sockets-per-connection', this.addressOf(socket));
+      throw new LiveRefusal(TOO_MANY_SOCKETS_MESSAGE);
+    }
+    held.add(socket.id);
+    socket.once('disconnect', () => held.delete(socket.id));
   }
 
   /** Behind a trusted proxy (TRUST_PROXY), the first value of the handshake's X-Forwarded-* header; else ''. */

@@ -134,6 +134,14 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  readonly connectionsRefused = new Counter({
+    name: 'livegoods_connections_refused_total',
+    help: 'New connections closed at once, and /live joins refused, by limit (total: MAX_CONNECTIONS, per-ip: MAX_CONNECTIONS_PER_IP, live-sockets-per-connection)',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  private openConnectionsSource: () => number = () => 0;
   private liveSocketsSource: () => Record<LiveRole, number> = () => ({ viewer: 0, operator: 0 });
   private poolSource: () => PoolUse | null = () => null;
   private inFlightSource: () => number = () => 0;
@@ -150,6 +158,15 @@ export class Metrics implements OnModuleDestroy {
     const pool = () => this.poolSource();
     const loop = () => this.loopWindow;
     const inFlight = () => this.inFlightSource();
+    const connections = () => this.openConnectionsSource();
+    new Gauge({
+      name: 'livegoods_open_connections',
+      help: 'Client connections open on this node (HTTP keep-alive and WebSocket; what MAX_CONNECTIONS bounds)',
+      registers: [this.registry],
+      collect() {
+        this.set(connections());
+      },
+    });
     new Gauge({
       name: 'livegoods_http_requests_in_flight',
       help: 'HTTP requests accepted and not answered yet',
@@ -200,6 +217,11 @@ export class Metrics implements OnModuleDestroy {
   /** The live gateway tells how to count its sockets (read at each scrape). */
   countLiveSockets(source: () => Record<LiveRole, number>): void {
     this.liveSocketsSource = source;
+  }
+
+  /** The client connections open, as the connection guard counts them (read at each scrape). */
+  countOpenConnections(source: () => number): void {
+    this.openConnectionsSource = source;
   }
 
   /** The requests in flight, as the graceful shutdown counts them (read at each scrape). */
