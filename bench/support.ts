@@ -116,8 +116,10 @@ export async function startServer(engine: Engine, port: number, name: string, op
           DATA_DIR: dataDir,
           LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'warn',
           DB_TYPE: 'sqlite',
-          // Load generators send thousands of requests per second from one address.
+          // Load generators send thousands of requests per second, and open thousands of viewer
+          // connections, from one address.
           RATE_LIMIT_ENABLED: 'false',
+          MAX_CONNECTIONS_PER_IP: '0',
           // BENCH_DB_PREFIX (default lgbench) keeps two checkouts benchmarking against one server apart.
           ...(engine === 'mysql' ? mysqlEnv(`${(process.env.BENCH_DB_PREFIX || 'lgbench').replace(/[^A-Za-z0-9_]/g, '_')}_${name}`) : {}),
         }),
