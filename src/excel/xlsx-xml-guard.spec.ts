@@ -37,6 +37,42 @@ describe('XlsxXmlGuard', () => {
     );
   });
 
+  it('whole rows and shared strings inside a chunk (passed on after a quick scan) come out as the tag-by-tag reading gives them', () => {
+    const rows = (n: number, odd: (r: number) => string) =>
+      Array.from({ length: n }, (_, i) =>
+        i === n / 2 ? odd(i + 1) : `<row r="${i + 1}"><c r="A${i + 1}" s="1" t="s"><v>${i}</v></c><c r="B${i + 1}"><v>1</v></c></row>`,
+      ).join('');
+    // Each oddity in the middle of a 64 KB chunk: the tag-by-tag reading still sees it, the chunk whole or cut small.
+    const oddities: Array<(r: number) => string> = [
+      (r) => `<row r="${r}"><c><v>1</v></c><c r="C${r}"/><c/></row>`, // cells without r: given theirs
+      (r) => `<row><c r="A${r}"><v>1</v></c></row>`, // a row without r
+      (r) => `<row r="${r}"><!-- note --><c r="A${r}"><v>1</v></c></row>`,
+      (r) => `<row r="${r}"><c r="$A$${r}"><v>1</v></c></row>`,
+      (r) => `<row r="${r}"><x:c r="A${r}"><v>1</v></x:c></row>`,
+    ];
+    for (const odd of oddities) {
+      const xml = SHEET(rows(2000, odd));
+      const slow = through(xml, 'sheet', 1);
+      expect(through(xml, 'sheet', 65536)).toBe(slow);
+      expect(through(xml, 'sheet', xml.length)).toBe(slow);
+    }
+    expect(through(SHEET(rows(2000, (r) => `<row><c/><c/></row><row r="${r + 1}"><c/></row>`)), 'sheet', 65536)).toContain(
+      '<row r="1001"><c r="A1001"/><c r="B1001"/></row><row r="1002"><c r="A1002"/></row>',
+    );
+    // Refusals in the middle of a chunk are not passed over.
+    expect(refusal(() => through(SHEET(rows(2000, (r) => `<row r="${r}"><c r="XFE${r}"><v>1</v></c></row>`)), 'sheet', 65536)).message).toMatch(
+      /no cell of an Excel sheet/,
+    );
+    expect(refusal(() => through(SHEET(rows(2000, (r) => `<row r="${r}"><c r="AB"><v>1</v></c></row>`)), 'sheet', 65536)).message).toMatch(
+      /no cell of an Excel sheet/,
+    );
+    const strings = (n: number) =>
+      `<sst>${Array.from({ length: n }, (_, i) => `<si><t>s${i}</t></si>`).join('')}<si><t>${'x'.repeat(MAX_XML_TEXT_CHARS + 1)}</t></si></sst>`;
+    // The index a message names counts the strings passed over quickly too.
+    expect(refusal(() => through(strings(5000), 'sharedStrings', 65536)).message).toMatch(/^Shared string 5,000 of the workbook/);
+    expect(refusal(() => through(strings(5000), 'sharedStrings', 1000)).message).toMatch(/^Shared string 5,000 of the workbook/);
+  });
+
   it('refuses a cell of more than 32,767 characters at the first chunk over the bound, naming the cell', () => {
     const guard = new XlsxXmlGuard('sheet');
     guard.write(SHEET('').slice(0, -24) + '<row r="7"><c t="inlineStr"><is><t>');

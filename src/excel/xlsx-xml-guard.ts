@@ -24,6 +24,54 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 /** Opening or closing tag: its local name (a namespace prefix dropped) and where its attributes start. */
 const TAG_NAME = /^<(\/?)(?:[\w.-]+:)?([\w.-]+)/;
 
+/**
+ * Whether the sheet XML from `from` (a row tag) up to `to` (the next chunk part's first row tag) is only
+ * what the guard lets through unchanged: no comment, CDATA, processing instruction or prefixed name, every
+ * row and cell tag with its reference first (`<row r="…`, `<c r="…`, as Excel and exceljs write them), each
+ * cell's within column XFD. Such a stretch holds no text or tag near a bound (it is part of one chunk,
+ * and a cell or row starts and ends in it), so nothing else needs counting.
+ */
+function plainRows(xml: string, from: number, to: number): boolean {
+  const within = (at: number) => at >= 0 && at < to;
+  if (within(xml.indexOf('<!', from)) || within(xml.indexOf('<?', from))) return false;
+  if (within(xml.indexOf(':c ', from)) || within(xml.indexOf(':c>', from)) || within(xml.indexOf(':row', from))) return false;
+  if (!xml.startsWith('<row r="', to)) return false;
+  for (let at = from; within(at); at = xml.indexOf('<row', at + 4)) if (!xml.startsWith('<row r="', at)) return false;
+  for (let at = xml.indexOf('<c', from); within(at); at = xml.indexOf('<c', at + 2)) {
+    const next = xml.charCodeAt(at + 2);
+    // <col, <cfRule…: other tags. A cell without its reference first goes the long way.
+    if (next !== 0x20 && next !== 0x3e /* > */ && next !== 0x2f /* / */ && next > 0x20) continue;
+    if (!xml.startsWith('<c r="', at)) return false;
+    let column = 0;
+    let k = at + 6;
+    for (; k < at + 10; k++) {
+      const c = xml.charCodeAt(k) & ~0x20; // upper case
+      if (c < 0x41 || c > 0x5a) break;
+      column = column * 26 + (c - 0x40);
+    }
+    const digit = xml.charCodeAt(k);
+    // One to three letters within XFD, then the row's digits.
+    if (k === at + 6 || column > MAX_COLUMNS || !(digit >= 0x30 && digit <= 0x39)) return false;
+  }
+  return true;
+}
+
+/**
+ * The shared strings (`<si>`) from `from` up to `to` (both at an `<si`) when that stretch holds only what
+ * the guard lets through unchanged: no comment, CDATA, processing instruction or prefixed name (each
+ * string starts and ends in it, so none is near a bound); -1 otherwise.
+ */
+function plainStrings(xml: string, from: number, to: number): number {
+  const within = (at: number) => at >= 0 && at < to;
+  if (within(xml.indexOf('<!', from)) || within(xml.indexOf('<?', from)) || within(xml.indexOf(':si', from))) return -1;
+  let count = 0;
+  for (let at = from; within(at); at = xml.indexOf('<si', at + 3)) {
+    const next = xml.charCodeAt(at + 3);
+    if (next === 0x3e /* > */ || next === 0x2f /* / */ || next <= 0x20) count += 1;
+  }
+  return count;
+}
+
 /** Whether the tag's name, from `at`, has a namespace prefix (`<x:c …>`). */
 function prefixed(tag: string, at: number): boolean {
   for (let k = at; k < tag.length; k++) {
@@ -86,6 +134,27 @@ export class XlsxXmlGuard {
 
   /** The chunk as the parser must see it (a tag split across chunks is handed over whole, with the next one). */
   write(chunk: string): string {
+    // A sheet's chunk is mostly whole rows: those between its first and last row tag are checked by a
+    // quick scan (plainRows) and handed over as they are; the rest is read tag by tag.
+    // The shared strings likewise, between the first and the last `<si`.
+    if (this.part === 'other') return this.read(chunk);
+    const item = this.part === 'sheet' ? '<row' : '<si';
+    const first = chunk.indexOf(item);
+    const last = first < 0 ? -1 : chunk.lastIndexOf(item);
+    if (last <= first) return this.read(chunk);
+    const head = this.read(chunk.slice(0, first));
+    if (this.state === 'text' && !this.inItem && this.markup === '') {
+      const plain = this.part === 'sheet' ? (plainRows(chunk, first, last) ? 0 : -1) : plainStrings(chunk, first, last);
+      if (plain >= 0) {
+        this.sharedString += plain;
+        return head + chunk.slice(first, last) + this.read(chunk.slice(last));
+      }
+    }
+    return head + this.read(chunk.slice(first));
+  }
+
+  /** `chunk` read tag by tag. */
+  private read(chunk: string): string {
     const out: string[] = [];
     let i = 0;
     this.nextAmp = chunk.indexOf('&');
