@@ -9,7 +9,7 @@ import { CampaignGoodsListResponse, toCampaignGoodsResponse } from '../campaigns
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Campaign } from '../campaigns/entities/campaign.entity';
 import { Transactions } from '../database/transactions';
-import { findGoodsIdsOrFail, goodsNotFound } from '../goods/goods-lookup';
+import { findGoodsIdsOrFail, findGoodsOrFail } from '../goods/goods-lookup';
 import type { PendingEvent } from '../live/live-events';
 import { CampaignGoodsRefsDto, GoodsOrderDto } from './dto/campaign-goods-requests.dto';
 
@@ -19,11 +19,11 @@ export function notInCampaign(goodsId: number, campaignKey: string): ApiExceptio
 
 /**
  * The 404 for a goods id the campaign does not hold: -404 when the customer has no such goods item at
- * all, -711 when it exists but is not in this campaign. Read only on that error path.
+ * all (findGoodsOrFail throws it), -711 when it exists but is not in this campaign. Read only on that error path.
  */
 async function missingFromCampaign(em: EntityManager, tenant: Tenant, goodsId: number, campaignKey: string): Promise<ApiException> {
-  const found: unknown[] = await em.query('SELECT id FROM goods WHERE customerId = ? AND id = ?', [tenant.id, goodsId]);
-  return found.length ? notInCampaign(goodsId, campaignKey) : goodsNotFound({ by: 'id', id: goodsId });
+  await findGoodsOrFail(em, tenant.id, { by: 'id', id: goodsId });
+  return notInCampaign(goodsId, campaignKey);
 }
 
 /** The goods of a campaign: add, list, reorder, the item showing now, remove. Viewers get each new list. */
