@@ -145,11 +145,10 @@ function previouslyVerified(cacheKey: string, maxTtlSeconds: number, now: number
 function verifyWith(token: string, keys: KeyObject[]): { payload: JwtPayload; key: KeyObject } | undefined {
   for (const key of keys) {
     try {
-      const decoded = verify(token, key, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SECONDS });
-      if (typeof decoded === 'string') throw new TokenRejected('Token payload must be a JSON object');
-      return { payload: decoded, key };
+      // tokenProblem has made sure the payload is a JSON object: verify answers it as one.
+      const payload = verify(token, key, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SECONDS }) as JwtPayload;
+      return { payload, key };
     } catch (err) {
-      if (err instanceof TokenRejected) throw err;
       // tokenProblem has ruled out the form, the algorithm and the times (but for a second passing):
       // what is left is about the signature, which no other key changes unless it is a mismatch.
       if (err instanceof TokenExpiredError) throw new TokenRejected('Token expired');
