@@ -1,5 +1,6 @@
 import { request as httpRequest, IncomingHttpHeaders } from 'node:http';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { apiDocsCacheOf } from '../src/http/api-docs-cache';
 import { listenOn } from './support/live-client';
 import { useImageServer } from './support/image-server';
 import { describeEngines } from './support/test-app';
@@ -118,6 +119,36 @@ describeEngines(
       const json = await rawGet(base, '/docs-json', { 'accept-encoding': 'gzip' });
       expect(json.headers['content-encoding']).toBe('gzip');
       expect(JSON.parse(decode(json).toString('utf8')).openapi).toMatch(/^3\./);
+    });
+
+    it('compresses the API docs once per encoding: later requests get the bytes compressed for the first', async () => {
+      const cache = apiDocsCacheOf(ctx().app);
+      if (!cache) throw new Error('configureApp registered no docs cache');
+      const host = { host: 'compressed-docs.example.test' };
+      const plain = await rawGet(base, '/docs-json', host);
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      const before = cache.compressions;
+      for (const encoding of ['br', 'gzip'] as const) {
+        const first = await rawGet(base, '/docs-json', { ...host, 'accept-encoding': encoding });
+        const second = await rawGet(base, '/docs-json', { ...host, 'accept-encoding': encoding });
+        for (const res of [first, second]) {
+          expect(res.status).toBe(200);
+          expect(res.headers['content-encoding']).toBe(encoding);
+          expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+          expect(res.headers.vary).toMatch(/Accept-Encoding/i);
+          expect(res.headers.etag).toBe(plain.headers.etag);
+          expect(Number(res.headers['content-length'])).toBe(res.body.length);
+          expect(decode(res).equals(plain.body)).toBe(true);
+        }
+        expect(second.body.equals(first.body)).toBe(true);
+        expect(first.body.length).toBeLessThan(plain.body.length / 4);
+      }
+      expect(cache.compressions).toBe(before + 2);
+      // A client whose copy is still good is told so, without a body, whatever it accepts.
+      const fresh = await rawGet(base, '/docs-json', { ...host, 'accept-encoding': 'br', 'if-none-match': String(plain.headers.etag) });
+      expect(fresh.status).toBe(304);
+      expect(fresh.body.length).toBe(0);
+      expect(cache.compressions).toBe(before + 2);
     });
 
     it('sends small answers as they are', async () => {

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { INestApplication } from '@nestjs/common';
+import Negotiator from 'negotiator';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 
@@ -15,7 +18,19 @@ export interface CachedDocsAnswer {
   body: Buffer;
   type: string;
   etag: string;
+  /** The body compressed, once per encoding a client asked for (built in zlib's thread pool, then kept). */
+  encoded: Partial<Record<DocsEncoding, Promise<Buffer>>>;
 }
+
+type DocsEncoding = 'br' | 'gzip';
+
+/** The same choice and settings as the compression middleware (src/http/compression.ts): br (quality 4) before gzip. */
+const ENCODINGS = ['br', 'gzip', 'identity'];
+const PREFERRED = ['br', 'gzip'];
+const compressors: Record<DocsEncoding, (body: Buffer) => Promise<Buffer>> = {
+  br: (body) => promisify(brotliCompress)(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } }),
+  gzip: (body) => promisify(gzip)(body),
+};
 
 /**
  * The OpenAPI document as served from `baseUrl`: its server's `origin` variable defaults to that address,
@@ -49,6 +64,8 @@ export class ApiDocsCache {
   private readonly byBase = new Map<string, Map<string, CachedDocsAnswer>>();
   /** Answers built so far (one per base URL and path, again after an eviction). */
   renders = 0;
+  /** Answers compressed so far (one per answer and encoding asked for). */
+  compressions = 0;
 
   constructor(readonly maxVariants = API_DOCS_VARIANTS) {}
 
@@ -72,7 +89,7 @@ export class ApiDocsCache {
     const body = Buffer.from(text);
     const etag = `W/"${body.length.toString(16)}-${createHash('sha1').update(body).digest('base64').substring(0, 27)}"`;
     // What res.send gives a string: its type with the charset it encodes it in.
-    const answer = { body, type: /;\s*charset=/i.test(type) ? type : `${type}; charset=utf-8`, etag };
+    const answer = { body, type: /;\s*charset=/i.test(type) ? type : `${type}; charset=utf-8`, etag, encoded: {} };
     let answers = this.byBase.get(baseUrl);
     if (!answers) {
       while (this.byBase.size >= this.maxVariants) this.byBase.delete(this.byBase.keys().next().value as string);
@@ -93,24 +110,48 @@ export class ApiDocsCache {
       const baseUrl = baseUrlOf(req);
       const cached = this.get(baseUrl, path);
       if (cached) {
-        send(res, cached);
+        this.send(req, res, cached, next);
         return;
       }
       const original = res.send;
       res.send = ((body?: unknown): Response => {
         res.send = original;
         if (typeof body !== 'string' || res.statusCode !== 200) return original.call(res, body);
-        return send(res, this.set(baseUrl, path, body, String(res.getHeader('Content-Type') ?? 'text/plain')));
+        return this.send(req, res, this.set(baseUrl, path, body, String(res.getHeader('Content-Type') ?? 'text/plain')), next);
       }) as Response['send'];
       next();
     };
   }
-}
 
-function send(res: Response, answer: CachedDocsAnswer): Response {
-  res.setHeader('Content-Type', answer.type);
-  res.setHeader('ETag', answer.etag);
-  return res.send(answer.body);
+  /**
+   * Sends a kept answer: compressed (br or gzip, as the client prefers) from the bytes compressed for an
+   * earlier client when there are some, so that the 325 KB document is not compressed again for every
+   * request; the compression middleware leaves an answer that already has a Content-Encoding alone.
+   */
+  private send(req: Request, res: Response, answer: CachedDocsAnswer, next: NextFunction): Response {
+    res.setHeader('Content-Type', answer.type);
+    res.setHeader('ETag', answer.etag);
+    res.vary('Accept-Encoding');
+    const method =
+      req.headers['accept-encoding'] && req.method !== 'HEAD' && !req.fresh ? new Negotiator(req).encoding(ENCODINGS, { preferred: PREFERRED }) : null;
+    if (method !== 'br' && method !== 'gzip') return res.send(answer.body);
+    let encoded = answer.encoded[method];
+    if (!encoded) {
+      encoded = compressors[method](answer.body);
+      this.compressions += 1;
+      answer.encoded[method] = encoded;
+      // A failed compression is not kept: the next client tries again.
+      encoded.catch(() => delete answer.encoded[method]);
+    }
+    encoded.then(
+      (bytes) => {
+        res.setHeader('Content-Encoding', method);
+        res.send(bytes);
+      },
+      (error: unknown) => next(error),
+    );
+    return res;
+  }
 }
 
 /** Keeps `cache` as the docs cache of `app` (apiDocsCacheOf). */
