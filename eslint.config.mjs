@@ -1,6 +1,7 @@
 // @ts-check
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import regexp from 'eslint-plugin-regexp';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', 'data/', 'test/artifacts/', 'eslint.config.mjs'] },
@@ -18,6 +19,19 @@ export default tseslint.config(
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/no-require-imports': 'off',
+    },
+  },
+  {
+    // No regular expression in the service may take more than linear time on what a client sends: a
+    // pattern that backtracks over its own input (two quantifiers that can share characters) or that is
+    // tried again at every position over the same run (an unanchored `x+$`) took seconds on a 32 KB cell
+    // or a 100 KB price. These two rules find both kinds.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.spec.ts'],
+    plugins: { regexp },
+    rules: {
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': ['error', { ignoreSticky: true, ignorePartial: false }],
     },
   },
   {

@@ -4,6 +4,7 @@ import { parseDuration } from '../common/util/duration';
 import { DEFAULT_MAX_CONNECTIONS_PER_IP, maxConnectionsFor, openFileLimit } from './connection-limits';
 import { resolveLogFormat, LogFormat } from './log-format';
 import { EnvironmentVariables, normalizeOrigin, validateEnv } from './env.validation';
+import { withoutTrailing } from '../common/util/text';
 
 export interface ServerConfig {
   port: number;
@@ -167,7 +168,7 @@ export class AppConfig {
       dataDir,
       {
         port: env.PORT,
-        publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
+        publicBaseUrl: env.PUBLIC_BASE_URL === undefined ? undefined : withoutTrailing(env.PUBLIC_BASE_URL, '/'),
         bodyLimit: env.BODY_LIMIT,
         syncBodyLimit: env.SYNC_BODY_LIMIT,
         trustProxy: env.TRUST_PROXY,

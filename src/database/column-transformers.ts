@@ -1,4 +1,5 @@
 import { ValueTransformer } from 'typeorm';
+import { withoutTrailing } from '../common/util/text';
 
 /**
  * int64 ids: mysql2 returns BIGINT as string, SQLite as number. The API speaks JSON numbers
@@ -56,7 +57,7 @@ export function toDecimalString(value: number | string, scale: number): string {
     }
   }
   intPart = intPart.replace(/^0+(?=\d)/, '');
-  frac = frac.replace(/0+$/, '');
+  frac = withoutTrailing(frac, '0');
   const out = frac ? `${intPart}.${frac}` : intPart;
   return sign && /[1-9]/.test(out) ? `-${out}` : out;
 }

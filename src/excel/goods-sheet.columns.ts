@@ -1,4 +1,5 @@
 import { GoodsLimits } from '../goods/goods.limits';
+import { withoutTrailing } from '../common/util/text';
 
 /** The goods fields a sheet column can hold: the element fields of the JSON sync. */
 export const GOODS_FIELDS = ['id', 'sku', 'url', 'name', 'brand', 'description', 'mediaUrl', 'originalPrice', 'discountedPrice', 'discountPercentage'] as const;
@@ -136,12 +137,32 @@ export function columnOf(field: GoodsField): GoodsColumn {
  * trailing required mark ("*") or parenthesised note ("상품명 (필수)", "price (KRW)").
  */
 export function normalizeHeader(text: string): string {
-  return text
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/\s*[([][^)\]]*[)\]]\s*$/u, '')
-    .replace(/\*+\s*$/u, '')
-    .replace(/[\s_-]+/gu, '');
+  return withoutRequiredMark(withoutTrailingNote(text.normalize('NFKC').toLowerCase())).replace(/[\s_-]+/gu, '');
+}
+
+/**
+ * The text without a parenthesised or bracketed note at its end (`상품명 (필수)` → `상품명`), and the
+ * blanks around it: from the first `(` or `[` after the last `)` or `]` before the closing one. A scan
+ * from the end, in linear time (header cells may hold 32,767 characters).
+ */
+function withoutTrailingNote(text: string): string {
+  const end = text.trimEnd();
+  const close = end.length - 1;
+  if (end[close] !== ')' && end[close] !== ']') return text;
+  let open = -1;
+  for (let i = close - 1; i >= 0; i -= 1) {
+    const c = end[i];
+    if (c === ')' || c === ']') break;
+    if (c === '(' || c === '[') open = i;
+  }
+  return open < 0 ? text : end.slice(0, open).trimEnd();
+}
+
+/** The text without the required marks (`*`) at its end, and the blanks after them. */
+function withoutRequiredMark(text: string): string {
+  const end = text.trimEnd();
+  const unmarked = withoutTrailing(end, '*');
+  return unmarked === end ? text : unmarked;
 }
 
 const ALIASES = new Map<string, GoodsField>();

@@ -359,16 +359,25 @@ function isHttpUrlText(text: string): boolean {
   return /^https?:\/\/[^\s/]/i.test(text.trim());
 }
 
-/** A currency mark before or after an amount: ₩39,000 · 39,000원 · KRW 39000 · $1,234.50 */
-const CURRENCY = /^(?:[₩￦$€£¥]|[A-Z]{3}(?=[\s\d]))\s*|\s*(?:원|[₩￦$€£¥]|[A-Z]{3})$/gu;
+/** A currency mark before an amount, and one after it: ₩39,000 · 39,000원 · KRW 39000 · $1,234.50 */
+const CURRENCY_BEFORE = /^(?:[₩￦$€£¥]|[A-Z]{3}(?=[\s\d]))/u;
+const CURRENCY_AFTER = /(?:원|[₩￦$€£¥]|[A-Z]{3})$/u;
 const GROUPED = /^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/;
-const PLAIN = /^-?(?:\d+\.?\d*|\.\d+)$/;
+const PLAIN = /^-?(?:\d+(?:\.\d*)?|\.\d+)$/;
 
 /** Numeric text of an amount ("₩39,000" → "39000"), or undefined when the text is no plain amount. */
 function amountText(text: string): string | undefined {
-  const bare = text.trim().replace(CURRENCY, '').trim();
+  const bare = text.trim().replace(CURRENCY_BEFORE, '').trimStart().replace(CURRENCY_AFTER, '').trimEnd();
   if (GROUPED.test(bare)) return bare.replace(/,/g, '');
   return PLAIN.test(bare) ? bare : undefined;
+}
+
+/** Text that ends in a percent sign without it ("12.5 %" → "12.5"); other text as it is. */
+function withoutPercentSign(text: string): string {
+  const trimmed = text.trim();
+  if (!trimmed.endsWith('%')) return text;
+  const amount = trimmed.slice(0, -1).trimEnd();
+  return /[\n\r\u2028\u2029]/.test(amount) ? text : amount;
 }
 
 /** An Excel date serial (days since 1899-12-30) for a date cell read in a number column. */
@@ -398,8 +407,7 @@ export function fieldValue(field: GoodsField, cell: RawCell): GoodsValue | undef
       }
       if (value instanceof Date) return excelSerial(value);
       if (typeof value !== 'string') return value;
-      const percent = kind === 'percent' ? /^(.*?)\s*%$/u.exec(value.trim()) : null;
-      return amountText(percent ? percent[1] : value) ?? value;
+      return amountText(kind === 'percent' ? withoutPercentSign(value) : value) ?? value;
     }
     default: {
       const unreachable: never = kind;

@@ -241,32 +241,92 @@ function endOfCentralDirectory(): Buffer {
 const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
 function decodeXml(text: string): string {
-  return text.replace(/&(#x[0-9a-f]+|#\d+|amp|lt|gt|quot|apos);/gi, (_, e: string) => {
-    if (e[0] === '#') return String.fromCodePoint(e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10));
-    return XML_ENTITIES[e.toLowerCase()] ?? '';
+  if (!text.includes('&')) return text;
+  return text.replace(/&(#x[0-9a-f]+|#\d+|amp|lt|gt|quot|apos);/gi, (whole, e: string) => {
+    if (e[0] !== '#') return XML_ENTITIES[e.toLowerCase()] ?? '';
+    const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+    // A reference to no character (past U+10FFFF) is left as written.
+    return code <= 0x10ffff ? String.fromCodePoint(code) : whole;
   });
 }
 
-function attributesOf(tag: string): Map<string, string> {
+/** One tag of an XML text: its name without a namespace prefix, whether it closes, and the text after its name. */
+interface XmlTag {
+  local: string;
+  closing: boolean;
+  rest: string;
+}
+
+const NAME_CHAR = /[\w.:-]/;
+
+/**
+ * The tags of `xml` in order, read by one pass of indexOf (workbook.xml and its rels hold up to
+ * MAX_INDEX_BYTES of what a client sent: a regular expression over them, `<x\b[^>]*>` tried at each
+ * `<` of `<x <x <x…` with no `>`, took seconds of the main thread for a 2 KB upload). A tag without its
+ * `>` ends the reading.
+ */
+function* xmlTags(xml: string): Generator<XmlTag> {
+  let at = xml.indexOf('<');
+  while (at >= 0) {
+    const end = xml.indexOf('>', at + 1);
+    if (end < 0) return;
+    const closing = xml[at + 1] === '/';
+    let nameEnd = closing ? at + 2 : at + 1;
+    while (nameEnd < end && NAME_CHAR.test(xml[nameEnd])) nameEnd += 1;
+    const name = xml.slice(closing ? at + 2 : at + 1, nameEnd);
+    yield { local: name.slice(name.lastIndexOf(':') + 1), closing, rest: xml.slice(nameEnd, end) };
+    at = xml.indexOf('<', end + 1);
+  }
+}
+
+/** The attributes of a tag (the text after its name), in one pass: `name="value"` or `name='value'`, entities decoded. */
+function attributesOf(text: string): Map<string, string> {
   const attributes = new Map<string, string>();
-  for (const m of tag.matchAll(/([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g)) {
-    attributes.set(m[1], decodeXml(m[2] ?? m[3] ?? ''));
+  let i = 0;
+  while (i < text.length) {
+    const eq = text.indexOf('=', i);
+    if (eq < 0) break;
+    let nameEnd = eq;
+    while (nameEnd > i && /\s/.test(text[nameEnd - 1])) nameEnd -= 1;
+    let nameStart = nameEnd;
+    while (nameStart > i && NAME_CHAR.test(text[nameStart - 1])) nameStart -= 1;
+    let q = eq + 1;
+    while (q < text.length && /\s/.test(text[q])) q += 1;
+    const quote = text[q];
+    if (quote !== '"' && quote !== "'") {
+      i = eq + 1;
+      continue;
+    }
+    const close = text.indexOf(quote, q + 1);
+    if (close < 0) break;
+    if (nameStart < nameEnd) attributes.set(text.slice(nameStart, nameEnd), decodeXml(text.slice(q + 1, close)));
+    i = close + 1;
   }
   return attributes;
 }
 
 /**
- * The part name of the workbook's first sheet (in tab order): the first `<sheet>` of workbook.xml,
- * whose relationship id the workbook's rels resolve to a target under xl/.
+ * The part name of the workbook's first sheet (in tab order): the first `<sheet>` inside `<sheets>` of
+ * workbook.xml, whose relationship id the workbook's rels resolve to a target under xl/.
  */
 export function firstSheetPath(workbookXml: string, relsXml: string): string | undefined {
-  const sheets = /<(?:[\w.-]+:)?sheets\b[^>]*>([\s\S]*?)<\/(?:[\w.-]+:)?sheets>/.exec(workbookXml);
-  const firstSheet = sheets && /<(?:[\w.-]+:)?sheet\b[^>]*>/.exec(sheets[1]);
+  let inSheets = false;
+  let firstSheet: XmlTag | undefined;
+  for (const tag of xmlTags(workbookXml)) {
+    if (tag.local === 'sheets') {
+      if (tag.closing) break;
+      inSheets = true;
+    } else if (inSheets && tag.local === 'sheet' && !tag.closing) {
+      firstSheet = tag;
+      break;
+    }
+  }
   if (!firstSheet) return undefined;
-  const relId = [...attributesOf(firstSheet[0])].find(([name]) => /:id$/.test(name))?.[1];
+  const relId = [...attributesOf(firstSheet.rest)].find(([name]) => name.endsWith(':id'))?.[1];
   if (!relId) return undefined;
-  for (const rel of relsXml.matchAll(/<(?:[\w.-]+:)?Relationship\b[^>]*>/g)) {
-    const attributes = attributesOf(rel[0]);
+  for (const tag of xmlTags(relsXml)) {
+    if (tag.local !== 'Relationship' || tag.closing) continue;
+    const attributes = attributesOf(tag.rest);
     if (attributes.get('Id') !== relId) continue;
     const target = attributes.get('Target');
     if (!target) return undefined;
@@ -276,9 +336,12 @@ export function firstSheetPath(workbookXml: string, relsXml: string): string | u
 }
 
 function uses1904Dates(workbookXml: string): boolean {
-  const properties = /<(?:[\w.-]+:)?workbookPr\b[^>]*>/.exec(workbookXml);
-  const value = properties && attributesOf(properties[0]).get('date1904');
-  return value === '1' || value === 'true';
+  for (const tag of xmlTags(workbookXml)) {
+    if (tag.local !== 'workbookPr' || tag.closing) continue;
+    const value = attributesOf(tag.rest).get('date1904');
+    return value === '1' || value === 'true';
+  }
+  return false;
 }
 
 /** xl/worksheets/sheet1.xml → xl/worksheets/_rels/sheet1.xml.rels */

@@ -105,8 +105,26 @@ function workbookReader(excel: typeof ExcelJS, source: Readable, date1904: boole
 }
 
 /** A number format that shows a percentage: a % outside quoted text and [brackets]. */
-function isPercentFormat(format: string | undefined): boolean {
-  return !!format && format.replace(/"[^"]*"|\[[^\]]*]|\\./g, '').includes('%');
+export function isPercentFormat(format: string | undefined): boolean {
+  if (!format) return false;
+  // One pass: quoted text and [brackets] are skipped to their end (an unclosed one is a character like
+  // any other, and so is every later one of its kind), a backslash escapes the next character.
+  let quotesClose = true;
+  let bracketsClose = true;
+  for (let i = 0; i < format.length; i += 1) {
+    const c = format[i];
+    if (c === '%') return true;
+    const closing = c === '"' && quotesClose ? '"' : c === '[' && bracketsClose ? ']' : c === '\\' ? 'escape' : null;
+    if (closing === 'escape') {
+      if (i + 1 < format.length && !'\n\r\u2028\u2029'.includes(format[i + 1])) i += 1;
+    } else if (closing) {
+      const end = format.indexOf(closing, i + 1);
+      if (end >= 0) i = end;
+      else if (closing === '"') quotesClose = false;
+      else bracketsClose = false;
+    }
+  }
+  return false;
 }
 
 /** Plain text of a rich-text value: its runs joined. */

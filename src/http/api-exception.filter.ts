@@ -110,10 +110,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
   private messageOf(exception: HttpException, status: number): string {
     if (status === 404 && /^Cannot (GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/.test(exception.message)) {
       // The method and path only: the query string may carry what should not be echoed (a token).
-      return `No route for ${exception.message
-        .replace(/^Cannot /, '')
-        .replace(/\?.*$/s, '')
-        .slice(0, 300)}`;
+      const route = exception.message.replace(/^Cannot /, '');
+      const query = route.indexOf('?');
+      return `No route for ${(query < 0 ? route : route.slice(0, query)).slice(0, 300)}`;
     }
     const response = exception.getResponse();
     if (typeof response === 'string') return response;

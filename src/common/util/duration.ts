@@ -6,7 +6,7 @@ const UNIT_SECONDS = { '': 1, s: 1, m: 60, h: 3600, d: 86400 } as const;
  * the admin CLI's --ttl and --grace.
  */
 export function parseDuration(text: string): number | undefined {
-  const match = /^\s*(\d{1,12})\s*([smhd]?)\s*$/i.exec(text);
+  const match = /^(\d{1,12})\s*([smhd]?)$/i.exec(text.trim());
   if (!match) return undefined;
   return Number(match[1]) * UNIT_SECONDS[match[2].toLowerCase() as keyof typeof UNIT_SECONDS];
 }

@@ -60,7 +60,7 @@ export function BooleanField(property: string, p: Presence, options: ApiProperty
 }
 
 /** Text that numeric fields read as a number ("19.99", " 12 "). */
-export const NUMERIC_TEXT = /^\s*-?(\d+\.?\d*|\.\d+)\s*$/;
+export const NUMERIC_TEXT = /^\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*$/;
 /** The JSON null as a `oneOf` branch (OpenAPI 3.0 has no `type: 'null'`). */
 const NULL_BRANCH = { type: 'string', nullable: true, enum: [null], description: 'null clears the value' };
 
