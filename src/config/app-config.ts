@@ -120,6 +120,10 @@ export interface WebhookConfig {
   allowedHosts: string[];
   timeoutMs: number;
   concurrency: number;
+  /** WEBHOOK_ENDPOINT_CONCURRENCY, at most `concurrency`: sends one endpoint may hold on a node at once. */
+  endpointConcurrency: number;
+  /** WEBHOOK_CUSTOMER_CONCURRENCY, at most `concurrency`: sends one customer's endpoints may hold on a node at once. */
+  customerConcurrency: number;
   pollMs: number;
   retryBaseMs: number;
   retryMaxDelayMs: number;
@@ -262,6 +266,8 @@ export class AppConfig {
           .filter(Boolean),
         timeoutMs: env.WEBHOOK_TIMEOUT_MS,
         concurrency: env.WEBHOOK_CONCURRENCY,
+        endpointConcurrency: Math.min(env.WEBHOOK_ENDPOINT_CONCURRENCY, env.WEBHOOK_CONCURRENCY),
+        customerConcurrency: Math.min(env.WEBHOOK_CUSTOMER_CONCURRENCY, env.WEBHOOK_CONCURRENCY),
         pollMs: env.WEBHOOK_POLL_MS,
         retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,
         retryMaxDelayMs: env.WEBHOOK_RETRY_MAX_DELAY_MS,

@@ -497,6 +497,20 @@ export class EnvironmentVariables {
   @Max(256)
   WEBHOOK_CONCURRENCY = 16;
 
+  /** Most of a node's sends one endpoint may hold at the same time (at most WEBHOOK_CONCURRENCY). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  WEBHOOK_ENDPOINT_CONCURRENCY = 2;
+
+  /** Most of a node's sends the endpoints of one customer may hold at the same time (at most WEBHOOK_CONCURRENCY). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  WEBHOOK_CUSTOMER_CONCURRENCY = 4;
+
   /** How often, in milliseconds, each node looks for due deliveries (it also looks right after its own commits). */
   @Transform(toInt)
   @IsInt()

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
+import { EntityManager, In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
 import { finishedWithin } from '../common/util/finished-within';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
@@ -9,16 +9,52 @@ import { Metrics } from '../metrics/metrics.service';
 import { WebhookDelivery } from './entities/webhook-delivery.entity';
 import { WebhookEndpoint } from './entities/webhook-endpoint.entity';
 import { nextAttemptAt } from './webhook-backoff';
+import { afterTries, BREAKER_THRESHOLD } from './webhook-breaker';
+import { DueEndpoint, Held, planClaim } from './webhook-fairness';
 import { WebhookSender } from './webhook-sender';
 import { DELIVERY_ID_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from './webhook-signature';
 
 interface Outcome {
   id: number;
   claimToken: string;
+  endpointId: number;
   change: Partial<WebhookDelivery>;
-  label: 'delivered' | 'retry' | 'failed';
+  /** The try's outcome for the metric; null when no try was made (the endpoint was paused or inactive). */
+  label: 'delivered' | 'retry' | 'failed' | null;
+  /** For the endpoint's breaker: whether the receiver took it; null when no request was sent. */
+  delivered: boolean | null;
   done: (err?: Error) => void;
 }
+
+/** The error of a delivery given up untried because its endpoint was paused past its retry window. */
+const PAUSED_PAST_WINDOW = 'not tried: the endpoint was paused past the retry window';
+
+/** Endpoints the claim's first read looks at (the oldest due first). */
+const CLAIM_ENDPOINTS = 256;
+
+const DUE_STATES = "d.state IN ('pending', 'sending') AND d.nextAttemptAt <= :now";
+
+/**
+ * The claim's first read, a plain one (no write transaction when nothing is due): the endpoints with due
+ * deliveries that are not paused, oldest due first, with how many are due. Endpoints and customers that
+ * hold all this node lets them are left out (`:...fullEndpoints`, `:...fullCustomers`), so that they
+ * never crowd out the others of the CLAIM_ENDPOINTS.
+ */
+const DUE_ENDPOINTS_SQL = (fullEndpoints: boolean, fullCustomers: boolean) =>
+  `SELECT d.endpointId AS endpointId, d.customerId AS customerId, COUNT(*) AS due, MAX(e.failureStreak) AS failureStreak
+FROM webhook_deliveries d INNER JOIN webhook_endpoints e ON e.id = d.endpointId
+WHERE ${DUE_STATES} AND (e.pausedUntil IS NULL OR e.pausedUntil <= :now)${fullEndpoints ? ' AND d.endpointId NOT IN (:...fullEndpoints)' : ''}${
+    fullCustomers ? ' AND d.customerId NOT IN (:...fullCustomers)' : ''
+  }
+GROUP BY d.endpointId, d.customerId
+ORDER BY MIN(d.nextAttemptAt)
+LIMIT ${CLAIM_ENDPOINTS}`;
+
+/** The oldest due deliveries of each planned endpoint (the index on endpointId, state, nextAttemptAt). */
+const DUE_OF_ENDPOINTS_SQL = `SELECT id, endpointId FROM (
+  SELECT d.id AS id, d.endpointId AS endpointId, ROW_NUMBER() OVER (PARTITION BY d.endpointId ORDER BY d.nextAttemptAt, d.id) AS n
+  FROM webhook_deliveries d WHERE d.endpointId IN (:...endpoints) AND ${DUE_STATES}
+) t WHERE n <= :most`;
 
 /**
  * A claim takes up to this many times WEBHOOK_CONCURRENCY rows, queued on the node and sent at most
@@ -55,6 +91,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   private readonly outcomes: Outcome[] = [];
   /** Rows this node claimed and has not started sending (at most CLAIM_FACTOR × WEBHOOK_CONCURRENCY with the sends). */
   private readonly queue: WebhookDelivery[] = [];
+  /** Sends in flight per endpoint and per customer (for WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CUSTOMER_CONCURRENCY). */
+  private readonly sending: Held = { endpoint: new Map(), customer: new Map() };
   /** Outcome writes under way. */
   private readonly writing = new Set<Promise<void>>();
   private readonly leaseMs: number;
@@ -130,8 +168,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         this.again = false;
         const room = this.config.webhooks.concurrency * CLAIM_FACTOR - this.inFlight.size - this.queue.length;
         if (room <= 0 || this.stopping) break;
-        const claimed = await this.claim(room);
-        this.saturated = claimed.length === room;
+        const { claimed, more } = await this.claim(room);
+        this.saturated = more;
         this.queue.push(...claimed);
         this.pump();
       } while (this.again && !this.stopping);
@@ -140,19 +178,45 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     }
   }
 
-  /** Starts queued sends while slots are free; asks for more rows when the queue runs low after a full claim. */
+  /**
+   * Starts queued sends, oldest claim first, while slots are free: a row whose endpoint or customer already
+   * holds all the slots it may (WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CUSTOMER_CONCURRENCY) waits in the
+   * queue and the rows behind it go first. Asks for more rows when the queue runs low, or slots are free,
+   * after a claim that left due rows behind.
+   */
   private pump(): void {
-    const { concurrency, timeoutMs } = this.config.webhooks;
-    while (this.inFlight.size < concurrency && this.queue.length) {
-      const delivery = this.queue.shift() as WebhookDelivery;
+    const { concurrency, timeoutMs, endpointConcurrency, customerConcurrency } = this.config.webhooks;
+    for (let i = 0; i < this.queue.length && this.inFlight.size < concurrency;) {
+      const delivery = this.queue[i];
       // Too little of its lease left to send and write back in time: left for a later claim.
-      if (delivery.nextAttemptAt.getTime() - Date.now() < timeoutMs + 10_000) continue;
+      if (delivery.nextAttemptAt.getTime() - Date.now() < timeoutMs + 10_000) {
+        this.queue.splice(i, 1);
+        continue;
+      }
+      if (
+        (this.sending.endpoint.get(delivery.endpointId) ?? 0) >= endpointConcurrency ||
+        (this.sending.customer.get(delivery.customerId) ?? 0) >= customerConcurrency
+      ) {
+        i += 1;
+        continue;
+      }
+      this.queue.splice(i, 1);
       this.start(delivery);
     }
-    if (this.saturated && this.queue.length <= concurrency) {
+    if (this.saturated && (this.queue.length <= concurrency || this.inFlight.size < concurrency)) {
       this.saturated = false;
       this.wake();
     }
+  }
+
+  /** What this node holds per endpoint and per customer: sends in flight and claimed rows queued. */
+  private held(): Held {
+    const held: Held = { endpoint: new Map(this.sending.endpoint), customer: new Map(this.sending.customer) };
+    for (const d of this.queue) {
+      held.endpoint.set(d.endpointId, (held.endpoint.get(d.endpointId) ?? 0) + 1);
+      held.customer.set(d.customerId, (held.customer.get(d.customerId) ?? 0) + 1);
+    }
+    return held;
   }
 
   /** Hands claimed rows that were never sent back (due now, the claim's try not counted). */
@@ -170,6 +234,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   private start(delivery: WebhookDelivery): void {
+    const bump = (m: Map<number, number>, key: number, by: number) => {
+      const n = (m.get(key) ?? 0) + by;
+      if (n > 0) m.set(key, n);
+      else m.delete(key);
+    };
+    bump(this.sending.endpoint, delivery.endpointId, 1);
+    bump(this.sending.customer, delivery.customerId, 1);
     // The slot is free once the send is over; the outcome is written apart (the row stays claimed by
     // this node until then, so nobody else takes it).
     const task: Promise<void> = this.deliver(delivery)
@@ -185,26 +256,63 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       .catch((err: Error) => this.logger.warn(`webhook delivery ${delivery.id} failed: ${err.message}`))
       .finally(() => {
         this.inFlight.delete(task);
+        bump(this.sending.endpoint, delivery.endpointId, -1);
+        bump(this.sending.customer, delivery.customerId, -1);
         if (!this.stopping) this.pump();
       });
     this.inFlight.add(task);
   }
 
-  /** Claims up to `limit` due deliveries for this node (committed before anything is sent). */
-  private async claim(limit: number): Promise<WebhookDelivery[]> {
-    // A plain indexed read first: most polls find nothing due and then open no write transaction (on
-    // SQLite, none that would take a turn among the writers).
-    const dueNow = () => ({ state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(new Date()) });
-    if (!(await this.transactions.manager.findOne(WebhookDelivery, { select: { id: true }, where: dueNow() }))) return [];
+  /**
+   * Claims up to `room` due deliveries for this node (committed before anything is sent), fairly: a plain
+   * read finds the endpoints with due rows (not paused, not already holding all this node lets them),
+   * `planClaim` shares the room round-robin over their customers and endpoints, and the claim transaction
+   * takes the oldest due rows of each planned endpoint. `more`: due rows were left behind.
+   */
+  private async claim(room: number): Promise<{ claimed: WebhookDelivery[]; more: boolean }> {
+    const { endpointConcurrency, customerConcurrency } = this.config.webhooks;
+    const limits = { room, perEndpoint: endpointConcurrency * CLAIM_FACTOR, perCustomer: customerConcurrency * CLAIM_FACTOR };
+    const held = this.held();
+    const fullEndpoints = [...held.endpoint].filter(([, n]) => n >= limits.perEndpoint).map(([id]) => id);
+    const fullCustomers = [...held.customer].filter(([, n]) => n >= limits.perCustomer).map(([id]) => id);
+    // A plain read first: most polls find nothing due and then open no write transaction (on SQLite, none
+    // that would take a turn among the writers).
+    const due = await this.dueEndpoints(this.transactions.manager, new Date(), fullEndpoints, fullCustomers);
+    const plan = planClaim(due, held, limits);
+    if (!plan.size) return { claimed: [], more: false };
+    const dueTotal = due.reduce((sum, e) => sum + e.due, 0);
     // READ COMMITTED (MySQL): the claim locks only the rows it takes, not the gaps of the due index, so it
     // never deadlocks with the requests inserting new deliveries into it.
-    return this.transactions.run(async (em) => {
+    const claimed = await this.transactions.run(async (em) => {
       const now = new Date();
-      const due = { state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(now) };
-      const qb = em.createQueryBuilder(WebhookDelivery, 'd').select('d.id', 'id').where(due).orderBy('d.nextAttemptAt', 'ASC').limit(limit);
-      if (this.transactions.isMysql) qb.setLock('pessimistic_write').setOnLocked('skip_locked');
-      const ids = (await qb.getRawMany<{ id: number | string }>()).map((r) => Number(r.id));
+      const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(
+        DUE_OF_ENDPOINTS_SQL,
+        { endpoints: [...plan.keys()], now, most: Math.max(...plan.values()) },
+        {},
+      );
+      const rows = await em.query<Array<{ id: number | string; endpointId: number | string }>>(sql, parameters);
+      const taking = new Map(plan);
+      let ids: number[] = [];
+      for (const r of rows) {
+        const left = taking.get(Number(r.endpointId)) ?? 0;
+        if (left <= 0) continue;
+        taking.set(Number(r.endpointId), left - 1);
+        ids.push(Number(r.id));
+      }
       if (!ids.length) return [];
+      const due = { state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(now) };
+      if (this.transactions.isMysql) {
+        // Rows another node's claim holds right now are skipped, never waited for (they are its).
+        const locked = await em
+          .createQueryBuilder(WebhookDelivery, 'd')
+          .select('d.id', 'id')
+          .where({ id: In(ids), ...due })
+          .setLock('pessimistic_write')
+          .setOnLocked('skip_locked')
+          .getRawMany<{ id: number | string }>();
+        ids = locked.map((r) => Number(r.id));
+        if (!ids.length) return [];
+      }
       const token = randomUUID();
       await em
         .createQueryBuilder()
@@ -212,16 +320,45 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         .set({ state: 'sending', claimToken: token, nextAttemptAt: new Date(now.getTime() + this.leaseMs), attempts: () => 'attempts + 1', lastAttemptAt: now })
         .where({ id: In(ids), ...due })
         .execute();
-      return em.find(WebhookDelivery, { where: { claimToken: token } });
+      return em.find(WebhookDelivery, { where: { claimToken: token }, order: { nextAttemptAt: 'ASC', id: 'ASC' } });
     }, 'READ COMMITTED');
+    return { claimed, more: claimed.length > 0 && dueTotal > claimed.length };
   }
 
-  /** One try of one claimed delivery, then its outcome (only if the claim is still ours). */
-  /** One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). */
+  /** The claim's first read (DUE_ENDPOINTS_SQL). */
+  private async dueEndpoints(em: EntityManager, now: Date, fullEndpoints: number[], fullCustomers: number[]): Promise<DueEndpoint[]> {
+    const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(
+      DUE_ENDPOINTS_SQL(fullEndpoints.length > 0, fullCustomers.length > 0),
+      { now, fullEndpoints, fullCustomers },
+      {},
+    );
+    const rows = await em.query<Array<Record<'endpointId' | 'customerId' | 'due' | 'failureStreak', number | string>>>(sql, parameters);
+    return rows.map((r) => ({
+      endpointId: Number(r.endpointId),
+      customerId: Number(r.customerId),
+      due: Number(r.due),
+      probing: Number(r.failureStreak) >= BREAKER_THRESHOLD,
+    }));
+  }
+
+  /**
+   * One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). An
+   * endpoint paused since the claim (its breaker opened meanwhile, maybe on another node) gets no request:
+   * the row goes back to pending until the pause ends, the claim's try not counted, or is given up when
+   * that would start after the retry window.
+   */
   private async deliver(delivery: WebhookDelivery): Promise<Omit<Outcome, 'done'> | null> {
     const endpoint = await this.transactions.manager.findOne(WebhookEndpoint, { where: { id: delivery.endpointId } });
     const now = () => new Date();
     if (!endpoint) return null; // deleted meanwhile: its deliveries went with it
+    const base = { id: delivery.id, claimToken: delivery.claimToken as string, endpointId: delivery.endpointId };
+    if (endpoint.pausedUntil && endpoint.pausedUntil.getTime() > Date.now()) {
+      const change: Partial<WebhookDelivery> =
+        endpoint.pausedUntil.getTime() > delivery.createdAt.getTime() + this.config.webhooks.retryWindowMs
+          ? { state: 'failed', finishedAt: now(), claimToken: null, attempts: delivery.attempts - 1, lastError: delivery.lastError ?? PAUSED_PAST_WINDOW }
+          : { state: 'pending', nextAttemptAt: endpoint.pausedUntil, claimToken: null, attempts: delivery.attempts - 1 };
+      return { ...base, change, label: null, delivered: null };
+    }
     const timestamp = Math.floor(Date.now() / 1000);
     const outcome = !endpoint.active
       ? { statusCode: null, durationMs: 0, error: 'the endpoint is inactive' }
@@ -252,7 +389,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       outcomeLabel = next ? 'retry' : 'failed';
       change = next ? { ...result, state: 'pending', nextAttemptAt: next } : { ...result, state: 'failed', finishedAt: now() };
     }
-    return { id: delivery.id, claimToken: delivery.claimToken as string, change, label: outcomeLabel };
+    // An inactive endpoint's try says nothing of its receiver: it does not move the breaker.
+    return { ...base, change, label: outcomeLabel, delivered: endpoint.active ? !outcome.error : null };
   }
 
   /**
@@ -267,23 +405,70 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     });
   }
 
+  /**
+   * Writes a batch of outcomes and moves the breakers of their endpoints (webhook-breaker.ts) in the same
+   * transaction. The endpoints' rows are read first, locked in id order on MySQL (so that two nodes'
+   * batches, and an endpoint's deletion, take them in one order and the counts add up), then the
+   * deliveries (only where the claim token still matches), then each endpoint's new breaker; one that
+   * opens moves its pending deliveries to the pause's end (see holdDeliveries).
+   */
   private async flushOutcomes(): Promise<void> {
     const batch = this.outcomes.splice(0, OUTCOME_BATCH);
     if (this.outcomes.length) setImmediate(() => void this.flushOutcomes());
     if (!batch.length) return;
     try {
       const applied = await this.transactions.run(async (em) => {
+        const endpointIds = [...new Set(batch.filter((o) => o.delivered !== null).map((o) => o.endpointId))].sort((a, b) => a - b);
+        let endpoints: WebhookEndpoint[] = [];
+        if (endpointIds.length) {
+          const qb = em
+            .createQueryBuilder(WebhookEndpoint, 'e')
+            .select(['e.id', 'e.failureStreak', 'e.pausedUntil'])
+            .where({ id: In(endpointIds) })
+            .orderBy('e.id', 'ASC');
+          if (this.transactions.isMysql) qb.setLock('pessimistic_write');
+          endpoints = await qb.getMany();
+        }
         const written: boolean[] = [];
         for (const o of batch) written.push(!!(await em.update(WebhookDelivery, { id: o.id, claimToken: o.claimToken }, o.change)).affected);
+        const now = new Date();
+        for (const e of endpoints) {
+          const tries = batch.filter((o, i) => written[i] && o.endpointId === Number(e.id) && o.delivered !== null).map((o) => o.delivered as boolean);
+          if (!tries.length) continue;
+          const next = afterTries(e, tries, now, this.schedule());
+          if (next.failureStreak === e.failureStreak && next.pausedUntil?.getTime() === e.pausedUntil?.getTime()) continue;
+          await em.update(WebhookEndpoint, { id: e.id }, { failureStreak: next.failureStreak, pausedUntil: next.pausedUntil });
+          if (next.opened && next.pausedUntil) await this.holdDeliveries(em, Number(e.id), next.pausedUntil, now);
+        }
         return written;
-      });
+      }, 'READ COMMITTED');
       batch.forEach((o, i) => {
-        if (applied[i]) this.metrics.webhookDeliveries.inc({ outcome: o.label });
+        if (applied[i] && o.label) this.metrics.webhookDeliveries.inc({ outcome: o.label });
         o.done();
       });
     } catch (err) {
       for (const o of batch) o.done(err as Error);
     }
+  }
+
+  /**
+   * An endpoint's breaker opened until `until`: its pending deliveries due before then are moved to then,
+   * so that the claim's reads do not meet them while it is paused, and the ones whose retry window ends
+   * before then are given up now, as after a failed try whose next one would start past the window.
+   */
+  private async holdDeliveries(em: EntityManager, endpointId: number, until: Date, now: Date): Promise<void> {
+    await em
+      .createQueryBuilder()
+      .update(WebhookDelivery)
+      .set({ state: 'failed', finishedAt: now, lastError: () => `COALESCE(lastError, '${PAUSED_PAST_WINDOW}')` })
+      .where({ endpointId, state: 'pending', createdAt: LessThan(new Date(until.getTime() - this.config.webhooks.retryWindowMs)) })
+      .execute();
+    await em
+      .createQueryBuilder()
+      .update(WebhookDelivery)
+      .set({ nextAttemptAt: until })
+      .where({ endpointId, state: 'pending', nextAttemptAt: LessThan(until) })
+      .execute();
   }
 
   private schedule() {

@@ -13,10 +13,11 @@ const SAFE_TYPE = /^[A-Za-z]+(\.[A-Za-z]+)*$/;
 
 /**
  * One delivery per active endpoint of the customer whose comma-separated `events` holds the type
- * (exactly, first, last or in between), due now. Plain SQL both engines read alike.
+ * (exactly, first, last or in between), due now, or when the endpoint's pause ends if its circuit breaker
+ * is open (webhook-breaker.ts). Plain SQL both engines read alike.
  */
 const RECORD_SQL = `INSERT INTO webhook_deliveries (customerId, endpointId, eventId, eventType, body, state, attempts, nextAttemptAt, createdAt)
-SELECT customerId, id, :eventId, :type, :body, 'pending', 0, :now, :now FROM webhook_endpoints
+SELECT customerId, id, :eventId, :type, :body, 'pending', 0, CASE WHEN pausedUntil > :now THEN pausedUntil ELSE :now END, :now FROM webhook_endpoints
 WHERE customerId = :customerId AND active = 1 AND (events = :only OR events LIKE :first OR events LIKE :last OR events LIKE :inner)`;
 
 /** A new event id: `evt_` + 16 random bytes, hex. */

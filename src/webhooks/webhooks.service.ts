@@ -76,7 +76,9 @@ export class WebhooksService {
       if (description !== undefined && description !== endpoint.description) change.description = description;
       if (!Object.keys(change).length) return toWebhookResponse(endpoint);
       change.updatedAt = new Date();
-      await em.update(WebhookEndpoint, { id: endpoint.id }, change);
+      // A new address is a new receiver: what the old one's failures opened (the breaker) is closed.
+      const breaker = change.url !== undefined ? { failureStreak: 0, pausedUntil: null } : {};
+      await em.update(WebhookEndpoint, { id: endpoint.id }, { ...change, ...breaker });
       return toWebhookResponse({ ...endpoint, ...change });
     });
   }

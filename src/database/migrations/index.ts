@@ -9,6 +9,7 @@ import { AddImportJobs1764400000000 } from './1764400000000-AddImportJobs';
 import { AddImportJobSheetCount1764500000000 } from './1764500000000-AddImportJobSheetCount';
 import { PackImportJobResults1764600000000 } from './1764600000000-PackImportJobResults';
 import { AddImportJobStalledClaims1764700000000 } from './1764700000000-AddImportJobStalledClaims';
+import { AddWebhookEndpointBreaker1764800000000 } from './1764800000000-AddWebhookEndpointBreaker';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   AddImportJobSheetCount1764500000000,
   PackImportJobResults1764600000000,
   AddImportJobStalledClaims1764700000000,
+  AddWebhookEndpointBreaker1764800000000,
 ];

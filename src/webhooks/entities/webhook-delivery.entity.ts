@@ -16,6 +16,7 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 @Entity({ name: 'webhook_deliveries' })
 @Index('IDX_webhook_deliveries_due', ['state', 'nextAttemptAt'])
 @Index('IDX_webhook_deliveries_endpoint', ['endpointId', 'id'])
+@Index('IDX_webhook_deliveries_endpoint_due', ['endpointId', 'state', 'nextAttemptAt'])
 @Index('IDX_webhook_deliveries_finished', ['finishedAt'])
 export class WebhookDelivery {
   @Column({ type: 'bigint', primary: true, generated: 'increment', transformer: bigintTransformer })

@@ -33,6 +33,14 @@ export class WebhookEndpoint {
   @Column({ type: 'varchar', length: 64 })
   secret: string;
 
+  /** Failed tries in a row (reset by a delivered one): the circuit breaker's count (webhook-breaker.ts). */
+  @Column({ type: 'integer', default: 0 })
+  failureStreak: number;
+
+  /** While in the future, none of its deliveries is claimed (the breaker is open). */
+  @Column({ type: 'datetime', precision: 3, nullable: true })
+  pausedUntil: Date | null;
+
   @Column({ type: 'datetime', precision: 3 })
   createdAt: Date;
 
