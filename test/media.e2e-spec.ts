@@ -520,6 +520,65 @@ describeEngines(
     });
 
     describe('sync', () => {
+      it("several rows setting one item's mediaUrl: only the last is fetched, and each row reports its own URL's outcome", async () => {
+        const c = await ctx().createCustomer();
+        const tag = `last-wins-${ctx().engine}`;
+        const photo = images.url1(`/v/${tag}/photo.jpg`);
+        const missing = images.url1(`/status/404?${tag}`);
+        const sku = 'SKU-1';
+        // A good image, then a 404: the row naming the good one claims no image of its own.
+        const first = await ok(api(ctx, c).sync([item(1, { mediaUrl: photo }), { sku, mediaUrl: missing }]));
+        const [a, b] = first.results as Body[];
+        expect([a.status, a.mediaUrl, a.medias, a.message]).toEqual([
+          'CREATE',
+          photo,
+          [],
+          'image not fetched: row 2 of the same request set another mediaUrl for this item',
+        ]);
+        expect([b.status, b.mediaUrl, b.medias]).toEqual(['UPDATE', missing, []]);
+        expect(b.message).toMatch(/^saved without image: .*HTTP 404/);
+        expect(images.hits(`/v/${tag}/photo.jpg`)).toBe(0);
+
+        // The other way round: the 404 row does not claim the image the last row stored.
+        const second = await ok(
+          api(ctx, c).sync([
+            { sku, mediaUrl: missing },
+            { sku, mediaUrl: photo },
+            { sku, name: 'Renamed' },
+          ]),
+        );
+        const [x, y, z] = second.results as Body[];
+        expect([x.mediaUrl, x.medias, x.message]).toEqual([missing, [], 'image not fetched: row 2 of the same request set another mediaUrl for this item']);
+        expect([y.mediaUrl, y.medias.length, y.message]).toEqual([photo, 1, null]);
+        expect([z.mediaUrl, z.medias, z.message]).toEqual([photo, y.medias, null]);
+
+        // A removal after an image: the image row says it was not fetched; the stored item has none.
+        const third = await ok(
+          api(ctx, c).sync([
+            { sku, mediaUrl: missing },
+            { sku, mediaUrl: null },
+          ]),
+        );
+        expect((third.results as Body[]).map((r) => [r.mediaUrl, r.medias, r.message])).toEqual([
+          [missing, [], 'image not fetched: row 2 of the same request set another mediaUrl for this item'],
+          [null, [], null],
+        ]);
+        // A dry run names the URL a real call would fetch on the row that carries it only.
+        const dry = await ok(
+          api(ctx, c).sync(
+            [
+              { sku, mediaUrl: photo },
+              { sku, mediaUrl: missing },
+            ],
+            { dryRun: 'true' },
+          ),
+        );
+        expect((dry.results as Body[]).map((r) => r.message)).toEqual([
+          'image not fetched: row 2 of the same request set another mediaUrl for this item',
+          `dry run: image not fetched: ${missing}`,
+        ]);
+      });
+
       it('fetches each distinct URL once per call and stores identical bytes once', async () => {
         const c = await ctx().createCustomer();
         const [tagOne, tagTwo] = [`sync-one-${ctx().engine}`, `sync-two-${ctx().engine}`];

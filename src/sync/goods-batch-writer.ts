@@ -102,6 +102,8 @@ interface Item {
   storedMedia: Media | null;
   /** Some element of this call set the item's mediaUrl. */
   mediaMentioned: boolean;
+  /** The row of the last element of this call that set the item's mediaUrl (to a URL or to null). */
+  lastMediaRow?: number;
   /** After the write: the item's media, or why its image could not be stored. */
   finalMedia?: Media | null;
   mediaError?: string;
@@ -406,7 +408,10 @@ export class GoodsBatchWriter {
     if (!p.write) return { row: p.row, status: 'FAIL', message: p.error ?? 'invalid element', echo: p.echo };
     try {
       const decided = this.decide(state, p.row, p.write);
-      if (p.write.mediaUrl !== undefined && decided.item) decided.item.mediaMentioned = true;
+      if (p.write.mediaUrl !== undefined && decided.item) {
+        decided.item.mediaMentioned = true;
+        decided.item.lastMediaRow = p.row;
+      }
       return { row: p.row, setsMedia: typeof p.write.mediaUrl === 'string', ...decided };
     } catch (err) {
       if (err instanceof Conflict) return { row: p.row, status: 'FAIL', message: err.message, names: err, echo: p.echo };
@@ -659,14 +664,18 @@ export class GoodsBatchWriter {
     }
     const snapshot = o.snapshot as GoodsResponse;
     const item = o.item as Item;
+    // Only the item's last mediaUrl of the call is fetched. A row whose mediaUrl a later row of the same
+    // call replaced reports no image of its own, and, when it set that URL, says why.
+    const replacedLater = (snapshot.mediaUrl ?? null) !== (item.goods.mediaUrl ?? null);
     let message: string | null = null;
-    if (o.setsMedia && item.mediaError) message = `saved without image: ${item.mediaError}`;
+    if (o.setsMedia && replacedLater) message = `image not fetched: row ${item.lastMediaRow} of the same request set another mediaUrl for this item`;
+    else if (o.setsMedia && item.mediaError) message = `saved without image: ${item.mediaError}`;
     else if (o.setsMedia && item.mediaNotFetched) message = `dry run: image not fetched: ${item.mediaNotFetched}`;
     // The snapshot is this row's own: it becomes the row (same keys in the same order, row fields last).
     // (A dry run creates nothing: its CREATE rows have no id.)
     return Object.assign(snapshot as UploadGoodsRowResult, {
       id: item.goods.id ?? snapshot.id ?? null,
-      medias: item.finalMedia ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
+      medias: item.finalMedia && !replacedLater ? [toMediaResponse(item.finalMedia, tenant.baseUrl)] : [],
       row: o.row,
       status: o.status,
       message,
