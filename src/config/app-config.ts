@@ -60,6 +60,8 @@ export interface MediaConfig {
   allowedHosts: string[];
   maxBytes: number;
   maxPixels: number;
+  /** Largest width or height (pixels) of an image. */
+  maxSide: number;
   fetchTimeoutMs: number;
   fetchConcurrency: number;
 }
@@ -214,6 +216,7 @@ export class AppConfig {
           .filter(Boolean),
         maxBytes: env.MEDIA_MAX_BYTES,
         maxPixels: env.MEDIA_MAX_PIXELS,
+        maxSide: env.MEDIA_MAX_SIDE,
         fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,
         fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
       },

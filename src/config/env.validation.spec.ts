@@ -122,6 +122,13 @@ describe('validateEnv', () => {
     expect(err.message).toMatch(/from 1m to 366d/);
   });
 
+  it('reads MEDIA_MAX_SIDE (default 16384) and refuses one that is not a whole number from 1 to 1,000,000', () => {
+    expect(validateEnv({}).MEDIA_MAX_SIDE).toBe(16_384);
+    expect(validateEnv({ MEDIA_MAX_SIDE: '8000' }).MEDIA_MAX_SIDE).toBe(8000);
+    expect(AppConfig.fromEnv({ MEDIA_MAX_SIDE: '8000' }, () => 1024).media.maxSide).toBe(8000);
+    for (const bad of ['0', '-1', '1000001', '12.5', 'wide']) expect(refusal({ MEDIA_MAX_SIDE: bad }).message).toContain('MEDIA_MAX_SIDE');
+  });
+
   it('refuses a boolean it cannot read', () => {
     expect(refusal({ MEDIA_ALLOW_PRIVATE_HOSTS: 'maybe' }).message).toContain('MEDIA_ALLOW_PRIVATE_HOSTS');
   });

@@ -8,8 +8,8 @@ const RED = [220, 20, 20];
 const BLUE = [20, 20, 220];
 const FORMAT_OF_EXT: Record<string, string> = { jpg: 'jpeg', png: 'png', webp: 'webp' };
 
-function processor(maxPixels = 40_000_000): ImageProcessor {
-  return new ImageProcessor({ media: { maxPixels } } as unknown as AppConfig);
+function processor(maxPixels = 40_000_000, maxSide = 16_384): ImageProcessor {
+  return new ImageProcessor({ media: { maxPixels, maxSide } } as unknown as AppConfig);
 }
 
 /** A w x h picture: left half red, right half blue (so orientation can be checked by colour). */
@@ -197,6 +197,23 @@ describe('ImageProcessor', () => {
     expect(err.message).toMatch(/^image is 1000x1000 \(1\.0 megapixels\); the limit is 1 megapixels$/);
     const ok = await processor(1_000_000).process(bytes);
     expect([ok.width, ok.height]).toEqual([1000, 1000]);
+  });
+
+  it('refuses an image with a side over the cap from its header, however few its pixels (wide and tall)', async () => {
+    // 20,000 x 2 and 2 x 20,000: 40,000 pixels each, far under the pixel cap; the files are a few hundred bytes.
+    const wide = await plain(20_000, 2).png({ compressionLevel: 9 }).toBuffer();
+    const tall = await plain(2, 20_000).png({ compressionLevel: 9 }).toBuffer();
+    expect((await failure(processor().process(wide))).message).toBe('image is 20000x2; the limit is 16384 px a side');
+    expect((await failure(processor().process(tall))).message).toBe('image is 2x20000; the limit is 16384 px a side');
+  });
+
+  it('enforces the configured side cap exactly, and takes an image at the cap', async () => {
+    const bytes = await plain(1000, 10).png().toBuffer();
+    expect((await failure(processor(40_000_000, 999).process(bytes))).message).toBe('image is 1000x10; the limit is 999 px a side');
+    const ok = await processor(40_000_000, 1000).process(bytes);
+    expect([ok.width, ok.height]).toEqual([1000, 10]);
+    const tall = await processor(40_000_000, 1000).process(await plain(10, 1000).png().toBuffer());
+    expect([tall.width, tall.height]).toEqual([10, 1000]);
   });
 
   it('refuses what is not an image, with a clear message', async () => {
