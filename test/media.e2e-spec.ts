@@ -663,6 +663,25 @@ describeEngines(
         expect(await ok(api(ctx, c).bySku('SKU-3'))).toMatchObject({ id: registered.id, medias: [] });
       });
 
+      it('an AVIF over 16 megapixels (540 bytes of 4001x4000) is refused from its header', async () => {
+        const c = await ctx().createCustomer();
+        images.setSwap(
+          await sharp({ create: { width: 4001, height: 4000, channels: 3, background: '#123456' } })
+            .avif({ effort: 0 })
+            .toBuffer(),
+        );
+        try {
+          const body = await ok(api(ctx, c).sync([item(1, { mediaUrl: images.url1('/swap.jpg?avif') })]));
+          expect(body.results[0]).toMatchObject({
+            status: 'CREATE',
+            medias: [],
+            message: 'saved without image: image is 4001x4000 AVIF/HEIF (16.0 megapixels); the limit for AVIF and HEIF is 16 megapixels',
+          });
+        } finally {
+          images.setSwap(images.fixtures.swapA);
+        }
+      });
+
       it('register: a failed image still saves the item with medias [] (404, non-image, timeout)', async () => {
         const c = await ctx().createCustomer();
         for (const [n, path] of [

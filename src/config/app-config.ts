@@ -64,6 +64,10 @@ export interface MediaConfig {
   maxSide: number;
   fetchTimeoutMs: number;
   fetchConcurrency: number;
+  /** Images decoded at once by this process (all requests together). */
+  processConcurrency: number;
+  /** Deadline of one image's wait for a turn and its decoding together. */
+  processTimeoutMs: number;
 }
 
 export interface LimitsConfig {
@@ -219,6 +223,8 @@ export class AppConfig {
         maxSide: env.MEDIA_MAX_SIDE,
         fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,
         fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
+        processConcurrency: env.MEDIA_PROCESS_CONCURRENCY,
+        processTimeoutMs: env.MEDIA_PROCESS_TIMEOUT_MS,
       },
       {
         syncMaxItems: env.SYNC_MAX_ITEMS,
