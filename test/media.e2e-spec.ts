@@ -699,6 +699,48 @@ describeEngines(
         );
       });
 
+      it('an image with a side over MEDIA_MAX_SIDE (20000x2, 2x20000: few pixels) is refused from its header', async () => {
+        const c = await ctx().createCustomer();
+        await ok(api(ctx, c).register(item('old')));
+        const body = await ok(
+          api(ctx, c).sync([
+            item(1, { mediaUrl: images.url1('/wide.png') }),
+            item(2, { mediaUrl: images.url1('/tall.png') }),
+            { sku: 'SKU-old', name: 'Changed', mediaUrl: images.url1('/wide.png?again') },
+          ]),
+        );
+        expect(body).toMatchObject({ totalCount: 3, createCount: 2, updateCount: 1, failCount: 0 });
+        expect(body.results.map((r: Body) => ({ status: r.status, medias: r.medias, message: r.message }))).toEqual([
+          { status: 'CREATE', medias: [], message: 'saved without image: image is 20000x2; the limit is 16384 px a side' },
+          { status: 'CREATE', medias: [], message: 'saved without image: image is 2x20000; the limit is 16384 px a side' },
+          { status: 'UPDATE', medias: [], message: 'saved without image: image is 20000x2; the limit is 16384 px a side' },
+        ]);
+        expect(await ok(api(ctx, c).bySku('SKU-old'))).toMatchObject({ name: 'Changed', mediaUrl: images.url1('/wide.png?again'), medias: [] });
+
+        const registered = await ok(api(ctx, c).register(item(3, { mediaUrl: images.url1('/tall.png?register') })));
+        expect(registered).toMatchObject({ name: 'Item 3', mediaUrl: images.url1('/tall.png?register'), medias: [] });
+        expect(await ok(api(ctx, c).bySku('SKU-3'))).toMatchObject({ id: registered.id, medias: [] });
+      });
+
+      it('an AVIF over 16 megapixels (540 bytes of 4001x4000) is refused from its header', async () => {
+        const c = await ctx().createCustomer();
+        images.setSwap(
+          await sharp({ create: { width: 4001, height: 4000, channels: 3, background: '#123456' } })
+            .avif({ effort: 0 })
+            .toBuffer(),
+        );
+        try {
+          const body = await ok(api(ctx, c).sync([item(1, { mediaUrl: images.url1('/swap.jpg?avif') })]));
+          expect(body.results[0]).toMatchObject({
+            status: 'CREATE',
+            medias: [],
+            message: 'saved without image: image is 4001x4000 AVIF/HEIF (16.0 megapixels); the limit for AVIF and HEIF is 16 megapixels',
+          });
+        } finally {
+          images.setSwap(images.fixtures.swapA);
+        }
+      });
+
       it('register: a failed image still saves the item with medias [] (404, non-image, timeout)', async () => {
         const c = await ctx().createCustomer();
         for (const [n, path] of [

@@ -61,8 +61,14 @@ export interface MediaConfig {
   allowedHosts: string[];
   maxBytes: number;
   maxPixels: number;
+  /** Largest width or height (pixels) of an image. */
+  maxSide: number;
   fetchTimeoutMs: number;
   fetchConcurrency: number;
+  /** Images decoded at once by this process (all requests together). */
+  processConcurrency: number;
+  /** Deadline of one image's wait for a turn and its decoding together. */
+  processTimeoutMs: number;
 }
 
 export interface LimitsConfig {
@@ -219,8 +225,11 @@ export class AppConfig {
           .filter(Boolean),
         maxBytes: env.MEDIA_MAX_BYTES,
         maxPixels: env.MEDIA_MAX_PIXELS,
+        maxSide: env.MEDIA_MAX_SIDE,
         fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,
         fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
+        processConcurrency: env.MEDIA_PROCESS_CONCURRENCY,
+        processTimeoutMs: env.MEDIA_PROCESS_TIMEOUT_MS,
       },
       {
         syncMaxItems: env.SYNC_MAX_ITEMS,

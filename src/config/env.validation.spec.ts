@@ -122,6 +122,29 @@ describe('validateEnv', () => {
     expect(err.message).toMatch(/from 1m to 366d/);
   });
 
+  it('reads MEDIA_MAX_SIDE (default 16384) and refuses one that is not a whole number from 1 to 1,000,000', () => {
+    expect(validateEnv({}).MEDIA_MAX_SIDE).toBe(16_384);
+    expect(validateEnv({ MEDIA_MAX_SIDE: '8000' }).MEDIA_MAX_SIDE).toBe(8000);
+    expect(AppConfig.fromEnv({ MEDIA_MAX_SIDE: '8000' }, () => 1024).media.maxSide).toBe(8000);
+    for (const bad of ['0', '-1', '1000001', '12.5', 'wide']) expect(refusal({ MEDIA_MAX_SIDE: bad }).message).toContain('MEDIA_MAX_SIDE');
+  });
+
+  it('reads MEDIA_PROCESS_CONCURRENCY (2) and MEDIA_PROCESS_TIMEOUT_MS (10000), and keeps the first below UV_THREADPOOL_SIZE', () => {
+    expect(validateEnv({})).toMatchObject({ MEDIA_PROCESS_CONCURRENCY: 2, MEDIA_PROCESS_TIMEOUT_MS: 10_000 });
+    expect(AppConfig.fromEnv({ MEDIA_PROCESS_CONCURRENCY: '3', MEDIA_PROCESS_TIMEOUT_MS: '5000' }, () => 1024).media).toMatchObject({
+      processConcurrency: 3,
+      processTimeoutMs: 5000,
+    });
+    expect(refusal({ MEDIA_PROCESS_CONCURRENCY: '4' }).message).toContain(
+      'MEDIA_PROCESS_CONCURRENCY=4: MEDIA_PROCESS_CONCURRENCY must be below the libuv thread pool size (UV_THREADPOOL_SIZE, 4)',
+    );
+    expect(validateEnv({ MEDIA_PROCESS_CONCURRENCY: '7', UV_THREADPOOL_SIZE: '8' }).MEDIA_PROCESS_CONCURRENCY).toBe(7);
+    expect(refusal({ MEDIA_PROCESS_CONCURRENCY: '8', UV_THREADPOOL_SIZE: '8' }).message).toContain('(UV_THREADPOOL_SIZE, 8)');
+    for (const bad of ['0', '65', 'two'])
+      expect(refusal({ MEDIA_PROCESS_CONCURRENCY: bad, UV_THREADPOOL_SIZE: '128' }).message).toContain('MEDIA_PROCESS_CONCURRENCY');
+    for (const bad of ['999', '600001', 'soon']) expect(refusal({ MEDIA_PROCESS_TIMEOUT_MS: bad }).message).toContain('MEDIA_PROCESS_TIMEOUT_MS');
+  });
+
   it('refuses a boolean it cannot read', () => {
     expect(refusal({ MEDIA_ALLOW_PRIVATE_HOSTS: 'maybe' }).message).toContain('MEDIA_ALLOW_PRIVATE_HOSTS');
   });

@@ -194,6 +194,16 @@ export class EnvironmentVariables {
   @Max(1_000_000_000)
   MEDIA_MAX_PIXELS = 40_000_000;
 
+  /**
+   * Largest width or height of an image, in pixels, checked from its header before decoding: an image of
+   * 10,000,000 x 4 pixels is under MEDIA_MAX_PIXELS but took 12 s and 3.5 GB to make its thumbnails.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  MEDIA_MAX_SIDE = 16_384;
+
   @Transform(toInt)
   @IsInt()
   @Min(100)
@@ -205,6 +215,23 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(64)
   MEDIA_FETCH_CONCURRENCY = 4;
+
+  /**
+   * Images decoded at once by this process, all requests together (each decode holds a thread of libuv's
+   * pool, which file reads, DNS and compression share): must stay below UV_THREADPOOL_SIZE (4 by default).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  MEDIA_PROCESS_CONCURRENCY = 2;
+
+  /** Deadline for one image's turn and decoding together; past it the item is saved without the image. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(600_000)
+  MEDIA_PROCESS_TIMEOUT_MS = 10_000;
 
   @Transform(toInt)
   @IsInt()
@@ -549,6 +576,12 @@ export class EnvironmentVariables {
 
 export class ConfigValidationError extends Error {}
 
+/** The size of libuv's thread pool as Node reads UV_THREADPOOL_SIZE: 4 unless set to 1-1024. */
+export function threadPoolSize(value: unknown): number {
+  const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  return n >= 1 ? Math.min(n, 1024) : 4;
+}
+
 /** Hides the credentials of URL-like values (redis://user:secret@host) before they are printed. */
 function maskCredentials(value: unknown): unknown {
   return typeof value === 'string' ? redactCredentials(value) : value;
@@ -572,6 +605,14 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
   if (timeoutsValid && env.REQUEST_TIMEOUT_MS !== 0 && env.REQUEST_TIMEOUT_MS < env.HEADERS_TIMEOUT_MS) {
     lines.push(
       `  - REQUEST_TIMEOUT_MS=${env.REQUEST_TIMEOUT_MS}: REQUEST_TIMEOUT_MS must be 0 (no limit) or at least HEADERS_TIMEOUT_MS (${env.HEADERS_TIMEOUT_MS})`,
+    );
+  }
+  // Image decodes hold threads of libuv's pool: at least one must stay free for files, DNS and zlib.
+  const threads = threadPoolSize(raw.UV_THREADPOOL_SIZE);
+  if (!errors.some((e) => e.property === 'MEDIA_PROCESS_CONCURRENCY') && env.MEDIA_PROCESS_CONCURRENCY >= threads) {
+    lines.push(
+      `  - MEDIA_PROCESS_CONCURRENCY=${env.MEDIA_PROCESS_CONCURRENCY}: MEDIA_PROCESS_CONCURRENCY must be below the libuv thread pool size ` +
+        `(UV_THREADPOOL_SIZE, ${threads}), so that file reads and DNS always have a thread`,
     );
   }
   if (lines.length > 0) {

@@ -1,15 +1,21 @@
 import sharp from 'sharp';
 import { pngBomb } from '../../test/support/image-server';
 import { AppConfig } from '../config/app-config';
-import { ImageProcessor, ProcessedImage } from './image-processor';
+import { WorkGate } from '../common/util/work-gate';
+import { HEIF_MAX_PIXELS, ImageProcessor, MAX_WAITING, ProcessedImage } from './image-processor';
 import { MediaError } from './media.errors';
 
 const RED = [220, 20, 20];
 const BLUE = [20, 20, 220];
 const FORMAT_OF_EXT: Record<string, string> = { jpg: 'jpeg', png: 'png', webp: 'webp' };
 
-function processor(maxPixels = 40_000_000): ImageProcessor {
-  return new ImageProcessor({ media: { maxPixels } } as unknown as AppConfig);
+function processor(maxPixels = 40_000_000, maxSide = 16_384, processConcurrency = 2, processTimeoutMs = 10_000): ImageProcessor {
+  return new ImageProcessor({ media: { maxPixels, maxSide, processConcurrency, processTimeoutMs } } as unknown as AppConfig);
+}
+
+/** The processor's gate (at most MEDIA_PROCESS_CONCURRENCY images at once), to fill it from a test. */
+function gateOf(p: ImageProcessor): WorkGate {
+  return (p as unknown as { gate: WorkGate }).gate;
 }
 
 /** A w x h picture: left half red, right half blue (so orientation can be checked by colour). */
@@ -197,6 +203,85 @@ describe('ImageProcessor', () => {
     expect(err.message).toMatch(/^image is 1000x1000 \(1\.0 megapixels\); the limit is 1 megapixels$/);
     const ok = await processor(1_000_000).process(bytes);
     expect([ok.width, ok.height]).toEqual([1000, 1000]);
+  });
+
+  it('refuses an image with a side over the cap from its header, however few its pixels (wide and tall)', async () => {
+    // 20,000 x 2 and 2 x 20,000: 40,000 pixels each, far under the pixel cap; the files are a few hundred bytes.
+    const wide = await plain(20_000, 2).png({ compressionLevel: 9 }).toBuffer();
+    const tall = await plain(2, 20_000).png({ compressionLevel: 9 }).toBuffer();
+    expect((await failure(processor().process(wide))).message).toBe('image is 20000x2; the limit is 16384 px a side');
+    expect((await failure(processor().process(tall))).message).toBe('image is 2x20000; the limit is 16384 px a side');
+  });
+
+  it('enforces the configured side cap exactly, and takes an image at the cap', async () => {
+    const bytes = await plain(1000, 10).png().toBuffer();
+    expect((await failure(processor(40_000_000, 999).process(bytes))).message).toBe('image is 1000x10; the limit is 999 px a side');
+    const ok = await processor(40_000_000, 1000).process(bytes);
+    expect([ok.width, ok.height]).toEqual([1000, 10]);
+    const tall = await processor(40_000_000, 1000).process(await plain(10, 1000).png().toBuffer());
+    expect([tall.width, tall.height]).toEqual([10, 1000]);
+  });
+
+  it('refuses an AVIF over 16 megapixels from its header (libheif decodes it whole: ~17 bytes a pixel)', async () => {
+    expect(HEIF_MAX_PIXELS).toBe(16_000_000);
+    const avif = await plain(4001, 4000).avif({ effort: 0 }).toBuffer();
+    expect(avif.length).toBeLessThan(4096);
+    const err = await failure(processor().process(avif));
+    expect(err.message).toBe('image is 4001x4000 AVIF/HEIF (16.0 megapixels); the limit for AVIF and HEIF is 16 megapixels');
+    const small = await processor().process(await plain(400, 300).avif({ effort: 0 }).toBuffer());
+    expect([small.width, small.height]).toEqual([400, 300]);
+  });
+
+  it('decodes at most MEDIA_PROCESS_CONCURRENCY images at once; the others wait for a turn, in order', async () => {
+    const p = processor(40_000_000, 16_384, 1);
+    const gate = gateOf(p);
+    const bytes = await plain(640, 480).jpeg().toBuffer();
+    const seen: Array<[number, number]> = [];
+    const watch = setInterval(() => seen.push([gate.active, gate.queued]), 1);
+    const all = await Promise.all([1, 2, 3, 4].map(() => p.process(bytes)));
+    clearInterval(watch);
+    expect(all.map((o) => [o.width, o.height])).toEqual(Array(4).fill([640, 480]));
+    expect(Math.max(...seen.map(([active]) => active))).toBe(1);
+    expect(gate.active).toBe(0);
+  });
+
+  it('an image that gets no turn before MEDIA_PROCESS_TIMEOUT_MS is refused, and never decoded', async () => {
+    const p = processor(40_000_000, 16_384, 1, 100);
+    let release!: () => void;
+    const held = gateOf(p).run(Date.now() + 60_000, () => new Promise<void>((resolve) => (release = resolve)));
+    const bytes = await plain(640, 480).jpeg().toBuffer();
+    const err = await failure(p.process(bytes));
+    expect(err.message).toBe('no turn to process the image within 100 ms (the server is busy); try again later');
+    expect(gateOf(p).queued).toBe(0);
+    release();
+    await held;
+    expect((await p.process(bytes)).width).toBe(640);
+  });
+
+  it(`refuses at once when ${MAX_WAITING} images already wait for a turn`, async () => {
+    const p = processor(40_000_000, 16_384, 1, 60_000);
+    const gate = gateOf(p);
+    let release!: () => void;
+    const held = gate.run(Date.now() + 60_000, () => new Promise<void>((resolve) => (release = resolve)));
+    const bytes = await plain(64, 48).png().toBuffer();
+    const waiting = Array.from({ length: MAX_WAITING }, () => p.process(bytes));
+    expect(gate.queued).toBe(MAX_WAITING);
+    const err = await failure(p.process(bytes));
+    expect(err.message).toBe('too many images are waiting to be processed on this server; try again later');
+    release();
+    await held;
+    expect((await Promise.all(waiting)).length).toBe(MAX_WAITING);
+  });
+
+  it('an image still decoding at the deadline is refused then; its turn is given back when libvips lets go', async () => {
+    const p = processor(40_000_000, 16_384, 1, 1);
+    const gate = gateOf(p);
+    const bytes = await plain(3000, 3000).png().toBuffer();
+    const err = await failure(p.process(bytes));
+    expect(err.message).toMatch(/^(processing the image took more than 1 ms|no turn to process the image within 1 ms.*)$/);
+    // The decode is not abandoned on its thread: the turn stays taken until it ends.
+    for (let i = 0; i < 500 && gate.active > 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(gate.active).toBe(0);
   });
 
   it('refuses what is not an image, with a clear message', async () => {

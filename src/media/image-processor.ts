@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import sharp, { FormatEnum, Metadata } from 'sharp';
+import { WorkGate, WorkGateError } from '../common/util/work-gate';
 import { AppConfig } from '../config/app-config';
 import { MediaError } from './media.errors';
 
@@ -32,16 +33,51 @@ const ACCEPTED: Record<string, { ext: string; contentType: string }> = {
 };
 
 /**
+ * AVIF and HEIF are decoded whole by libheif, whatever the thumbnail needs: about 17 bytes a pixel (a
+ * 784-byte AVIF of 6000 x 6000 cost 3 s and 615 MB), where a PNG or JPEG of 40 megapixels is read
+ * sequentially in about 50 MB. So they get a lower pixel cap: 16 megapixels (4000 x 4000; phone photos are 12).
+ */
+export const HEIF_MAX_PIXELS = 16_000_000;
+
+/** Images waiting for a turn to be decoded, all requests together; one more is refused at once. */
+export const MAX_WAITING = 256;
+
+/**
  * Turns fetched bytes into thumbnails with sharp (libvips, off the event loop). The header is read
- * first: no decoding happens for a non-image or for one over the pixel cap. Thumbnails are 120, 240 and
+ * first: no decoding happens for a non-image or for one over the pixel cap or the side cap. Thumbnails are 120, 240 and
  * 480 px wide, EXIF orientation applied, aspect ratio kept, never enlarged: a small image yields three
  * thumbnails of its own size. JPEG, PNG and WebP keep their format; others become PNG (with alpha) or JPEG.
+ *
+ * Each image holds one thread of libuv's pool from its header to its last thumbnail (the steps run one
+ * after another), and at most MEDIA_PROCESS_CONCURRENCY images are in that state at once in this
+ * process, so the pool (UV_THREADPOOL_SIZE, 4 by default) always has threads left for file reads, DNS
+ * and compression. An image's wait for its turn and its decoding share one deadline
+ * (MEDIA_PROCESS_TIMEOUT_MS): past it the caller gets a MediaError at once, libvips is told to stop
+ * (sharp's timeout), and the turn is given back only when libvips has really let go of its thread.
  */
 @Injectable()
 export class ImageProcessor {
-  constructor(private readonly config: AppConfig) {}
+  private readonly gate: WorkGate;
+
+  constructor(private readonly config: AppConfig) {
+    this.gate = new WorkGate(config.media.processConcurrency, MAX_WAITING);
+  }
 
   async process(bytes: Buffer): Promise<ProcessedImage> {
+    const timeoutMs = this.config.media.processTimeoutMs;
+    try {
+      return await this.gate.run(Date.now() + timeoutMs, (remainingMs) => this.processNow(bytes, remainingMs));
+    } catch (err) {
+      if (!(err instanceof WorkGateError)) throw err;
+      if (err.reason === 'full') throw new MediaError('too many images are waiting to be processed on this server; try again later');
+      if (err.reason === 'waited') throw new MediaError(`no turn to process the image within ${timeoutMs} ms (the server is busy); try again later`);
+      throw new MediaError(`processing the image took more than ${timeoutMs} ms`);
+    }
+  }
+
+  private async processNow(bytes: Buffer, remainingMs: number): Promise<ProcessedImage> {
+    // sharp counts whole seconds (at least 1); the gate answers at the deadline itself.
+    const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
     let meta: Metadata;
     try {
       meta = await sharp(bytes, { limitInputPixels: false }).metadata();
@@ -53,11 +89,22 @@ export class ImageProcessor {
       throw new MediaError(`unsupported image format: ${meta.format ?? 'unknown'}`);
     }
     const pixels = meta.width * (meta.pageHeight ?? meta.height);
-    const maxPixels = this.config.media.maxPixels;
+    const { maxPixels, maxSide } = this.config.media;
     if (pixels > maxPixels) {
       throw new MediaError(
         `image is ${meta.width}x${meta.pageHeight ?? meta.height} (${(pixels / 1e6).toFixed(1)} megapixels); ` +
           `the limit is ${(maxPixels / 1e6).toFixed(0)} megapixels`,
+      );
+    }
+    // A very long side is what costs: a 10,000,000 x 4 PNG (40 megapixels, 117 KB) took 12 s and 3.5 GB
+    // to scale to 480 px wide, a 1 x 20,000,000 one 11 s of a thread; at 16,384 px a side, 20 ms and 1 MB.
+    if (meta.width > maxSide || (meta.pageHeight ?? meta.height) > maxSide) {
+      throw new MediaError(`image is ${meta.width}x${meta.pageHeight ?? meta.height}; the limit is ${maxSide} px a side`);
+    }
+    if (meta.format === 'heif' && pixels > HEIF_MAX_PIXELS) {
+      throw new MediaError(
+        `image is ${meta.width}x${meta.height} AVIF/HEIF (${(pixels / 1e6).toFixed(1)} megapixels); ` +
+          `the limit for AVIF and HEIF is ${(HEIF_MAX_PIXELS / 1e6).toFixed(0)} megapixels`,
       );
     }
     const rotated = (meta.orientation ?? 1) >= 5;
@@ -67,22 +114,25 @@ export class ImageProcessor {
     const out: keyof FormatEnum = meta.format === 'jpeg' || meta.format === 'png' || meta.format === 'webp' ? meta.format : meta.hasAlpha ? 'png' : 'jpeg';
     try {
       // Decode once, at the largest thumbnail size (JPEG shrink-on-load makes that cheap), then derive
-      // the three thumbnails from those pixels.
+      // the three thumbnails from those pixels. sequentialRead: rows are read top to bottom and
+      // dropped once scaled (sharp's default, kept explicit).
       const largest = THUMBNAIL_WIDTHS[THUMBNAIL_WIDTHS.length - 1];
-      const decoded = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', autoOrient: true })
+      const decoded = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', autoOrient: true, sequentialRead: true })
+        .timeout({ seconds })
         .resize({ width: largest, withoutEnlargement: true })
         .raw()
         .toBuffer({ resolveWithObject: true });
       const raw = { width: decoded.info.width, height: decoded.info.height, channels: decoded.info.channels };
-      const thumbnails = await Promise.all(
-        THUMBNAIL_WIDTHS.map(async (w) => {
-          const { data, info } = await sharp(decoded.data, { raw })
-            .resize({ width: w, withoutEnlargement: true })
-            .toFormat(out, out === 'jpeg' ? { quality: 82 } : out === 'webp' ? { quality: 80 } : {})
-            .toBuffer({ resolveWithObject: true });
-          return { data, width: info.width, height: info.height, ext: ACCEPTED[out].ext };
-        }),
-      );
+      const thumbnails: ImageFile[] = [];
+      // One after another: this image holds one thread of the pool, not three.
+      for (const w of THUMBNAIL_WIDTHS) {
+        const { data, info } = await sharp(decoded.data, { raw })
+          .timeout({ seconds })
+          .resize({ width: w, withoutEnlargement: true })
+          .toFormat(out, out === 'jpeg' ? { quality: 82 } : out === 'webp' ? { quality: 80 } : {})
+          .toBuffer({ resolveWithObject: true });
+        thumbnails.push({ data, width: info.width, height: info.height, ext: ACCEPTED[out].ext });
+      }
       return { contentType: kind.contentType, ext: kind.ext, width, height, thumbnails };
     } catch (err) {
       throw new MediaError(`the image cannot be decoded: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);

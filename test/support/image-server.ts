@@ -16,6 +16,7 @@ import sharp from 'sharp';
  *   /held/<tag>/photo.jpg the same as /v/<tag>/photo.jpg, but a request may be held (hold(tag))
  *   /swap.jpg switchable content (setSwap) · /fake.jpg text served as image/jpeg
  *   /truncated.jpg first half of a JPEG · /bomb.png IHDR claims 20000x20000 (tiny file)
+ *   /wide.png 20000x2 and /tall.png 2x20000 real PNGs (few pixels, one side over the 16384 px cap)
  *   /huge 21 MB without content-length · /huge-declared content-length 25 MB
  *   /hang never answers · /drip headers then one byte every 100 ms, forever
  *   /short declares 1000 bytes, sends 10, drops the connection
@@ -36,6 +37,8 @@ export interface Fixtures {
   fake: Buffer;
   truncated: Buffer;
   bomb: Buffer;
+  wide: Buffer;
+  tall: Buffer;
 }
 
 export interface ImageServer {
@@ -164,7 +167,10 @@ export async function makeFixtures(): Promise<Fixtures> {
     .toBuffer();
   const fake = Buffer.from('This is not an image, only text pretending to be a JPEG.\n'.repeat(20), 'utf8');
   const truncated = photo.subarray(0, Math.floor(photo.length / 2));
-  return { photo, logo, webp, rotated, tiny, swapA, swapB, fake, truncated, bomb: pngBomb() };
+  const flat = (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 3, background: '#3060a0' } }).png({ compressionLevel: 9 });
+  const wide = await flat(20_000, 2).toBuffer();
+  const tall = await flat(2, 20_000).toBuffer();
+  return { photo, logo, webp, rotated, tiny, swapA, swapB, fake, truncated, bomb: pngBomb(), wide, tall };
 }
 
 export async function startImageServer(): Promise<ImageServer> {
@@ -186,6 +192,8 @@ export async function startImageServer(): Promise<ImageServer> {
     '/fake.jpg': () => [fixtures.fake, 'image/jpeg'],
     '/truncated.jpg': () => [fixtures.truncated, 'image/jpeg'],
     '/bomb.png': () => [fixtures.bomb, 'image/png'],
+    '/wide.png': () => [fixtures.wide, 'image/png'],
+    '/tall.png': () => [fixtures.tall, 'image/png'],
   };
 
   /** Writes `total` bytes in 64 KB chunks, honouring back-pressure, until done or the client leaves. */

@@ -1,0 +1,123 @@
+import { WorkGate, WorkGateError } from './work-gate';
+
+/** A task the test ends when it wants. */
+function deferred<T = string>() {
+  let resolve!: (value: T) => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const FAR = () => Date.now() + 60_000;
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+async function refusal(work: Promise<unknown>): Promise<WorkGateError> {
+  try {
+    await work;
+  } catch (err) {
+    expect(err).toBeInstanceOf(WorkGateError);
+    return err as WorkGateError;
+  }
+  throw new Error('expected a WorkGateError');
+}
+
+describe('WorkGate', () => {
+  it('runs at most `limit` tasks at once, the others in the order they came', async () => {
+    const gate = new WorkGate(2, 10);
+    const tasks = Array.from({ length: 5 }, () => deferred());
+    const started: number[] = [];
+    const answers = tasks.map((t, i) =>
+      gate.run(FAR(), () => {
+        started.push(i);
+        return t.promise;
+      }),
+    );
+    const settledAll = Promise.allSettled(answers);
+    await tick();
+    expect([started, gate.active, gate.queued]).toEqual([[0, 1], 2, 3]);
+    tasks[1].resolve('one');
+    await tick();
+    expect([started, gate.active, gate.queued]).toEqual([[0, 1, 2], 2, 2]);
+    tasks[0].reject(new Error('zero failed'));
+    await tick();
+    expect(started).toEqual([0, 1, 2, 3]);
+    tasks[2].resolve('two');
+    tasks[3].resolve('three');
+    await tick();
+    tasks[4].resolve('four');
+    const settled = await settledAll;
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message))).toEqual(['zero failed', 'one', 'two', 'three', 'four']);
+    expect([gate.active, gate.queued]).toEqual([0, 0]);
+  });
+
+  it('refuses at once when `maxWaiting` tasks already wait', async () => {
+    const gate = new WorkGate(1, 2);
+    const held = deferred();
+    const first = gate.run(FAR(), () => held.promise);
+    const queued = [gate.run(FAR(), () => Promise.resolve('a')), gate.run(FAR(), () => Promise.resolve('b'))];
+    let ran = false;
+    const err = await refusal(
+      gate.run(FAR(), () => {
+        ran = true;
+        return Promise.resolve('c');
+      }),
+    );
+    expect([err.reason, ran, gate.queued]).toEqual(['full', false, 2]);
+    held.resolve('held');
+    expect(await Promise.all([first, ...queued])).toEqual(['held', 'a', 'b']);
+    expect(ran).toBe(false);
+  });
+
+  it('a task still waiting at its deadline is dropped and never runs', async () => {
+    const gate = new WorkGate(1, 5);
+    const held = deferred();
+    const first = gate.run(FAR(), () => held.promise);
+    let ran = false;
+    const err = await refusal(
+      gate.run(Date.now() + 30, () => {
+        ran = true;
+        return Promise.resolve('late');
+      }),
+    );
+    expect([err.reason, gate.queued]).toEqual(['waited', 0]);
+    held.resolve('done');
+    await first;
+    await tick();
+    expect([ran, gate.active]).toEqual([false, 0]);
+  });
+
+  it('a task running at its deadline is answered then, but keeps its turn until its work ends', async () => {
+    const gate = new WorkGate(1, 5);
+    const slow = deferred();
+    const err = await refusal(gate.run(Date.now() + 30, () => slow.promise));
+    expect(err.reason).toBe('ran');
+    // The work goes on (a libvips thread cannot be taken back): the next task waits for it.
+    let next = false;
+    const after = gate.run(FAR(), () => {
+      next = true;
+      return Promise.resolve('next');
+    });
+    await tick();
+    expect([gate.active, gate.queued, next]).toEqual([1, 1, false]);
+    slow.resolve('too late');
+    expect(await after).toBe('next');
+    expect(next).toBe(true);
+  });
+
+  it('hands the work the time left, and counts a task that throws at once as finished', async () => {
+    const gate = new WorkGate(1, 1);
+    const left = await gate.run(Date.now() + 5000, (remaining) => Promise.resolve(remaining));
+    expect(left).toBeGreaterThan(4000);
+    expect(left).toBeLessThanOrEqual(5000);
+    await expect(
+      gate.run(FAR(), () => {
+        throw new Error('sync failure');
+      }),
+    ).rejects.toThrow('sync failure');
+    expect(gate.active).toBe(0);
+    expect(await gate.run(FAR(), () => Promise.resolve('still works'))).toBe('still works');
+  });
+});

@@ -1,0 +1,91 @@
+/** Why `WorkGate.run` refused or gave up on a task. */
+export class WorkGateError extends Error {
+  constructor(
+    readonly reason: 'full' | 'waited' | 'ran',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WorkGateError';
+  }
+}
+
+interface Waiter {
+  start(): void;
+}
+
+/**
+ * At most `limit` tasks run at once in this process; at most `maxWaiting` more wait for a turn, in
+ * order. Every task has a deadline: a task still waiting then is dropped, and a task still running is
+ * answered with a `WorkGateError` at once, but keeps its turn until its work has really ended (what it
+ * holds, such as a thread of the libuv pool, is only free then).
+ */
+export class WorkGate {
+  private running = 0;
+  private readonly waiting: Waiter[] = [];
+
+  constructor(
+    readonly limit: number,
+    readonly maxWaiting: number,
+  ) {}
+
+  /** Tasks running now (answered or not). */
+  get active(): number {
+    return this.running;
+  }
+
+  /** Tasks waiting for a turn. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Runs `work` in a turn; `work` gets the time left before `deadline` (epoch ms). */
+  run<T>(deadline: number, work: (remainingMs: number) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let answered = false;
+      let waiter: Waiter | undefined;
+      const answer = (fn: () => void) => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(timer);
+        fn();
+      };
+      const timer = setTimeout(
+        () => {
+          if (waiter) {
+            const at = this.waiting.indexOf(waiter);
+            if (at >= 0) this.waiting.splice(at, 1);
+            answer(() => reject(new WorkGateError('waited', 'no turn before the deadline')));
+          } else {
+            answer(() => reject(new WorkGateError('ran', 'not finished before the deadline')));
+          }
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      timer.unref?.();
+      const start = () => {
+        waiter = undefined;
+        this.running += 1;
+        // Called at once; a work that throws instead of rejecting rejects this promise all the same.
+        new Promise<T>((done) => done(work(Math.max(0, deadline - Date.now()))))
+          .then(
+            (value) => answer(() => resolve(value)),
+            (err: Error) => answer(() => reject(err)),
+          )
+          .finally(() => {
+            this.running -= 1;
+            this.next();
+          });
+      };
+      if (this.running < this.limit && this.waiting.length === 0) return start();
+      if (this.waiting.length >= this.maxWaiting) {
+        return answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
+      }
+      waiter = { start };
+      this.waiting.push(waiter);
+    });
+  }
+
+  private next(): void {
+    while (this.running < this.limit && this.waiting.length > 0) (this.waiting.shift() as Waiter).start();
+  }
+}
