@@ -37,7 +37,7 @@ export class SyncSavedRow extends GoodsResponse {
     example: null,
     description:
       'null, or `saved without image: <reason>` when the image could not be stored; ' +
-      '`image not fetched: row <n> of the same request set another mediaUrl for this item` when a later row of the call replaced this row\'s mediaUrl; ' +
+      "`image not fetched: row <n> of the same request set another mediaUrl for this item` when a later row of the call replaced this row's mediaUrl; " +
       'in a dry run, `dry run: image not fetched: <mediaUrl>` when a real call would fetch the image',
   })
   message: string | null;
