@@ -120,6 +120,25 @@ describeEngines(
         expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', ip()).set('Authorization', B.auth())).status).toBe(200);
     });
 
+    it('an IPv6 client is counted by its /64: fresh addresses of one /64 share the limits, another /64 does not', async () => {
+      let host = 0;
+      const sameNet = () => `2001:db8:77:${ctx().engine === 'sqlite' ? 1 : 2}:${(host += 1).toString(16)}::1`;
+      for (let i = 0; i < 5; i += 1) {
+        const res = await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', sameNet()).set('Authorization', 'Bearer not.a.token');
+        expect(res.status).toBe(401);
+      }
+      expectLimited(await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', sameNet()).set('Authorization', 'Bearer not.a.token'));
+      // The per-address request limit counts the /64 the same way; an IPv4-mapped address is its IPv4 one.
+      const mapped = ip();
+      for (let i = 0; i < 30; i += 1) {
+        const from = i % 2 ? mapped : `::ffff:${mapped}`;
+        expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', from)).status).toBe(200);
+      }
+      expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', `::ffff:${mapped}`));
+      const otherNet = `2001:db8:78:${ctx().engine === 'sqlite' ? 1 : 2}::1`;
+      expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', otherNet).set('Authorization', 'Bearer not.a.token')).status).toBe(401);
+    });
+
     it('new viewer connections per address: past RATE_LIMIT_LIVE_CONNECTIONS a connection is refused (connect_error)', async () => {
       const created = await ctx()
         .http.post(`/v1/console/${B.accessKey}/campaigns`)

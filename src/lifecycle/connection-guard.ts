@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { ServerConfig } from '../config/app-config';
 import type { Metrics } from '../metrics/metrics.service';
+import { addressKey } from '../rate-limit/address-key';
 
 /** Refusals are logged at most once per this interval (the first at once, then a count of the rest). */
 export const REFUSAL_LOG_INTERVAL_MS = 60_000;
@@ -99,7 +100,7 @@ export class ConnectionGuard {
   }
 
   private admit(socket: Socket): void {
-    const address = socket.remoteAddress;
+    const address = socket.remoteAddress === undefined ? undefined : addressKey(socket.remoteAddress);
     const cap = this.config.maxConnectionsPerIp;
     if (cap > 0 && address !== undefined) {
       const held = this.perAddress.get(address) ?? 0;

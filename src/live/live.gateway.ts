@@ -11,6 +11,7 @@ import { LiveNotifier } from './live-notifier';
 import { RefusalLog } from '../lifecycle/connection-guard';
 import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
+import { addressKey } from '../rate-limit/address-key';
 
 /**
  * Resync requests a socket may make: a bucket of RESYNC_BURST that refills one every RESYNC_REFILL_MS.
@@ -178,9 +179,9 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       .trim();
   }
 
-  /** The viewer's IP: its socket's address, or behind a trusted proxy the forwarded one. */
+  /** The viewer's address as the per-address limit counts it: its socket's, or behind a trusted proxy the forwarded one (IPv6 as its /64). */
   private addressOf(socket: ViewerSocket): string {
-    return this.forwarded(socket, 'x-forwarded-for') || socket.handshake.address || 'unknown';
+    return addressKey(this.forwarded(socket, 'x-forwarded-for') || socket.handshake.address || 'unknown');
   }
 
   private baseUrlOf(socket: ViewerSocket): string {

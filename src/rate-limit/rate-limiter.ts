@@ -3,6 +3,7 @@ import { getStorageToken, ThrottlerStorage } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
 import { Metrics } from '../metrics/metrics.service';
+import { addressKey } from './address-key';
 
 /** The limits counted outside the HTTP guards: refused authentications and new viewer connections. */
 export type RateLimitName = 'auth-failures' | 'live-connections';
@@ -77,7 +78,10 @@ export function rateLimitKey(config: AppConfig, name: string, tracker: string): 
   return `${config.redis.prefix}:rl:${name}:${tracker}`;
 }
 
-/** The client's IP as the request shows it (behind a proxy, with TRUST_PROXY, the forwarded one). */
+/**
+ * The client's address as the per-address limits count it: the request's IP (behind a proxy, with
+ * TRUST_PROXY, the forwarded one), an IPv6 address as its /64 (addressKey).
+ */
 export function clientIp(req: Pick<Request, 'ip' | 'socket'>): string {
-  return req.ip ?? req.socket?.remoteAddress ?? 'unknown';
+  return addressKey(req.ip ?? req.socket?.remoteAddress ?? 'unknown');
 }
