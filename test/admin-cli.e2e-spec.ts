@@ -206,14 +206,15 @@ describe('admin CLI [sqlite]', () => {
     expect(() => verify(tokenAfterRotation, Buffer.from(created.secretKey, 'base64'), { algorithms: ['HS256'] })).toThrow();
   });
 
-  it('customer rotate-secret --grace 2h / --grace 0 (the old key stops at once: previousKeyValidUntil null)', async () => {
+  it('customer rotate-secret --grace 2h / --grace 0 (the old key stops at once: previousKeyValidUntil is the rotation)', async () => {
     otherOldToken = (await admin(dataDir, 'token', '--access-key', other.accessKey)).stdout.trim();
     const twoHours = JSON.parse((await admin(dataDir, 'customer', 'rotate-secret', '--access-key', other.accessKey, '--grace', '2h')).stdout);
     expect(Math.abs(Date.parse(twoHours.previousKeyValidUntil) - (Date.now() + 7200_000))).toBeLessThan(60_000);
     const res = await admin(dataDir, 'customer', 'rotate-secret', '--access-key', other.accessKey, '--grace', '0');
     expect(res.code).toBe(0);
     const now = JSON.parse(res.stdout);
-    expect(now).toEqual({ accessKey: other.accessKey, secretKey: expect.any(String), previousKeyValidUntil: null });
+    expect(now).toEqual({ accessKey: other.accessKey, secretKey: expect.any(String), previousKeyValidUntil: expect.any(String) });
+    expect(Math.abs(Date.parse(now.previousKeyValidUntil) - Date.now())).toBeLessThan(60_000);
     expect(now.secretKey).not.toBe(twoHours.secretKey);
   });
 
@@ -259,6 +260,8 @@ describe('admin CLI [sqlite]', () => {
       expect(otherOldToken).not.toBe('');
       const res = await request(app!.getHttpServer()).get(`/v1/goods/${other.accessKey}`).set('Authorization', `Bearer ${otherOldToken}`).expect(401);
       expect(res.body._s).toBe(-102);
+      // Signed with the key --grace 0 replaced: told so (the key before it, replaced by --grace 2h, reads as a bad signature).
+      expect(res.body._e).toMatch(/^Invalid token: its signature does not match/);
     });
 
     it('accepts the token minted by the CLI', async () => {

@@ -58,8 +58,9 @@ export class CustomersService {
 
   /**
    * Replaces the customer's secret key. For `graceSeconds` the previous one still verifies tokens
-   * (previousKeyValidUntil); with 0 it stops at once. A rotation during a grace period replaces the
-   * previous key: only the key just replaced stays valid. Null when the access key is unknown.
+   * (previousKeyValidUntil); with 0 it stops at once, but is kept, so that a token signed with it is told
+   * so ("signed with the previous secret key") rather than taken for a forgery. A rotation replaces the
+   * previous key: only the key just replaced is known. Null when the access key is unknown.
    */
   async rotateSecret(accessKey: string, graceSeconds: number): Promise<Customer | null> {
     const rotated = await this.db.run(async (em) => {
@@ -70,8 +71,8 @@ export class CustomersService {
       const now = new Date();
       const changes = {
         secretKey: randomBytes(32).toString('base64'),
-        previousSecretKey: graceSeconds > 0 ? customer.secretKey : null,
-        previousKeyValidUntil: graceSeconds > 0 ? new Date(now.getTime() + graceSeconds * 1000) : null,
+        previousSecretKey: customer.secretKey,
+        previousKeyValidUntil: new Date(now.getTime() + Math.max(0, graceSeconds) * 1000),
         updatedAt: now,
       };
       await em.update(Customer, { id: customer.id }, changes);
