@@ -4,6 +4,7 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { validationException } from './common/errors/validation';
 import { requestIdMiddleware } from './http/request-id.middleware';
+import { answerClientErrors } from './http/client-errors';
 import type { Request } from 'express';
 import { AppConfig } from './config/app-config';
 import { baseUrlOf } from './http/base-url';
@@ -40,6 +41,8 @@ export function configureApp(app: NestExpressApplication): void {
   if (!transactions.isMysql) metrics.readSqliteWal(() => transactions.sqliteWalBytes);
   // Caps on open connections and deadlines for idle ones, before the server listens.
   new ConnectionGuard(config.server, metrics).apply(app.getHttpServer());
+  // Requests Node's parser or deadlines refuse (400, 408, 431) get the error shape and a request id.
+  answerClientErrors(app.getHttpServer());
   app.use(requestIdMiddleware);
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);

@@ -237,6 +237,66 @@ describeEngines(
         // The goods item itself stays in the catalog.
         expectOk(await http().get(`/v1/goods/${A.accessKey}/sku`).query({ value: g[1].sku }).set('Authorization', A.auth()));
       });
+      it('keeps sortOrder 1..n without gaps after a removal or a catalog delete; an add goes to n+1; viewers get the new places', async () => {
+        const { key, goods: g } = await liveCampaign(A, 3);
+        const places = (rows: Payload[]) => rows.map((r: Payload) => [Number(r.goodsId), r.sortOrder]);
+        const v = await viewer(A, key);
+        await v.next('campaign.snapshot');
+
+        const removed = await con(A).removeGoods(key, g[0].id);
+        expectOk(removed);
+        expect(places(removed.body.results)).toEqual([
+          [g[1].id, 1],
+          [g[2].id, 2],
+        ]);
+        expect(places((await v.next('goods.list')).goods)).toEqual([
+          [g[1].id, 1],
+          [g[2].id, 2],
+        ]);
+
+        // Deleting a goods item from the catalog takes it out of the campaign: the rest move up.
+        expectOk(await http().delete(`/v1/goods/${A.accessKey}/${g[1].id}`).set('Authorization', A.auth()));
+        expect(places((await v.next('goods.list')).goods)).toEqual([[g[2].id, 1]]);
+        expect(places((await con(A).goods(key)).body.results)).toEqual([[g[2].id, 1]]);
+
+        const readded = await con(A).addGoods(key, { goodsIds: [g[0].id] });
+        expectOk(readded);
+        expect(places(readded.body.results)).toEqual([
+          [g[2].id, 1],
+          [g[0].id, 2],
+        ]);
+        expect(places((await v.next('goods.list')).goods)).toEqual([
+          [g[2].id, 1],
+          [g[0].id, 2],
+        ]);
+
+        // A new viewer's snapshot, the console detail and the public detail carry the same places.
+        const late = await viewer(A, key);
+        expect(places((await late.next('campaign.snapshot')).goods)).toEqual([
+          [g[2].id, 1],
+          [g[0].id, 2],
+        ]);
+        expect(places((await con(A).get(key)).body.goods)).toEqual([
+          [g[2].id, 1],
+          [g[0].id, 2],
+        ]);
+      });
+
+      it('a catalog delete renumbers every campaign holding the item', async () => {
+        const { key: k1, goods: g } = await liveCampaign(A, 3);
+        const k2 = (await createCampaign(A)).campaignKey;
+        expectOk(await con(A).addGoods(k2, { goodsIds: [g[2].id, g[1].id, g[0].id] }));
+        expectOk(await http().delete(`/v1/goods/${A.accessKey}/${g[1].id}`).set('Authorization', A.auth()));
+        const places = async (key: string) => (await con(A).goods(key)).body.results.map((r: Payload) => [Number(r.goodsId), r.sortOrder]);
+        expect(await places(k1)).toEqual([
+          [g[0].id, 1],
+          [g[2].id, 2],
+        ]);
+        expect(await places(k2)).toEqual([
+          [g[2].id, 1],
+          [g[0].id, 2],
+        ]);
+      });
     });
 
     describe('console: status machine', () => {

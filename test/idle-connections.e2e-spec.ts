@@ -1,3 +1,4 @@
+import WebSocket from 'ws';
 import { openEngineIo, openTcp, within } from './support/bare-connections';
 import { closeAllViewers, listenOn, Viewer } from './support/live-client';
 import { describeEngines, TestCustomer } from './support/test-app';
@@ -30,10 +31,59 @@ describeEngines(
 
     afterEach(() => closeAllViewers());
 
-    it('a connection that sends half a request header is answered 408 and closed after HEADERS_TIMEOUT_MS', async () => {
+    /** A raw answer read off the socket: status, headers (lower-case names), body as JSON. */
+    const parse = (raw: string) => {
+      const [head, body] = [raw.slice(0, raw.indexOf('\r\n\r\n')), raw.slice(raw.indexOf('\r\n\r\n') + 4)];
+      const [statusLine, ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) as Record<string, unknown> };
+    };
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+    it('a connection that sends half a request header is answered 408 (error shape, X-Request-Id) and closed after HEADERS_TIMEOUT_MS', async () => {
       const conn = await openTcp(base, { send: 'GET /health HTTP/1.1\r\nHost: x\r\n' });
       await within(conn.whenClosed, WAIT, 'the partial request to be closed');
       expect(conn.received).toMatch(/^HTTP\/1\.1 408 /);
+      const answer = parse(conn.received);
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(answer.headers['x-request-id']).toMatch(UUID);
+      expect(answer.body).toEqual({ _s: -510, _e: expect.stringContaining('did not arrive in time') });
+    });
+
+    it('a request line and headers over the size limit are answered 431 -413, a request that is not HTTP 400 -510, each with X-Request-Id, then closed', async () => {
+      const big = await openTcp(base, { send: `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n` });
+      await within(big.whenClosed, WAIT, 'the oversized request to be closed');
+      const tooLarge = parse(big.received);
+      expect([tooLarge.status, tooLarge.body._s, tooLarge.headers['x-request-id']]).toEqual([431, -413, expect.stringMatching(UUID)]);
+      expect(tooLarge.body._e).toMatch(/over \d+ bytes/);
+
+      const junk = await openTcp(base, { send: 'NOT A REQUEST\r\n\r\n' });
+      await within(junk.whenClosed, WAIT, 'the malformed request to be closed');
+      const bad = parse(junk.received);
+      expect([bad.status, bad.body._s, bad.headers['x-request-id']]).toEqual([400, -510, expect.stringMatching(UUID)]);
+      expect(bad.headers.connection).toBe('close');
+    });
+
+    it("Socket.IO's own HTTP answers carry X-Request-Id: the client script, the Engine.IO handshake, its 400, the WebSocket upgrade", async () => {
+      const script = await fetch(`${base}/socket.io/socket.io.min.js`, { headers: { 'x-request-id': 'script-1' } });
+      expect([script.status, script.headers.get('x-request-id')]).toEqual([200, 'script-1']);
+      const handshake = await fetch(`${base}/socket.io/?EIO=4&transport=polling`, { headers: { 'x-request-id': 'handshake-1' } });
+      expect([handshake.status, handshake.headers.get('x-request-id')]).toEqual([200, 'handshake-1']);
+      const fresh = await fetch(`${base}/socket.io/?EIO=4&transport=polling`);
+      expect(fresh.headers.get('x-request-id')).toMatch(UUID);
+      const refused = await fetch(`${base}/socket.io/?EIO=4&transport=nonsense`, { headers: { 'x-request-id': 'refused-1' } });
+      expect([refused.status, refused.headers.get('x-request-id')]).toEqual([400, 'refused-1']);
+      const ws = new WebSocket(`${base.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`, { headers: { 'x-request-id': 'upgrade-1' } });
+      const upgraded = await within(
+        new Promise<string | undefined>((resolve, reject) => {
+          ws.once('upgrade', (res) => resolve(res.headers['x-request-id'] as string | undefined));
+          ws.once('error', reject);
+        }),
+        WAIT,
+        'the WebSocket upgrade',
+      );
+      ws.close();
+      expect(upgraded).toBe('upgrade-1');
     });
 
     it('a connection that sends nothing is closed after HEADERS_TIMEOUT_MS', async () => {

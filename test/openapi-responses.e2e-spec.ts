@@ -508,7 +508,7 @@ describeEngines(
           const responses = op.responses as Record<string, Body>;
           const header = params.find((p) => p.in === 'header' && p.name === 'Idempotency-Key');
           const retryAfter = (responses['409']?.headers as Body | undefined)?.['Retry-After'];
-          if (!header || header.required || !retryAfter || !responses['422']) undocumented.push(`${method.toUpperCase()} ${template}`);
+          if (!header || header.required || !retryAfter || !responses['422'] || !responses['400']) undocumented.push(`${method.toUpperCase()} ${template}`);
         }
       }
       expect(undocumented).toEqual([]);
@@ -521,6 +521,13 @@ describeEngines(
       expect([replay.headers['idempotent-replayed'], replay.body]).toEqual(['true', first.body]);
       expectStatus(await call('post', goods(), { auth: C, json: goodsItem('IK2'), headers: keyed('oa-idem-1') }), 422);
       expectStatus(await call('post', goods(), { auth: C, json: goodsItem('IK3'), headers: keyed('x'.repeat(256)) }), 400);
+      // A bad key on a route whose own answers have no 400 (a DELETE without a body) is still a documented 400.
+      const doomed = await call('post', consoleApi(), { auth: C, json: { title: 'Keyed delete' } });
+      expectStatus(doomed, 200);
+      const badKey = await call('delete', consoleApi(`/${doomed.body.campaignKey}`), { auth: C, headers: keyed('caf\u00e9') });
+      expectStatus(badKey, 400);
+      expect(badKey.body._s).toBe(-510);
+      expectStatus(await call('delete', consoleApi(`/${doomed.body.campaignKey}`), { auth: C, headers: keyed('oa-idem-delete') }), 200);
       const sheet = { file: { bytes: Buffer.from('sku,name,url\nOA-IK4,Sheet,https://shop.example.com/goods/OA-IK4\n'), filename: 'goods.csv' } };
       expectStatus(await call('post', goods('/excel'), { auth: C, multipart: sheet, headers: keyed('oa-idem-sheet') }), 200);
       const sheetAgain = await call('post', goods('/excel'), { auth: C, multipart: sheet, headers: keyed('oa-idem-sheet') });

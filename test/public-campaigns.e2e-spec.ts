@@ -98,6 +98,11 @@ describeEngines(
         expect(order(await pub('', { status: 'CLOSED' }))).toEqual(['closed-2d']);
         expect(order(await pub('', { status: 'onair' }))).toEqual(['onair']);
         expectError(await pub('', { status: 'READY,LIVE' }), 400, -510);
+        // Given twice, status is refused like every other parameter (the list is comma-separated).
+        const twice = await http().get(`/v1/campaigns/${P.accessKey}?status=READY&status=ONAIR`);
+        expectError(twice, 400, -510);
+        expect(twice.body._e).toContain('status was given 2 times; give it once');
+        expect(twice.body.errors).toEqual([{ field: 'status', message: expect.stringContaining('given 2 times') }]);
         const from = now - 1.5 * DAY;
         const to = now + 3 * DAY;
         expect(order(await pub('', { from, to }))).toEqual(['late-ready-1d', 'onair', 'next-2d']);

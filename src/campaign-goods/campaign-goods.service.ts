@@ -3,6 +3,7 @@ import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
+import { renumberCampaignGoods } from '../campaigns/campaign-goods-order';
 import { CampaignViews } from '../campaigns/campaign-views';
 import { CampaignWriter } from '../campaigns/campaign-writer';
 import { CampaignGoodsListResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
@@ -41,7 +42,7 @@ export class CampaignGoodsService {
     return this.listOf(em, tenant, campaign);
   }
 
-  /** Appends goods (by ids, skus or urls) in the given order with ON_SALE; ones already in are skipped. */
+  /** Appends goods (by ids, skus or urls) in the given order with ON_SALE, at places n+1…; ones already in are skipped. */
   add(tenant: Tenant, campaignKey: string, body: CampaignGoodsRefsDto): Promise<CampaignGoodsListResponse> {
     return this.writer.change(tenant, campaignKey, async (em, campaign) => {
       const ids = await this.resolve(em, tenant, body);
@@ -104,10 +105,13 @@ export class CampaignGoodsService {
     });
   }
 
+  /** Removes the item from the campaign; the goods after it move up one place (sortOrder stays 1..n). */
   remove(tenant: Tenant, campaignKey: string, goodsId: number): Promise<CampaignGoodsListResponse> {
     return this.writer.change(tenant, campaignKey, async (em, campaign) => {
       const result = await em.delete(CampaignGoods, { campaignId: campaign.id, goodsId });
       if (!result.affected) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
+      // The places stay 1..n: the goods after the removed one move up, in this transaction.
+      await renumberCampaignGoods(em, campaign.id);
       return this.afterChange(em, tenant, campaign, true);
     });
   }

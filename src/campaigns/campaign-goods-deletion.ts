@@ -5,13 +5,14 @@ import { lockRow } from '../database/engine';
 import { GoodsDeletionHooks } from '../goods/goods-deletion';
 import type { LiveEvent } from '../live/live-events';
 import { CampaignEventLog } from './campaign-event-log';
+import { renumberCampaignGoods } from './campaign-goods-order';
 import { CampaignViews } from './campaign-views';
 import { CampaignWriter } from './campaign-writer';
 import { CampaignGoods } from './entities/campaign-goods.entity';
 
 /**
- * When a goods item is deleted from the catalog, the campaigns holding it lose it (the foreign key
- * cascades) and their viewers get the new goods list. Registered with the goods domain's deletion hooks,
+ * When a goods item is deleted from the catalog, the campaigns holding it lose it (its places are
+ * deleted here, the goods after it move up one place) and their viewers get the new goods list. Registered with the goods domain's deletion hooks,
  * so it runs inside the deleting transaction: the campaigns are locked and their `goods.list` events get
  * their seq in that transaction, and are pushed after it commits.
  */
@@ -34,10 +35,12 @@ export class CampaignGoodsDeletion implements OnModuleInit {
     for (const campaignId of campaignIds) await lockRow(em, 'campaigns', campaignId);
     const recorded: LiveEvent[] = [];
     const showingStock = await this.views.showsStock(em, campaignIds);
+    // The places go here rather than by the foreign key's cascade, so that the goods after them move up
+    // (sortOrder stays 1..n) in this transaction and the viewers' lists carry the new places.
+    await em.delete(CampaignGoods, { goodsId });
     for (const campaignId of campaignIds) {
-      const goods = (await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl, showingStock.has(campaignId))).filter(
-        (g) => g.goodsId !== String(goodsId),
-      );
+      await renumberCampaignGoods(em, campaignId);
+      const goods = await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl, showingStock.has(campaignId));
       recorded.push(...(await this.log.record(em, campaignId, [{ type: 'goods.list', payload: { goods } }])));
     }
     return () => this.writer.publish(recorded);

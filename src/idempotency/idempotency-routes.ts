@@ -34,6 +34,7 @@ const REPLAYED_DOC = {
 const RETRY_AFTER_DOC = { description: 'Seconds to wait before trying again', schema: { type: 'integer', minimum: 1, example: 1 } };
 
 const CONFLICT_TEXT = `-409 a request with the same ${IDEMPOTENCY_KEY_HEADER} is still running (Retry-After), or ran and its answer was too large to keep`;
+const BAD_KEY_TEXT = `-510 the ${IDEMPOTENCY_KEY_HEADER} header is empty, longer than ${KEY_MAX_LENGTH} characters or not printable ASCII`;
 const MISMATCH_TEXT = `-422 the ${IDEMPOTENCY_KEY_HEADER} was used for a different request (method, path, query or body)`;
 
 /** The authenticated write routes (POST, PUT, PATCH, DELETE; not @Public()) of every controller of the app. */
@@ -59,7 +60,7 @@ export function writeRoutesOf(modules: ModulesContainer): Array<{ type: Type; na
 /**
  * Adds the idempotency interceptor as the innermost interceptor of every authenticated write route (so
  * it runs after the route's own interceptors, an upload's reading included), and documents the header,
- * 409, 422 and the replay header on each of them. Runs before the routes are registered; a route added
+ * 400 (a bad key), 409, 422 and the replay header on each of them. Runs before the routes are registered; a route added
  * later to any controller is covered without more ado.
  */
 export function coverWriteRoutes(modules: ModulesContainer, interceptor: NestInterceptor): void {
@@ -89,6 +90,7 @@ function documentRoute(type: Type, name: string, handler: object): void {
     const fromClass = before[status] ? undefined : inherited[status]?.description;
     return fromClass ? `${fromClass}\n\n${text}` : text;
   };
+  ApiError(400, describedAs(400, BAD_KEY_TEXT))(prototype, name, descriptor);
   ApiError(409, describedAs(409, CONFLICT_TEXT))(prototype, name, descriptor);
   ApiError(422, describedAs(422, MISMATCH_TEXT))(prototype, name, descriptor);
   const responses = { ...(Reflect.getMetadata(API_RESPONSE, handler) as Record<string, ResponseDoc>) };

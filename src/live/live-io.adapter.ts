@@ -2,7 +2,9 @@ import { INestApplicationContext, Logger } from '@nestjs/common';
 import { IoAdapter } from '@nestjs/platform-socket.io';
 import { createAdapter } from '@socket.io/redis-adapter';
 import type Redis from 'ioredis';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { Server, ServerOptions } from 'socket.io';
+import { REQUEST_ID_HEADER, requestIdOf, tagResponse } from '../http/request-id.middleware';
 import type { RedisConfig } from '../config/app-config';
 import { RedisConnection } from '../redis/redis.module';
 import { LiveNotifier } from './live-notifier';
@@ -17,6 +19,9 @@ import { LiveNotifier } from './live-notifier';
  * publisher is given a `publish` that never rejects (a lost message is made good by each node's sweep,
  * see LiveNotifier), and when the subscriber is connected again the node catches up at once.
  */
+/** HTTP servers whose requests are already tagged with their id (one listener per server). */
+const TAGGED = new WeakSet<HttpServer>();
+
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
   private readonly clients: Redis[] = [];
@@ -42,6 +47,7 @@ export class LiveIoAdapter extends IoAdapter {
       // A connection that has not joined a namespace by then is closed (Socket.IO's default: 45 s).
       connectTimeout: this.connectTimeoutMs,
     }) as Server;
+    this.tagHttpAnswers(server);
     // Only /live serves clients: a connection to the main namespace would count as joined and so
     // escape connectTimeout. Refused, it is closed after connectTimeout like any other idle one.
     server.of('/').use((_socket, next) => next(new Error('connect to the /live namespace')));
@@ -59,6 +65,24 @@ export class LiveIoAdapter extends IoAdapter {
       server.adapter(createAdapter(pub, sub, { key: `${this.redis.prefix}:socket.io` }));
     }
     return server;
+  }
+
+  /**
+   * Socket.IO answers its own HTTP requests (the client script /socket.io/socket.io.min.js, the Engine.IO
+   * handshake and long-polling, its 400s) before Express sees them: Engine.IO and Socket.IO take the
+   * server's 'request' listeners over when they attach. A listener put first afterwards gives every
+   * request its id (the one requestIdMiddleware then reuses) and its response the X-Request-Id header;
+   * Engine.IO's 'headers' event does the same for the WebSocket upgrade's 101, which is no 'request'.
+   */
+  private tagHttpAnswers(server: Server): void {
+    const http = this.httpServer as HttpServer | undefined;
+    if (http && !TAGGED.has(http)) {
+      TAGGED.add(http);
+      http.prependListener('request', (req: IncomingMessage, res: ServerResponse) => tagResponse(req, res));
+    }
+    server.engine.on('headers', (headers: Record<string, string>, req: IncomingMessage) => {
+      headers[REQUEST_ID_HEADER] = requestIdOf(req);
+    });
   }
 
   private publishFailed(err: Error): void {

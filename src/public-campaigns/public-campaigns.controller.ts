@@ -45,7 +45,7 @@ export class PublicCampaignsController {
   @ApiQuery({
     name: 'status',
     required: false,
-    description: 'Comma-separated statuses to list, in any letter case (default: all three)',
+    description: 'Comma-separated statuses to list, in any letter case (default: all three); given twice (status=READY&status=ONAIR) it is 400 -510',
     style: 'form',
     explode: false,
     schema: { type: 'array', items: { type: 'string', enum: ['READY', 'ONAIR', 'CLOSED'] }, minItems: 1, example: ['READY', 'ONAIR'] },

@@ -1,22 +1,48 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsOptional } from 'class-validator';
-import { booleanText, DateField, IntQuery } from '../../common/validation/decorators';
+import { IsBoolean, IsOptional, registerDecorator, ValidationArguments } from 'class-validator';
+import { booleanText, DateField, IntQuery, sent } from '../../common/validation/decorators';
 
 const STATUSES = ['READY', 'ONAIR', 'CLOSED'];
 
+/** A query parameter the request gave more than once (`status=READY&status=ONAIR`), kept to be refused. */
+class Repeated {
+  constructor(readonly values: unknown[]) {}
+}
+
+/**
+ * The status list: one comma-separated parameter of READY, ONAIR, CLOSED. Given twice it is refused
+ * like every other parameter (400 -510), not read as a union.
+ */
+function StatusList(): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'statusList',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      validator: {
+        validate: (value: unknown) => Array.isArray(value) && value.every((s) => typeof s === 'string' && STATUSES.includes(s)),
+        defaultMessage: (args: ValidationArguments) =>
+          args.value instanceof Repeated
+            ? `status was given ${args.value.values.length} times; give it once, comma-separated (status=READY,ONAIR); got ${sent(args.value.values)}`
+            : 'status must list READY, ONAIR or CLOSED',
+      },
+    });
+}
+
 export class PublicCampaignListQuery {
   @ApiPropertyOptional({ description: 'Comma-separated statuses', example: 'READY,ONAIR', default: 'READY,ONAIR,CLOSED' })
-  @Transform(({ value }: { value: unknown }) =>
-    typeof value === 'string'
+  @Transform(({ value }: { value: unknown }) => {
+    if (Array.isArray(value)) return new Repeated(value);
+    return typeof value === 'string'
       ? value
           .split(',')
           .map((s) => s.trim().toUpperCase())
           .filter(Boolean)
-      : value,
-  )
+      : value;
+  })
   @IsOptional()
-  @IsIn(STATUSES, { each: true, message: 'status must list READY, ONAIR or CLOSED' })
+  @StatusList()
   status?: string[];
 
   @DateField('from', {}, { description: 'scheduledAt at or after (epoch ms or ISO-8601; no offset = UTC)', example: 1763683200000 })

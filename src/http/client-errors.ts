@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { maxHeaderSize, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { Logger } from '@nestjs/common';
+import { ErrorCode } from '../common/errors/error-codes';
+import { REQUEST_ID_HEADER } from './request-id.middleware';
+
+const logger = new Logger('ClientErrors');
+
+interface ClientErrorAnswer {
+  status: number;
+  reason: string;
+  code: ErrorCode;
+  message: string;
+}
+
+/** What a request Node could not read is answered (docs/api-reference.md, Errors). */
+export function clientErrorAnswer(err: Error & { code?: string }): ClientErrorAnswer {
+  switch (err.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return {
+        status: 408,
+        reason: 'Request Timeout',
+        code: ErrorCode.InvalidArgument,
+        message: 'Request timeout: the request did not arrive in time (headers within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS)',
+      };
+    case 'HPE_HEADER_OVERFLOW':
+      return {
+        status: 431,
+        reason: 'Request Header Fields Too Large',
+        code: ErrorCode.TooLarge,
+        message: `The request line and headers are over ${maxHeaderSize} bytes`,
+      };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { status: 413, reason: 'Payload Too Large', code: ErrorCode.TooLarge, message: 'A chunk extension of the body is too large' };
+    default:
+      return { status: 400, reason: 'Bad Request', code: ErrorCode.InvalidArgument, message: 'Bad request: not a well-formed HTTP/1.1 request' };
+  }
+}
+
+/** The raw HTTP answer for a request Node could not read: the one error shape, a request id, then the connection closes. */
+export function clientErrorResponse(answer: ClientErrorAnswer, requestId: string): string {
+  const body = JSON.stringify({ _s: answer.code, _e: answer.message });
+  return (
+    `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
+    'Cache-Control: no-store\r\n' +
+    'Connection: close\r\n' +
+    '\r\n' +
+    body
+  );
+}
+
+/**
+ * Answers what Node's HTTP parser or its deadlines refuse (a malformed request 400, a request line or
+ * headers over the size limit 431, headers or a request not arriving in time 408) in the error shape of
+ * every other answer, with an `X-Request-Id`, instead of Node's bare status line. Written only while the
+ * connection can take it and no answer of the request has started (as Node does); the connection is
+ * closed afterwards in every case. Never throws: this runs in the socket's error path.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
+    try {
+      const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+      if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+        const answer = clientErrorAnswer(err);
+        const requestId = randomUUID();
+        logger.debug(`request ${requestId} from ${socket.remoteAddress ?? 'unknown'}: ${answer.status} (${err.code ?? err.message})`);
+        socket.end(clientErrorResponse(answer, requestId));
+        // A peer that does not read must not keep the connection: closed soon in any case.
+        setTimeout(() => socket.destroy(), 1000).unref();
+        return;
+      }
+    } catch {
+      // Nothing to do: the connection is closed below.
+    }
+    socket.destroy();
+  });
+}
