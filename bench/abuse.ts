@@ -5,10 +5,13 @@
  * (goal < 250 ms) and the server's peak RSS.
  * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, strings dense in
  * escapes or tiny, 30 MB without a token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
- * reads), and CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines).
+ * reads), CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines), and inputs that regular
+ * expressions of quadratic time took seconds over (an .xlsx of unclosed relationship tags, prices of
+ * blanks or of 200,000 digits, a request path that the log's credential redaction scanned).
  * Options: --engines=sqlite,mysql (default sqlite)
  */
 import { gzipSync } from 'node:zlib';
+import JSZip from 'jszip';
 import { RawViewer } from '../test/support/raw-viewer';
 import { BenchServer, Engine, peakRssMb, startServer } from './support';
 
@@ -190,6 +193,44 @@ async function run(engine: Engine): Promise<void> {
       }),
     );
 
+    // Inputs that regular expressions of quadratic time took seconds over (now read in linear time).
+    const upload = async (body: FormData) => {
+      const res = await fetch(`${base}${goods}/excel`, { method: 'POST', headers: { authorization: auth }, body });
+      return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
+    };
+    outcomes.push(
+      await measure(p, 'POST excel, 2 KB .xlsx whose workbook rels are 600 KB of "<Relationship "', async () => {
+        const zip = await JSZip.loadAsync(await minimalXlsx());
+        zip.file('xl/_rels/workbook.xml.rels', '<Relationship '.repeat(43_000));
+        const form = new FormData();
+        const bytes = await zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE' });
+        form.append('file', new Blob([bytes], { type: XLSX_TYPE }), 'goods.xlsx');
+        return upload(form);
+      }),
+    );
+    outcomes.push(
+      await measure(p, 'POST excel, CSV of 100 prices of 30,000 blanks each', () =>
+        upload(
+          csv(
+            Buffer.from(
+              'sku,url,name,originalPrice\n' + Array.from({ length: 100 }, (_, i) => `s${i},https://x.example/${i},n,1${' '.repeat(30_000)}x\n`).join(''),
+            ),
+          ),
+        ),
+      ),
+    );
+    outcomes.push(
+      await measure(p, 'POST goods, a price of 200,000 digits and a letter', () =>
+        post(base, goods, JSON.stringify({ name: 'n', sku: 's', url: 'https://x.example/1', originalPrice: `${'1'.repeat(200_000)}x` }), json),
+      ),
+    );
+    outcomes.push(
+      await measure(p, 'GET a 14 KB unknown path of "A+A+…0//@" (logged)', async () => {
+        const res = await fetch(`${base}/${'A+'.repeat(7_000)}0//@`);
+        return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
+      }),
+    );
+
     p.stop();
     const max = Math.max(...p.samples);
     console.log(`\n[${engine}] payload | answer | time | worst /health latency meanwhile`);
@@ -199,6 +240,19 @@ async function run(engine: Engine): Promise<void> {
   } finally {
     await server.stop();
   }
+}
+
+const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
+/** A one-sheet .xlsx of a header and one row, as exceljs writes it. */
+async function minimalXlsx(): Promise<Buffer> {
+  const { Workbook } = await import('exceljs');
+  const workbook = new Workbook();
+  workbook.addWorksheet('Goods').addRows([
+    ['sku', 'url', 'name'],
+    ['s1', 'https://x.example/1', 'n'],
+  ]);
+  return Buffer.from(await workbook.xlsx.writeBuffer());
 }
 
 async function main(): Promise<void> {
