@@ -242,6 +242,76 @@ for (const engine of ENGINES) {
       expect(await pendingSchemaChanges(d)).toEqual([]);
     });
 
+    it('the renumbering migration closes the gaps earlier removals left in campaigns (1..n per campaign, order kept)', async () => {
+      const d = current();
+      expect(MIGRATION_NAMES).toContain('RenumberCampaignGoods1764900000000');
+      while ((await appliedMigrations(d)).includes('RenumberCampaignGoods1764900000000')) await d.undoLastMigration({ transaction: 'each' });
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-gaps-in-places-0000',
+        'c2VjcmV0',
+        'Gaps',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-gaps-in-places-0000']);
+      const goods: number[] = [];
+      for (let i = 1; i <= 4; i += 1) {
+        await d.query('INSERT INTO goods (customerId, name, url, urlHash, sku, skuHash, searchText, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+          id,
+          'n',
+          `GU${i}`,
+          `u:GU${i}`,
+          `GS${i}`,
+          `s:GS${i}`,
+          'n',
+          now,
+          now,
+        ]);
+        const [{ id: goodsId }] = await d.query('SELECT id FROM goods WHERE customerId = ? AND sku = ?', [id, `GS${i}`]);
+        goods.push(Number(goodsId));
+      }
+      const campaigns: number[] = [];
+      for (const key of ['GapsCampaignKey1', 'GapsCampaignKey2']) {
+        await d.query('INSERT INTO campaigns (customerId, campaignKey, title, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)', [id, key, 'T', now, now]);
+        const [{ id: campaignId }] = await d.query('SELECT id FROM campaigns WHERE campaignKey = ?', [key]);
+        campaigns.push(Number(campaignId));
+      }
+      const place = (campaignId: number, goodsId: number, sortOrder: number) =>
+        d.query('INSERT INTO campaign_goods (campaignId, goodsId, sortOrder, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)', [
+          campaignId,
+          goodsId,
+          sortOrder,
+          now,
+          now,
+        ]);
+      // Campaign 1: places 2, 5, 9 (and a tie at 9, ordered by goods id); campaign 2: already 1, 2.
+      await place(campaigns[0], goods[3], 2);
+      await place(campaigns[0], goods[0], 5);
+      await place(campaigns[0], goods[2], 9);
+      await place(campaigns[0], goods[1], 9);
+      await place(campaigns[1], goods[0], 1);
+      await place(campaigns[1], goods[1], 2);
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+      const placesOf = async (campaignId: number) =>
+        (await d.query('SELECT goodsId, sortOrder FROM campaign_goods WHERE campaignId = ? ORDER BY sortOrder', [campaignId])).map(
+          (r: { goodsId: number | string; sortOrder: number | string }) => [Number(r.goodsId), Number(r.sortOrder)],
+        );
+      expect(await placesOf(campaigns[0])).toEqual([
+        [goods[3], 1],
+        [goods[0], 2],
+        [goods[1], 3],
+        [goods[2], 4],
+      ]);
+      expect(await placesOf(campaigns[1])).toEqual([
+        [goods[0], 1],
+        [goods[1], 2],
+      ]);
+      await d.query('DELETE FROM customers WHERE id = ?', [id]);
+    });
+
     it('the results migration packs the row results of existing jobs into groups of 1,000, and its revert unpacks them', async () => {
       const d = current();
       expect(MIGRATION_NAMES).toContain('PackImportJobResults1764600000000');

@@ -10,6 +10,7 @@ import { AddImportJobSheetCount1764500000000 } from './1764500000000-AddImportJo
 import { PackImportJobResults1764600000000 } from './1764600000000-PackImportJobResults';
 import { AddImportJobStalledClaims1764700000000 } from './1764700000000-AddImportJobStalledClaims';
 import { AddWebhookEndpointBreaker1764800000000 } from './1764800000000-AddWebhookEndpointBreaker';
+import { RenumberCampaignGoods1764900000000 } from './1764900000000-RenumberCampaignGoods';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   PackImportJobResults1764600000000,
   AddImportJobStalledClaims1764700000000,
   AddWebhookEndpointBreaker1764800000000,
+  RenumberCampaignGoods1764900000000,
 ];
