@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { unlink, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join, relative } from 'node:path';
 import sharp from 'sharp';
@@ -231,7 +232,7 @@ describeEngines(
         expect(images.hits('/photo.jpg')).toBe(before + 1);
       });
 
-      it('PNG with alpha: PNG thumbnails that keep the alpha channel, never enlarged past 300 px', async () => {
+      it('PNG with alpha: PNG thumbnails that keep the alpha channel, the 480 px one enlarged from 300 px', async () => {
         const c = await ctx().createCustomer();
         const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/logo.png') })));
         const m = await checkMedia(
@@ -245,7 +246,7 @@ describeEngines(
             thumbs: [
               [120, 80],
               [240, 160],
-              [300, 200],
+              [480, 320],
             ],
           },
           { base: REQUEST_HOST, fileSize: true },
@@ -291,7 +292,7 @@ describeEngines(
             thumbs: [
               [120, 180],
               [240, 360],
-              [400, 600],
+              [480, 720],
             ],
           },
           { base: REQUEST_HOST, fileSize: true },
@@ -312,21 +313,108 @@ describeEngines(
         }
       });
 
-      it('an image smaller than 120 px: one thumbnail, of its own size (never enlarged, each width listed once)', async () => {
+      it('images narrower than 120 px (100x50, 50x30): three thumbnails enlarged to 120, 240 and 480 px wide (CONTRACT.md §5)', async () => {
         const c = await ctx().createCustomer();
-        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/tiny.png') })));
+        const small = (): Expected => ({
+          bytes: images.fixtures.small,
+          format: 'png',
+          width: 100,
+          height: 50,
+          thumbs: [
+            [120, 60],
+            [240, 120],
+            [480, 240],
+          ],
+        });
+        const body = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/small.png') })));
+        const m = await checkMedia(ctx(), body.medias, small(), { base: REQUEST_HOST, fileSize: true });
+        // Enlarged thumbnails have keys of their own (-<width>-up): see thumbnailKey.
+        expect(m.thumbnails.map((th: Body) => keyOf(th.imageUrl).replace(/^.*-(\d+(-up)?)\..*$/, '$1'))).toEqual(['120-up', '240-up', '480-up']);
+        await checkMedia(ctx(), (await ok(api(ctx, c).bySku('SKU-1'))).medias, small(), { base: REQUEST_HOST });
+        const listed = (await ok(api(ctx, c).list())).results[0].medias;
+        await checkMedia(ctx(), listed, small(), { base: REQUEST_HOST });
+        const tiny = await ok(api(ctx, c).register(item(2, { mediaUrl: images.url1('/tiny.png') })));
         await checkMedia(
           ctx(),
-          body.medias,
+          tiny.medias,
           {
             bytes: images.fixtures.tiny,
             format: 'png',
             width: 50,
             height: 30,
-            thumbs: [[50, 30]],
+            thumbs: [
+              [120, 72],
+              [240, 144],
+              [480, 288],
+            ],
           },
           { base: REQUEST_HOST, fileSize: true },
         );
+      });
+
+      it('a row stored before enlarging (narrower thumbnails) is listed as stored; the same image stored again gets the three widths', async () => {
+        const c = await ctx().createCustomer();
+        const t = ctx();
+        // An image nobody else uses, then its row turned into what the code before enlarging stored: the three
+        // keys -120, -240 and -480, each a file at the image's own size.
+        const bytes = await sharp({ create: { width: 90, height: 45, channels: 3, background: '#5080c0' } })
+          .png()
+          .toBuffer();
+        images.setSwap(bytes);
+        try {
+          const first = await ok(api(ctx, c).register(item(1, { mediaUrl: images.url1('/swap.jpg?legacy') })));
+          const repo = t.dataSource.getRepository(Media);
+          const row = await repo.findOneByOrFail({ id: first.medias[0].id });
+          const dir = row.checksum.slice(0, 2);
+          for (const th of row.thumbnails) await unlink(join(t.config.media.dir, th.key));
+          const legacy = [120, 240, 480].map((w) => ({ width: 90, height: 45, size: bytes.length, key: `${dir}/${row.checksum}-${w}.png` }));
+          for (const th of legacy) await writeFile(join(t.config.media.dir, th.key), bytes);
+          await repo.update({ id: row.id }, { thumbnails: legacy });
+
+          // Listed as stored: three entries, every URL a file that exists, at its real size (none dropped,
+          // so thumbnails[1] and thumbnails[2] exist, as the viewer summary's thumbnailUrl needs).
+          const legacyExpected = (): Expected => ({
+            bytes,
+            format: 'png',
+            width: 90,
+            height: 45,
+            thumbs: [
+              [90, 45],
+              [90, 45],
+              [90, 45],
+            ],
+          });
+          const old = await checkMedia(t, (await ok(api(ctx, c).bySku('SKU-1'))).medias, legacyExpected(), { base: REQUEST_HOST });
+
+          // The same bytes for another item: processed again (not reused), three widths under new keys; the
+          // old row and its files are untouched.
+          const again = await ok(api(ctx, c).register(item(2, { mediaUrl: images.url1('/swap.jpg?again') })));
+          const fresh = await checkMedia(
+            t,
+            again.medias,
+            {
+              bytes,
+              format: 'png',
+              width: 90,
+              height: 45,
+              thumbs: [
+                [120, 60],
+                [240, 120],
+                [480, 240],
+              ],
+            },
+            { base: REQUEST_HOST, fileSize: true },
+          );
+          expect(fileUrls(fresh).slice(1).map(keyOf)).toEqual([120, 240, 480].map((w) => `${dir}/${row.checksum}-${w}-up.png`));
+          const oldAgain = await checkMedia(t, (await ok(api(ctx, c).bySku('SKU-1'))).medias, legacyExpected(), { base: REQUEST_HOST });
+          expect(fileUrls(oldAgain).map(keyOf)).toEqual(fileUrls(old).map(keyOf));
+
+          // A third item reuses the newest (complete) row's files.
+          const third = await ok(api(ctx, c).register(item(3, { mediaUrl: images.url1('/swap.jpg?third') })));
+          expect(fileUrls(third.medias[0]).map(keyOf)).toEqual(fileUrls(fresh).map(keyOf));
+        } finally {
+          images.setSwap(images.fixtures.swapA);
+        }
       });
 
       it('follows a redirect to the image', async () => {
@@ -405,7 +493,7 @@ describeEngines(
             thumbs: [
               [120, 120],
               [240, 240],
-              [300, 300],
+              [480, 480],
             ],
           },
           { base: REQUEST_HOST },
@@ -720,6 +808,19 @@ describeEngines(
         const registered = await ok(api(ctx, c).register(item(3, { mediaUrl: images.url1('/tall.png?register') })));
         expect(registered).toMatchObject({ name: 'Item 3', mediaUrl: images.url1('/tall.png?register'), medias: [] });
         expect(await ok(api(ctx, c).bySku('SKU-3'))).toMatchObject({ id: registered.id, medias: [] });
+      });
+
+      it('an image whose enlarged 480 px thumbnail would be over MEDIA_MAX_SIDE (1x16384) is saved without image', async () => {
+        const c = await ctx().createCustomer();
+        const body = await ok(api(ctx, c).sync([item(1, { mediaUrl: images.url1('/needle.png') })]));
+        expect(body.results.map((r: Body) => ({ status: r.status, medias: r.medias, message: r.message }))).toEqual([
+          {
+            status: 'CREATE',
+            medias: [],
+            message: 'saved without image: image is 1x16384; its 480 px wide thumbnail would be 480x7864320, over the limit of 16384 px a side',
+          },
+        ]);
+        expect(await ok(api(ctx, c).bySku('SKU-1'))).toMatchObject({ mediaUrl: images.url1('/needle.png'), medias: [] });
       });
 
       it('an AVIF over 16 megapixels (540 bytes of 4001x4000) is refused from its header', async () => {

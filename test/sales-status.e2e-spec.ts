@@ -112,6 +112,34 @@ describeEngines(
         expect(listed).toEqual(body);
       });
 
+      it("a 100x50 image: three thumbnails 120, 240 and 480 px wide in CampaignGoods, and the viewers' thumbnailUrl is the 240 px one", async () => {
+        const goods = await register(A, { mediaUrl: images().url1('/small.png') });
+        expect(goods.medias[0].thumbnails.map((t: Payload) => [t.width, t.height, t.original])).toEqual([
+          [120, 60, false],
+          [240, 120, false],
+          [480, 240, false],
+        ]);
+        const c = await createCampaign(A);
+        expectOk(await con(A).addGoods(c.campaignKey, { goodsIds: [goods.id] }));
+        const res = await salesStatus(A, c.campaignKey, 'id', { goodsId: goods.id, salesStatus: 'SOLD_OUT' }, 'query');
+        expectOk(res);
+        const thumbnails = res.body.goods.medias[0].thumbnails as Payload[];
+        expect(thumbnails.map((t) => [t.width, t.height, t.original])).toEqual([
+          [120, 60, false],
+          [240, 120, false],
+          [480, 240, false],
+        ]);
+        const path = (url: string) => new URL(url).pathname;
+        for (const t of thumbnails) {
+          const file = await http().get(path(t.imageUrl));
+          expect({ status: file.status, length: Number(file.headers['content-length']) }).toEqual({ status: 200, length: t.size });
+        }
+        const v = await viewer(A, c.campaignKey);
+        const snap = await v.next('campaign.snapshot');
+        expect(snap.goods).toHaveLength(1);
+        expect(path(snap.goods[0].thumbnailUrl)).toBe(path(thumbnails[1].imageUrl));
+      });
+
       it.each([
         ['id', 'query'],
         ['id', 'form'],

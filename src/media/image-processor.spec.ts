@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import { pngBomb } from '../../test/support/image-server';
 import { AppConfig } from '../config/app-config';
 import { WorkGate } from '../common/util/work-gate';
-import { HEIF_MAX_PIXELS, ImageProcessor, MAX_WAITING, ProcessedImage } from './image-processor';
+import { HEIF_MAX_PIXELS, ImageProcessor, MAX_WAITING, ProcessedImage, THUMBNAIL_WIDTHS, thumbnailSize } from './image-processor';
 import { MediaError } from './media.errors';
 
 const RED = [220, 20, 20];
@@ -61,8 +61,9 @@ async function checkThumbnails(out: ProcessedImage, expected: Array<[number, num
     });
     expect(meta.orientation ?? 1).toBe(1);
     expect(Math.abs(t.height - (t.width * out.height) / out.width)).toBeLessThanOrEqual(1);
-    expect(t.width).toBeLessThanOrEqual(out.width);
+    expect(t.height).toBeGreaterThanOrEqual(1);
   }
+  expect(out.thumbnails.map((t) => t.width)).toEqual([...THUMBNAIL_WIDTHS]);
 }
 
 describe('ImageProcessor', () => {
@@ -122,26 +123,75 @@ describe('ImageProcessor', () => {
     ]);
   });
 
-  it('never enlarges: smaller images give thumbnails of their own size, always three', async () => {
+  it('enlarges smaller images: always three thumbnails, 120, 240 and 480 px wide (CONTRACT.md §5)', async () => {
+    const small = await processor().process(await halves(100, 50).png().toBuffer());
+    expect([small.width, small.height]).toEqual([100, 50]);
+    await checkThumbnails(small, [
+      [120, 60],
+      [240, 120],
+      [480, 240],
+    ]);
+    // Enlarged, not padded: the picture fills the thumbnail (left red, right blue).
+    expect(near(await pixel(small.thumbnails[2].data, 10, 120), RED)).toBe(true);
+    expect(near(await pixel(small.thumbnails[2].data, 470, 120), BLUE)).toBe(true);
     const tiny = await processor().process(await plain(50, 30).png().toBuffer());
-    expect([tiny.width, tiny.height]).toEqual([50, 30]);
     await checkThumbnails(tiny, [
-      [50, 30],
-      [50, 30],
-      [50, 30],
+      [120, 72],
+      [240, 144],
+      [480, 288],
     ]);
     const mid = await processor().process(await plain(300, 200).jpeg().toBuffer());
     await checkThumbnails(mid, [
       [120, 80],
       [240, 160],
-      [300, 200],
+      [480, 320],
     ]);
     const exact = await processor().process(await plain(120, 80).jpeg().toBuffer());
     await checkThumbnails(exact, [
       [120, 80],
-      [120, 80],
-      [120, 80],
+      [240, 160],
+      [480, 320],
     ]);
+    // Heights rounded (7 x 3: 51.4, 102.9, 205.7), and at least 1 (4000 x 1).
+    await checkThumbnails(await processor().process(await plain(7, 3).png().toBuffer()), [
+      [120, 51],
+      [240, 103],
+      [480, 206],
+    ]);
+    await checkThumbnails(await processor().process(await plain(4000, 1).png().toBuffer()), [
+      [120, 1],
+      [240, 1],
+      [480, 1],
+    ]);
+    expect(thumbnailSize(1, 1, 480)).toEqual({ width: 480, height: 480 });
+  });
+
+  it('refuses from its header an image whose enlarged 480 px thumbnail would be over the side cap (1 x 16,384)', async () => {
+    const needle = await plain(1, 16_384).png({ compressionLevel: 9 }).toBuffer();
+    const started = Date.now();
+    expect((await failure(processor().process(needle))).message).toBe(
+      'image is 1x16384; its 480 px wide thumbnail would be 480x7864320, over the limit of 16384 px a side',
+    );
+    expect(Date.now() - started).toBeLessThan(1000);
+    // 480 x 16,384 exactly is taken (the tallest thumbnail an image at the side cap already had), one pixel more is not.
+    const atCap = await processor().process(await plain(15, 512).png().toBuffer());
+    await checkThumbnails(atCap, [
+      [120, 4096],
+      [240, 8192],
+      [480, 16384],
+    ]);
+    expect((await failure(processor().process(await plain(15, 513).png().toBuffer()))).message).toBe(
+      'image is 15x513; its 480 px wide thumbnail would be 480x16416, over the limit of 16384 px a side',
+    );
+  });
+
+  it('refuses an image whose 480 px thumbnail would be over the pixel cap', async () => {
+    // 100 x 500 is 0.05 megapixels, its 480 x 2400 thumbnail 1.15: over a cap of 1 megapixel.
+    const bytes = await plain(100, 500).png().toBuffer();
+    expect((await failure(processor(1_000_000).process(bytes))).message).toBe(
+      'image is 100x500; its 480 px wide thumbnail would be 480x2400, over the limit of 1 megapixels',
+    );
+    expect((await processor(1_152_000).process(bytes)).thumbnails[2].height).toBe(2400);
   });
 
   it('applies EXIF orientation 6 (rotate 90° clockwise): size and pixels as displayed', async () => {
@@ -151,7 +201,7 @@ describe('ImageProcessor', () => {
     await checkThumbnails(out, [
       [120, 180],
       [240, 360],
-      [400, 600],
+      [480, 720],
     ]);
     for (const t of out.thumbnails) {
       // The stored left (red) half is displayed on top.
@@ -183,8 +233,8 @@ describe('ImageProcessor', () => {
     for (const t of out.thumbnails) expect(['png', 'jpg']).toContain(t.ext);
     await checkThumbnails(out, [
       [120, 60],
-      [200, 100],
-      [200, 100],
+      [240, 120],
+      [480, 240],
     ]);
   });
 
@@ -218,8 +268,13 @@ describe('ImageProcessor', () => {
     expect((await failure(processor(40_000_000, 999).process(bytes))).message).toBe('image is 1000x10; the limit is 999 px a side');
     const ok = await processor(40_000_000, 1000).process(bytes);
     expect([ok.width, ok.height]).toEqual([1000, 10]);
-    const tall = await processor(40_000_000, 1000).process(await plain(10, 1000).png().toBuffer());
-    expect([tall.width, tall.height]).toEqual([10, 1000]);
+    // A tall image at the cap is taken when its 480 px thumbnail fits the cap too (500 x 1000 -> 480 x 960) ...
+    const tall = await processor(40_000_000, 1000).process(await plain(500, 1000).png().toBuffer());
+    expect([tall.width, tall.height, tall.thumbnails[2].height]).toEqual([500, 1000, 960]);
+    // ... and refused when the enlarged thumbnail would not (10 x 1000 -> 480 x 48,000).
+    expect((await failure(processor(40_000_000, 1000).process(await plain(10, 1000).png().toBuffer()))).message).toBe(
+      'image is 10x1000; its 480 px wide thumbnail would be 480x48000, over the limit of 1000 px a side',
+    );
   });
 
   it('refuses an AVIF over 16 megapixels from its header (libheif decodes it whole: ~17 bytes a pixel)', async () => {

@@ -39,14 +39,26 @@ const ACCEPTED: Record<string, { ext: string; contentType: string }> = {
  */
 export const HEIF_MAX_PIXELS = 16_000_000;
 
+/**
+ * The size of the thumbnail `width` px wide of a displayed `srcWidth` x `srcHeight` image: the aspect ratio
+ * kept, the height rounded and at least 1. Enlarges when the image is narrower.
+ */
+export function thumbnailSize(srcWidth: number, srcHeight: number, width: number): { width: number; height: number } {
+  return { width, height: Math.max(1, Math.round((width * srcHeight) / srcWidth)) };
+}
+
 /** Images waiting for a turn to be decoded, all requests together; one more is refused at once. */
 export const MAX_WAITING = 256;
 
 /**
  * Turns fetched bytes into thumbnails with sharp (libvips, off the event loop). The header is read
- * first: no decoding happens for a non-image or for one over the pixel cap or the side cap. Thumbnails are 120, 240 and
- * 480 px wide, EXIF orientation applied, aspect ratio kept, never enlarged: a small image yields three
- * thumbnails of its own size. JPEG, PNG and WebP keep their format; others become PNG (with alpha) or JPEG.
+ * first: no decoding happens for a non-image or for one over the pixel cap or the side cap. Thumbnails are always
+ * three, exactly 120, 240 and 480 px wide (CONTRACT.md §5), EXIF orientation applied, aspect ratio kept (height
+ * rounded, at least 1): an image narrower than a width is enlarged to it (a 100 x 50 image gives 120 x 60,
+ * 240 x 120 and 480 x 240). No thumbnail may be larger than an original may be: an image whose 480 px thumbnail
+ * would be taller than MEDIA_MAX_SIDE or over MEDIA_MAX_PIXELS (a shape over about 34:1, e.g. 1 x 16,384 -> 480 x
+ * 7,864,320) is refused from its header, so the item is saved without image. JPEG, PNG and WebP keep their format;
+ * others become PNG (with alpha) or JPEG.
  *
  * Each image holds one thread of libuv's pool from its header to its last thumbnail (the steps run one
  * after another), and at most MEDIA_PROCESS_CONCURRENCY images are in that state at once in this
@@ -110,25 +122,40 @@ export class ImageProcessor {
     const rotated = (meta.orientation ?? 1) >= 5;
     const width = rotated ? meta.height : meta.width;
     const height = rotated ? meta.width : (meta.pageHeight ?? meta.height);
+    const largest = THUMBNAIL_WIDTHS[THUMBNAIL_WIDTHS.length - 1];
+    // Thumbnails are enlarged to their width, so a narrow, tall image makes a thumbnail taller than itself
+    // (1 x 16,384 would give 480 x 7,864,320): none may exceed the limits an original must meet.
+    const big = thumbnailSize(width, height, largest);
+    const over =
+      big.width > maxSide || big.height > maxSide
+        ? `${maxSide} px a side`
+        : big.width * big.height > maxPixels
+          ? `${(maxPixels / 1e6).toFixed(0)} megapixels`
+          : null;
+    if (over) {
+      throw new MediaError(`image is ${width}x${height}; its ${largest} px wide thumbnail would be ${big.width}x${big.height}, over the limit of ${over}`);
+    }
 
     const out: keyof FormatEnum = meta.format === 'jpeg' || meta.format === 'png' || meta.format === 'webp' ? meta.format : meta.hasAlpha ? 'png' : 'jpeg';
     try {
-      // Decode once, at the largest thumbnail size (JPEG shrink-on-load makes that cheap), then derive
-      // the three thumbnails from those pixels. sequentialRead: rows are read top to bottom and
-      // dropped once scaled (sharp's default, kept explicit).
-      const largest = THUMBNAIL_WIDTHS[THUMBNAIL_WIDTHS.length - 1];
-      const decoded = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', autoOrient: true, sequentialRead: true })
-        .timeout({ seconds })
-        .resize({ width: largest, withoutEnlargement: true })
-        .raw()
-        .toBuffer({ resolveWithObject: true });
+      // Decode once, scaled down to the largest thumbnail size when wider (JPEG shrink-on-load makes that
+      // cheap), at its own size when narrower (the pixels are never more than the original's), then derive
+      // the three thumbnails from those pixels, enlarging where needed. sequentialRead: rows are read top to
+      // bottom and dropped once scaled (sharp's default, kept explicit).
+      let decoder = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', autoOrient: true, sequentialRead: true }).timeout({ seconds });
+      if (width > largest) decoder = decoder.resize({ width: largest });
+      const decoded = await decoder.raw().toBuffer({ resolveWithObject: true });
       const raw = { width: decoded.info.width, height: decoded.info.height, channels: decoded.info.channels };
       const thumbnails: ImageFile[] = [];
       // One after another: this image holds one thread of the pool, not three.
       for (const w of THUMBNAIL_WIDTHS) {
+        // Scaled down: by width, as before this change (the same file as then, under the same key). Enlarged
+        // (the image is narrower than w, decoded at its own size): to exactly thumbnailSize(), the size the
+        // check above was made with.
+        const size = thumbnailSize(width, height, w);
         const { data, info } = await sharp(decoded.data, { raw })
           .timeout({ seconds })
-          .resize({ width: w, withoutEnlargement: true })
+          .resize(w <= raw.width ? { width: w } : { width: size.width, height: size.height, fit: 'fill' })
           .toFormat(out, out === 'jpeg' ? { quality: 82 } : out === 'webp' ? { quality: 80 } : {})
           .toBuffer({ resolveWithObject: true });
         thumbnails.push({ data, width: info.width, height: info.height, ext: ACCEPTED[out].ext });

@@ -6,7 +6,7 @@ import { ApiError, PublicRoute } from '../http/api-docs.decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { MediaStorage } from './media-storage';
 
-const KEY = /^[0-9a-f]{2}\/[0-9a-f]{64}(-\d{1,4})?\.(jpg|png|webp|gif|avif|heic|tiff)$/;
+const KEY = /^[0-9a-f]{2}\/[0-9a-f]{64}(-\d{1,4}(-up)?)?\.(jpg|png|webp|gif|avif|heic|tiff)$/;
 const TYPES: Record<string, string> = {
   jpg: 'image/jpeg',
   png: 'image/png',
@@ -36,7 +36,7 @@ export class MediaController {
   @ApiParam({
     name: 'key',
     description:
-      'The file key: two hex digits, a slash, the SHA-256 in hex, an optional -<width> and the extension. The slash may be ' +
+      'The file key: two hex digits, a slash, the SHA-256 in hex, an optional -<width> (-<width>-up for a thumbnail enlarged from a narrower image) and the extension. The slash may be ' +
       'sent as is (as in Media.url) or percent-encoded (%2F, as generated clients send it).',
     schema: { type: 'string', pattern: KEY.source, example: `b1/${'b110286a'.repeat(8)}-240.jpg` },
   })

@@ -30,6 +30,21 @@ type FileSet = Pick<Media, 'checksum' | 'fileKey' | 'thumbnails'>;
 
 const CHUNK = 400;
 
+/** Whether a stored row has the three thumbnails of the contract: 120, 240 and 480 px wide, in that order. */
+export function hasContractThumbnails(media: Pick<Media, 'thumbnails'>): boolean {
+  return media.thumbnails.length === THUMBNAIL_WIDTHS.length && media.thumbnails.every((t, i) => t.width === THUMBNAIL_WIDTHS[i]);
+}
+
+/**
+ * The storage key of a thumbnail: `ab/<checksum>-<width>.<ext>`, or `ab/<checksum>-<width>-up.<ext>` when
+ * it is enlarged (the image is narrower than width). Before enlarging, `-<width>` of a narrower image held a
+ * thumbnail of the image's own width, and rows stored then still list those files; an enlarged thumbnail has
+ * a key of its own so that a file never changes under the rows (and caches) that already name it.
+ */
+export function thumbnailKey(dir: string, checksum: string, width: number, imageWidth: number, ext: string): string {
+  return `${dir}/${checksum}-${width}${width > imageWidth ? '-up' : ''}.${ext}`;
+}
+
 /**
  * The media pipeline: fetch (ImageFetcher), decode and thumbnail (ImageProcessor), store (MediaStorage),
  * and the media rows that tie files to goods. Files are written before the goods transaction and released
@@ -58,8 +73,11 @@ export class MediaService {
       this.metrics.mediaFetches.inc({ outcome: 'failed' });
       throw err;
     }
-    const known = await this.db.manager.findOne(Media, { where: { checksum: fetched.checksum } });
-    if (known && (await this.storage.exists(known.fileKey))) {
+    // The newest row of these bytes: rows stored since thumbnails are enlarged all have the contract's three.
+    const known = await this.db.manager.findOne(Media, { where: { checksum: fetched.checksum }, order: { id: 'DESC' } });
+    // A row stored before thumbnails were enlarged (an image narrower than 480 px) lacks the contract's three
+    // widths: its image is processed again rather than reused (its own files stay, see thumbnailKey).
+    if (known && hasContractThumbnails(known) && (await this.storage.exists(known.fileKey))) {
       return { ...this.fileSet(known), originalUrl: url, contentType: known.contentType, size: known.size, width: known.width, height: known.height };
     }
     const processed = await this.processor.process(fetched.bytes);
@@ -68,7 +86,7 @@ export class MediaService {
     await this.storage.put(fileKey, fetched.bytes);
     const thumbnails = await Promise.all(
       processed.thumbnails.map(async (t, i) => {
-        const key = `${dir}/${fetched.checksum}-${THUMBNAIL_WIDTHS[i]}.${t.ext}`;
+        const key = thumbnailKey(dir, fetched.checksum, THUMBNAIL_WIDTHS[i], processed.width, t.ext);
         await this.storage.put(key, t.data);
         return { width: t.width, height: t.height, size: t.data.length, key };
       }),
@@ -160,7 +178,14 @@ export class MediaService {
 
   /** Deletes the files of these sets when no media row refers to their checksum any more. */
   async releaseFiles(sets: Array<FileSet | PreparedMedia>): Promise<void> {
-    const byChecksum = new Map(sets.map((s) => [s.checksum, s]));
+    // Every key of every set, by checksum: rows of one checksum stored before and after thumbnails were
+    // enlarged name different thumbnail files (see thumbnailKey).
+    const byChecksum = new Map<string, Set<string>>();
+    for (const set of sets) {
+      const keys = byChecksum.get(set.checksum) ?? new Set<string>();
+      for (const key of [set.fileKey, ...set.thumbnails.map((t) => t.key)]) keys.add(key);
+      byChecksum.set(set.checksum, keys);
+    }
     if (!byChecksum.size) return;
     try {
       const checksums = [...byChecksum.keys()];
@@ -169,12 +194,13 @@ export class MediaService {
         const rows = await this.db.manager.find(Media, { select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
         for (const r of rows) stillUsed.add(r.checksum);
       }
-      for (const [checksum, set] of byChecksum) {
+      for (const [checksum, keys] of byChecksum) {
         if (stillUsed.has(checksum)) continue;
-        await Promise.all([set.fileKey, ...set.thumbnails.map((t) => t.key)].map((key) => this.storage.delete(key)));
+        await Promise.all([...keys].map((key) => this.storage.delete(key)));
       }
     } catch (err) {
-      // Never fail a request over cleanup; an orphaned file is harmless and logged.
+      // Never fail a request over cleanup; an orphaned file is harmless and logged. (Files of a row stored
+      // before enlarging that are released while a newer row of the same checksum stays are left too.)
       this.logger.error(`releasing media files failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }

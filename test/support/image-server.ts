@@ -11,7 +11,8 @@ import sharp from 'sharp';
  * Routes (add `?chunked` to a fixture to get it without content-length, in small chunks):
  *   /photo.jpg 800x600 JPEG · /logo.png 300x200 PNG with alpha · /pic.webp 640x480 WebP
  *   /rotated.jpg stored 600x400 with EXIF orientation 6 (displayed 400x600; stored left half red,
- *     right half blue, so displayed top red, bottom blue) · /tiny.png 50x30
+ *     right half blue, so displayed top red, bottom blue) · /tiny.png 50x30 · /small.png 100x50
+ *   /needle.png 1x16384 (its 480 px wide thumbnail would be 480x7864320)
  *   /v/<tag>/photo.jpg the photo with a JPEG COM segment holding <tag>: same picture, distinct bytes
  *   /held/<tag>/photo.jpg the same as /v/<tag>/photo.jpg, but a request may be held (hold(tag))
  *   /swap.jpg switchable content (setSwap) · /fake.jpg text served as image/jpeg
@@ -39,6 +40,8 @@ export interface Fixtures {
   bomb: Buffer;
   wide: Buffer;
   tall: Buffer;
+  small: Buffer;
+  needle: Buffer;
 }
 
 export interface ImageServer {
@@ -159,6 +162,7 @@ export async function makeFixtures(): Promise<Fixtures> {
     .toBuffer();
 
   const tiny = await rgb(50, 30, 3).png().toBuffer();
+  const small = await rgb(100, 50, 4).png().toBuffer();
   const swapA = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#20a040' } })
     .jpeg()
     .toBuffer();
@@ -170,7 +174,8 @@ export async function makeFixtures(): Promise<Fixtures> {
   const flat = (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 3, background: '#3060a0' } }).png({ compressionLevel: 9 });
   const wide = await flat(20_000, 2).toBuffer();
   const tall = await flat(2, 20_000).toBuffer();
-  return { photo, logo, webp, rotated, tiny, swapA, swapB, fake, truncated, bomb: pngBomb(), wide, tall };
+  const needle = await flat(1, 16_384).toBuffer();
+  return { photo, logo, webp, rotated, tiny, small, needle, swapA, swapB, fake, truncated, bomb: pngBomb(), wide, tall };
 }
 
 export async function startImageServer(): Promise<ImageServer> {
@@ -188,6 +193,8 @@ export async function startImageServer(): Promise<ImageServer> {
     '/pic.webp': () => [fixtures.webp, 'image/webp'],
     '/rotated.jpg': () => [fixtures.rotated, 'image/jpeg'],
     '/tiny.png': () => [fixtures.tiny, 'image/png'],
+    '/small.png': () => [fixtures.small, 'image/png'],
+    '/needle.png': () => [fixtures.needle, 'image/png'],
     '/swap.jpg': () => [swap, 'image/jpeg'],
     '/fake.jpg': () => [fixtures.fake, 'image/jpeg'],
     '/truncated.jpg': () => [fixtures.truncated, 'image/jpeg'],

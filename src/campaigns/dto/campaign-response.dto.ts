@@ -160,7 +160,7 @@ export class CampaignGoodsSummary {
   @ApiProperty({ nullable: true, type: Number }) discountPercentage: number | null;
   @ApiProperty({ example: 'KRW' }) currency: string;
   @ApiProperty({ nullable: true, type: String, description: 'Hosted image' }) imageUrl: string | null;
-  @ApiProperty({ nullable: true, type: String, description: 'The 240 px thumbnail' }) thumbnailUrl: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'The 240 px thumbnail: the URL of medias[].thumbnails[1]' }) thumbnailUrl: string | null;
   @ApiProperty({ nullable: true, type: String }) adminName: string | null;
   @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) updatedAt: number;
   @ApiPropertyOptional({
@@ -177,6 +177,7 @@ export class CampaignGoodsSummary {
 /** The viewers' form of an item; `stock` is included only when the campaign shows it (showStock). */
 export function toCampaignGoodsSummary(row: CampaignGoodsRow, currency: string, baseUrl: string, showStock = false): CampaignGoodsSummary {
   const { link, goods, media } = row;
+  // The 240 px one (the second stored, as listed in medias[].thumbnails), so always one of the listed files.
   const thumb = media?.thumbnails[1] ?? media?.thumbnails[0];
   return {
     goodsId: String(link.goodsId),

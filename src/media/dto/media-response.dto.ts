@@ -21,8 +21,9 @@ export class MediaResponse {
   @ApiProperty({
     type: [ThumbnailResponse],
     description:
-      '120, 240 and 480 px wide, smallest first. Never enlarged: a width the image does not reach is made at the ' +
-      "image's own width, and each width is listed once (a 300 px image lists 120, 240, 300; a 100 px one lists 100).",
+      'Always three: 120, 240 and 480 px wide, in that order, aspect ratio kept (height rounded, at least 1); an image ' +
+      'narrower than a width is enlarged to it (a 100 x 50 image lists 120 x 60, 240 x 120 and 480 x 240). Only an image ' +
+      'stored before thumbnails were enlarged and not stored again since lists its three files at their real, smaller widths.',
   })
   thumbnails: ThumbnailResponse[];
 }
@@ -39,17 +40,16 @@ export function toMediaResponse(media: Media, baseUrl: string, withFileSize = fa
     size: media.size,
     width: media.width,
     height: media.height,
-    // One entry per distinct width: an image narrower than a thumbnail size is not enlarged, so several
-    // sizes can come out at the image's own width (the same file); a client picking by width needs it once.
-    thumbnails: media.thumbnails
-      .filter((t, i, all) => all.findIndex((o) => o.width === t.width) === i)
-      .map((t) => ({
-        imageUrl: mediaFileUrl(baseUrl, t.key),
-        original: false,
-        width: t.width,
-        height: t.height,
-        size: t.size,
-        ...(withFileSize ? { fileSize: t.size } : {}),
-      })),
+    // The stored thumbnails as they are, in THUMBNAIL_WIDTHS order: 120, 240 and 480 px wide (enlarged when the
+    // image is narrower). A row stored before enlarging lists its three files at their real widths (never
+    // fewer entries: thumbnails[2] is always the largest, and every URL handed out is one of these files).
+    thumbnails: media.thumbnails.map((t) => ({
+      imageUrl: mediaFileUrl(baseUrl, t.key),
+      original: false,
+      width: t.width,
+      height: t.height,
+      size: t.size,
+      ...(withFileSize ? { fileSize: t.size } : {}),
+    })),
   };
 }
