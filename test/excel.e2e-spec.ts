@@ -552,9 +552,9 @@ describeEngines(
         await refused(c, file, 'liar.xlsx', 413, -413, /more than it declares/);
       }, 60_000);
 
-      /** Uploads a file that must become an import job (202); resolves with the job once it has ended. */
+      /** Uploads a file with async=true: it must become an import job (202); resolves with the job once it has ended. */
       async function queuedJob(c: TestCustomer, file: Buffer, filename: string): Promise<Record<string, unknown>> {
-        const res = await upload(c, file, filename);
+        const res = await upload(c, file, filename, '?async=true');
         expect(res.status).toBe(202);
         const path = `/v1/goods/${c.accessKey}/excel/jobs/${res.body.jobId}`;
         expect(res.headers.location).toBe(path);
@@ -565,22 +565,48 @@ describeEngines(
         throw new Error(`job ${path} did not end`);
       }
 
-      it('1,000,000 rows: an .xlsx is refused at upload (413, counted quickly), a CSV becomes a job that fails on the job row limit; nothing written', async () => {
-        const c = await ctx().createCustomer();
-        const res = await upload(c, await millionRowsXlsx(), 'million.xlsx');
-        expectError(res, 413, -413, /1,000,000 rows with values below the header, more than the 20,000 data rows one import job takes/);
-        const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
-        expect(list.body.totalCount).toBe(0);
+      /** The refusal of a file over the synchronous row limit sent without async=true. */
+      const OVER_SYNC_ROWS =
+        /^The sheet has more than 10,000 data rows, the limit of an immediate import; the same file can be imported as a background job with async=true \(up to 20 MB and 20,000 data rows; the answer is then 202 with the job\)$/;
 
-        const job = await queuedJob(c, await millionRowsCsv(), 'million.csv');
+      async function jobCount(c: TestCustomer): Promise<number> {
+        const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
+        return list.body.totalCount as number;
+      }
+
+      it('1,000,000 rows: 413 without async=true (at the synchronous cap); with it an .xlsx is refused at upload (413, counted quickly), a CSV becomes a job that fails on the job row limit; nothing written', async () => {
+        const c = await ctx().createCustomer();
+        const xlsxFile = await millionRowsXlsx();
+        const csvFile = await millionRowsCsv();
+        expectError(await upload(c, xlsxFile, 'million.xlsx'), 413, -413, OVER_SYNC_ROWS);
+        expectError(await upload(c, csvFile, 'million.csv'), 413, -413, OVER_SYNC_ROWS);
+        const res = await upload(c, xlsxFile, 'million.xlsx', '?async=true');
+        expectError(res, 413, -413, /1,000,000 rows with values below the header, more than the 20,000 data rows one import job takes/);
+        expect(await jobCount(c)).toBe(0);
+
+        const job = await queuedJob(c, csvFile, 'million.csv');
         expect(job).toMatchObject({ state: 'failed', rowsDone: 0 });
         expect(job.error).toMatch(/more than 20,000 data rows.*no row was applied/);
         expect(await rowCount(ctx(), c)).toBe(0);
       }, 240_000);
 
-      it('10,001 data rows → over the synchronous cap (data rows only), so an import job that applies them all', async () => {
+      it('10,001 data rows → over the synchronous cap (data rows only): 413 without async=true, saying so; with async=true an import job that applies them all', async () => {
         const c = await ctx().createCustomer();
-        const job = await queuedJob(c, await tenThousandAndOne(), 'over.xlsx');
+        const file = await tenThousandAndOne();
+        const started = Date.now();
+        const res = await upload(c, file, 'over.xlsx');
+        expectError(res, 413, -413, OVER_SYNC_ROWS);
+        expect(Date.now() - started).toBeLessThan(QUICK_MS);
+        expectError(
+          await upload(c, file, 'over.xlsx', '?dryRun=true'),
+          413,
+          -413,
+          /^A dry run takes a file within the immediate import limits \(20 MB and 10,000 data rows\)/,
+        );
+        expect(await jobCount(c)).toBe(0);
+        expect(await rowCount(ctx(), c)).toBe(0);
+
+        const job = await queuedJob(c, file, 'over.xlsx');
         expect(job).toMatchObject({ state: 'succeeded', rowsTotal: 10_001, rowsDone: 10_001, createCount: 10_001, failCount: 0 });
         expect(await rowCount(ctx(), c)).toBe(10_001);
       }, 120_000);

@@ -1,4 +1,4 @@
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
@@ -6,7 +6,7 @@ import { insertCustomer, ServerProcess } from './support/server-process';
 import { csv, xlsx } from './support/sheet-fixtures';
 import { describeEngines, dropDatabase, ENGINES, engineUnavailable, testConfig, TestCustomer } from './support/test-app';
 
-/** Spreadsheet import jobs: POST .../excel?async=true (or over the synchronous limits) and GET .../excel/jobs (docs/api-reference.md). */
+/** Spreadsheet import jobs: POST .../excel?async=true and GET .../excel/jobs (docs/api-reference.md); without async=true, never a job. */
 
 type Row = Record<string, unknown> & { row: number; status: string; message: string | null };
 interface Job {
@@ -152,10 +152,53 @@ describeEngines(
       expect((await allResults(b, done.jobId))[0]).toMatchObject({ row: 2, status: 'CREATE', url: 'https://shop.example.com/xl/1' });
     }, 60_000);
 
-    it('a file over the synchronous row limit becomes a job; its failures CSV lists the FAIL rows', async () => {
+    it('without async=true a file over the synchronous row or size limit is 413 -413 naming the limit and async=true; nothing queued or written', async () => {
       const c = await ctx().createCustomer();
-      const res = await upload(c, sheet('ROWS', 250, 50), 'rows.csv');
+      const rows = await upload(c, sheet('OVER', 101), 'rows.csv');
+      expectError(
+        rows,
+        413,
+        -413,
+        /^The sheet has more than 100 data rows, the limit of an immediate import; the same file can be imported as a background job with async=true \(up to 8 MB and 200,000 data rows; the answer is then 202 with the job\)$/,
+      );
+      const xlsxRows = await upload(
+        c,
+        await xlsx([['sku', 'name', 'url'], ...Array.from({ length: 101 }, (_, i) => [`OX-${i}`, 'x', `https://shop.example.com/ox/${i}`])]),
+        'rows.xlsx',
+      );
+      expectError(xlsxRows, 413, -413, /more than 100 data rows.*async=true/);
+      // Over UPLOAD_MAX_BYTES (1 MB here): refused once that much is stored, not read up to the job limit.
+      const big = Buffer.concat([Buffer.from('sku,name\n'), Buffer.alloc(2 * 1024 * 1024, 'x')]);
+      expectError(await upload(c, big, 'big.csv'), 413, -413, /^The file is over the 1 MB limit of an immediate import; .*async=true \(up to 8 MB/);
+      // A dry run says the same limits, without proposing a job (dryRun with async=true is 400).
+      expectError(
+        await upload(c, sheet('OVER', 101), 'rows.csv', '?dryRun=true'),
+        413,
+        -413,
+        /^A dry run takes a file within the immediate import limits \(1 MB and 100 data rows\); this one has more than 100 data rows$/,
+      );
+      expectError(
+        await upload(c, big, 'big.csv', '?dryRun=true'),
+        413,
+        -413,
+        /^A dry run takes a file within the immediate import limits .*; this one is over 1 MB$/,
+      );
+      // async=false, or a value that is no boolean, is no job either.
+      expectError(await upload(c, sheet('OVER', 101), 'rows.csv', '?async=false'), 413, -413, /async=true/);
+      expectError(await upload(c, sheet('OVER', 2), 'rows.csv', '?async=maybe'), 400, -510, /async must be true or false/);
+      const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
+      expect(list.body.totalCount).toBe(0);
+      expect(await goodsCount(c.id)).toBe(0);
+      const imports = ctx().config.importJobs.dir;
+      expect(existsSync(imports) ? readdirSync(imports).filter((f) => f.endsWith('.upload')) : []).toEqual([]);
+    }, 60_000);
+
+    it('the same file with async=true is a job (202): over the synchronous row limit; its failures CSV lists the FAIL rows', async () => {
+      const c = await ctx().createCustomer();
+      expectError(await upload(c, sheet('ROWS', 250, 50), 'rows.csv'), 413, -413, /async=true/);
+      const res = await upload(c, sheet('ROWS', 250, 50), 'rows.csv', '?async=true');
       expect(res.status).toBe(202);
+      expect(res.headers.location).toBe(`/v1/goods/${c.accessKey}/excel/jobs/${res.body.jobId}`);
       const done = await finished(c, res.body.jobId);
       expect(done).toMatchObject({ state: 'succeeded', rowsDone: 250, createCount: 245, failCount: 5 });
 
@@ -246,13 +289,19 @@ describeEngines(
       expect(await goodsCount(c.id)).toBe(15);
     }, 60_000);
 
-    it('a file over the job limit → 413 in the error shape; a file that is no spreadsheet → 415; nothing is queued', async () => {
+    it('async=true: a file over the job limit → 413 in the error shape, one over the synchronous size only is a job; a file that is no spreadsheet → 415, not queued', async () => {
       const c = await ctx().createCustomer();
       const big = Buffer.concat([Buffer.from('sku,name\n'), Buffer.alloc(8 * 1024 * 1024, 'x')]);
-      expectError(await upload(c, big, 'big.csv'), 413, -413, /8 MB/);
+      expectError(await upload(c, big, 'big.csv', '?async=true'), 413, -413, /^The file is over the 8 MB limit of an import job$/);
+      // Over the synchronous size limit (but within the job's) with async=true: a job, not a 413.
+      const mid = Buffer.concat([Buffer.from('sku,name,url\n'), Buffer.from(`MID-1,${'m'.repeat(1_200_000)},https://shop.example.com/mid\n`)]);
+      expect(mid.length).toBeGreaterThan(1024 * 1024);
+      const accepted = await upload(c, mid, 'mid.csv', '?async=true');
+      expect(accepted.status).toBe(202);
+      await finished(c, accepted.body.jobId);
       expectError(await upload(c, Buffer.from('%PDF-1.7 ...'), 'doc.pdf', '?async=true'), 415, -415);
       const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
-      expect(list.body.totalCount).toBe(0);
+      expect(list.body.results.map((j: Job) => j.jobId)).toEqual([accepted.body.jobId]);
     }, 60_000);
 
     it('a job whose runs end without a trace is failed after IMPORT_JOB_MAX_ATTEMPTS of them instead of claimed again; fewer, it runs', async () => {
@@ -300,7 +349,7 @@ describeEngines(
       const campaign = await ctx().http.post(`/v1/console/${c.accessKey}/campaigns`).set('Authorization', c.auth()).send({ title: 'Import watch' }).expect(200);
       const operator = await Viewer.connect(base, { accessKey: c.accessKey, campaignKey: campaign.body.campaignKey, role: 'operator', token: c.token() });
 
-      const res = await upload(c, sheet('BIG', 50_000), 'big.csv').expect(202);
+      const res = await upload(c, sheet('BIG', 50_000), 'big.csv', '?async=true').expect(202);
       const seen: number[] = [];
       let served = 0;
       for (;;) {
@@ -351,7 +400,7 @@ for (const engine of ENGINES) {
     async function submitJob(on: ServerProcess, c: { accessKey: string; auth: string }, prefix: string, rows: number) {
       const form = new FormData();
       form.append('file', new Blob([sheet(prefix, rows)], { type: 'text/csv' }), `${prefix.toLowerCase()}.csv`);
-      const accepted = await fetch(`${on.base}/v1/goods/${c.accessKey}/excel`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
+      const accepted = await fetch(`${on.base}/v1/goods/${c.accessKey}/excel?async=true`, { method: 'POST', headers: { Authorization: c.auth }, body: form });
       expect(accepted.status).toBe(202);
       const { jobId } = (await accepted.json()) as Job;
       const read = async (s: ServerProcess) =>

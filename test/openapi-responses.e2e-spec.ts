@@ -484,9 +484,17 @@ describeEngines(
         expect((await call('put', consoleApi(`/${key}/goods/${id}/showing`), { auth: C, json: { showingNow: true } })).body._s).toBe(-711);
       });
 
-      it('409 on a taken sku; 413 over the body limit; 415 for an unreadable spreadsheet and an unknown Content-Encoding; 422 on a status move', async () => {
+      it('409 on a taken sku; 413 over the body limit and over the synchronous spreadsheet rows; 415 for an unreadable spreadsheet and an unknown Content-Encoding; 422 on a status move', async () => {
         expectStatus(await call('post', goods(), { auth: C, json: goodsItem(1) }), 409);
         expectStatus(await call('post', goods(), { auth: C, json: goodsItem(99, { description: 'x'.repeat(1_100_000) }) }), 413);
+        // A spreadsheet over the synchronous row limit without async=true: 413, never a job.
+        const rows = Array.from({ length: 10_001 }, (_, i) => `OA-BIG-${i},Big ${i},https://shop.example.com/goods/OA-BIG-${i}`);
+        const big = await call('post', goods('/excel'), {
+          auth: C,
+          multipart: { file: { bytes: Buffer.from(['sku,name,url', ...rows].join('\n')), filename: 'big.csv' } },
+        });
+        expectStatus(big, 413);
+        expect(big.body._e).toMatch(/async=true/);
         expectStatus(
           await call('post', goods('/excel'), { auth: C, multipart: { file: { bytes: Buffer.from([1, 2, 3, 4, 5]), filename: 'goods.xlsx' } } }),
           415,

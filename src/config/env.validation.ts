@@ -246,7 +246,7 @@ export class EnvironmentVariables {
   @Max(65536)
   SEARCH_MEMORY_MB = 512;
 
-  /** Largest file one multipart upload (spreadsheet import) may carry, in bytes. */
+  /** Largest file a spreadsheet import without async=true may carry, in bytes (larger: 413, never a job). */
   @Transform(toInt)
   @IsInt()
   @Min(1024)
@@ -272,7 +272,7 @@ export class EnvironmentVariables {
   @Max(600_000)
   EXCEL_PARSE_TIMEOUT_MS = 30_000;
 
-  /** Largest file a spreadsheet import job (async=true, or over the synchronous limits) may carry, in bytes. */
+  /** Largest file a spreadsheet import job (async=true) may carry, in bytes. */
   @Transform(toInt)
   @IsInt()
   @Min(1024)

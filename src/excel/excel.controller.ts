@@ -44,15 +44,18 @@ export class ExcelController {
       '[GET /v1/goods/{accessKey}/excel/template](#/Goods/ExcelController_template). Limits: 20 MB per file, ' +
       '10,000 data rows, bounded decompressed size; a file that is not a readable .xlsx/CSV is 415, and nothing of a ' +
       'refused file is written.\n\n' +
-      'A larger file (up to 100 MB and 200,000 data rows: IMPORT_JOB_MAX_BYTES, IMPORT_JOB_MAX_ROWS), or any file with ' +
-      '`async=true`, becomes an import job: the answer is 202 with the job and a `Location` header naming ' +
+      'Without `async=true` the answer is the 200 result or an error, never a job: a file over 20 MB or over 10,000 ' +
+      'data rows (UPLOAD_MAX_BYTES, EXCEL_MAX_ROWS) is 413 -413, and the message names the limit passed and says ' +
+      'that the same file can be imported as a background job with `async=true`.\n\n' +
+      'With `async=true` the file (up to 100 MB and 200,000 data rows: IMPORT_JOB_MAX_BYTES, IMPORT_JOB_MAX_ROWS) ' +
+      'becomes an import job: the answer is 202 with the job and a `Location` header naming ' +
       'GET /v1/goods/{accessKey}/excel/jobs/{jobId}, where its progress and row results are read. The job checks the ' +
       'whole file before it writes anything (a file over the row limit or with a bad header fails without writing), ' +
       'then applies the rows in chunks. A file over the job size limit is 413, and so is an .xlsx with more rows ' +
       'holding values below the header than the job row limit (counted at upload); a customer with ' +
       'IMPORT_JOB_MAX_PENDING jobs queued or running gets 429.\n\n' +
       'With dryRun=true the rows are checked and answered as an immediate upload would answer them, but nothing is ' +
-      'written (a file that would become a job is 413 then; dryRun with async=true is 400). ' +
+      'written (a file over the synchronous limits is 413 then too; dryRun with async=true is 400). ' +
       'A CSV cell starting with a single quote before =, +, -, @, tab or CR is read without that quote (the export writes it).',
   })
   @ApiConsumes('multipart/form-data')
@@ -68,10 +71,16 @@ export class ExcelController {
   })
   @ApiAcceptedResponse({
     type: ImportJobResponse,
-    description: 'The file became an import job (async=true, or over the synchronous limits); it is queued',
+    description: 'Only with async=true: the file became an import job; it is queued',
     headers: { Location: { description: 'The job: /v1/goods/{accessKey}/excel/jobs/{jobId}', schema: { type: 'string' } } },
   })
-  @ApiErrors(400, 413)
+  @ApiErrors(400)
+  @ApiError(
+    413,
+    '-413 over a limit. Without async=true: over 20 MB or 10,000 data rows (UPLOAD_MAX_BYTES, EXCEL_MAX_ROWS); the message ' +
+      'says that async=true takes the file as a job. With async=true: over the job limits (100 MB; an .xlsx over 200,000 rows ' +
+      'holding values). Either way: a zip bomb, a cell or header over what a spreadsheet holds',
+  )
   @ApiError(415, '-415 not a readable .xlsx or CSV spreadsheet (wrong type, empty, corrupt, truncated, no workbook, too slow to read)')
   async upload(
     @CurrentTenant() tenant: Tenant,

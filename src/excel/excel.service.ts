@@ -14,13 +14,14 @@ import { ImportJobsService, StoredUpload } from './import-jobs.service';
 import { SheetError, SheetRefusal } from './sheet-error';
 import type { XlsxRowCount } from './xlsx-row-count';
 import { WebhookEvents } from '../webhooks/webhook-events';
+import { overSyncBytesMessage, overSyncRowsMessage, uploadLimitsOf } from './upload-limits';
 
 /** The multipart file part as multer hands it over (disk storage, see SpreadsheetUploadInterceptor). */
 export type UploadedSheet = StoredUpload;
 
 export interface ImportOptions {
   refreshMedia?: boolean;
-  /** Run it as a job whatever its size. */
+  /** Run it as a job (202) whatever its size, up to the job limits; without it, over the synchronous limits is 413. */
   async?: boolean;
   /** Answer what the import would do without writing (synchronous imports only). */
   dryRun?: boolean;
@@ -52,10 +53,12 @@ export function apiExceptionOf(err: SheetError): ApiException {
 }
 
 /**
- * POST /excel: a file within the synchronous limits (UPLOAD_MAX_BYTES, EXCEL_MAX_ROWS) is read and checked
- * first (type, limits, header); only then are its rows handed to the same batch writer as the JSON sync,
- * so a refused upload writes nothing. A larger file, or any with `async=true`, becomes an import job
- * (ImportJobsService; applied in the background in chunks).
+ * POST /excel: without `async=true` a file within the synchronous limits (UPLOAD_MAX_BYTES, EXCEL_MAX_ROWS)
+ * is read and checked first (type, limits, header); only then are its rows handed to the same batch writer
+ * as the JSON sync, so a refused upload writes nothing. A larger file is refused with 413 whose message
+ * says that the same file is taken with `async=true` (the interface promises this call a 200 result or an
+ * error, never a job). With `async=true` any file within the job limits becomes an import job
+ * (ImportJobsService; applied in the background in chunks), answered 202.
  */
 @Injectable()
 export class ExcelService implements OnModuleInit {
@@ -89,14 +92,8 @@ export class ExcelService implements OnModuleInit {
         const message = 'dryRun cannot be combined with async: a dry run is answered at once';
         throw ApiException.invalid(message, [{ field: 'async', message }]);
       }
-      const job = async () => {
-        // A dry run is answered at once: a file that would become a job is refused instead.
-        if (options.dryRun) {
-          throw ApiException.tooLarge(
-            `A dry run takes a file within the immediate import limits (${this.config.limits.uploadMaxBytes.toLocaleString('en-US')} bytes, ` +
-              `${this.config.limits.excelMaxRows.toLocaleString('en-US')} data rows); this one would run as an import job`,
-          );
-        }
+      const limits = uploadLimitsOf(this.config);
+      if (options.async) {
         // A file that is surely no spreadsheet is refused now (415), not as a failed job later.
         const stored = { path: file.path, filename: file.originalname, mimetype: file.mimetype };
         try {
@@ -107,14 +104,16 @@ export class ExcelService implements OnModuleInit {
         // So is an .xlsx with more rows holding values than a job takes (413), counted quickly.
         const counted = await this.refuseOverJobRows(stored);
         handedOver = true;
-        return { kind: 'job', job: await this.jobs.create(tenant, file, { refreshMedia: options.refreshMedia, counted }) } as const;
-      };
-      if (options.async || file.size > this.config.limits.uploadMaxBytes) return await job();
+        return { kind: 'job', job: await this.jobs.create(tenant, file, { refreshMedia: options.refreshMedia, counted }) };
+      }
+      // Without async=true the file is imported at once or refused: over the synchronous limits it is 413
+      // (the upload interceptor stops a larger file at UPLOAD_MAX_BYTES already), never a job.
+      if (file.size > limits.syncMaxBytes) throw ApiException.tooLarge(overSyncBytesMessage(limits, !!options.dryRun));
       let sheet: GoodsSheet;
       try {
         sheet = await this.read(file, await readFile(file.path));
       } catch (err) {
-        if (err instanceof SheetError && err.tooManyRows) return await job();
+        if (err instanceof SheetError && err.tooManyRows) throw ApiException.tooLarge(overSyncRowsMessage(limits, !!options.dryRun));
         throw err instanceof SheetError ? apiExceptionOf(err) : err;
       }
       await rm(file.path, { force: true });

@@ -80,7 +80,8 @@ export async function buildGoodsTemplate(notes: TemplateNotes): Promise<Buffer> 
       'then the same url, is updated; else a new item is created (sku, url and name required).',
     `An empty cell leaves that field as it is (an upload never clears a field). Blank rows are skipped (at most ${notes.maxRows.toLocaleString('en-US')} of them).`,
     'Results name each row by its number in this sheet: the first goods row is row 2.',
-    `At most ${notes.maxRows.toLocaleString('en-US')} goods rows and ${Math.round(notes.uploadMaxBytes / (1024 * 1024))} MB per file. ` +
+    `At most ${notes.maxRows.toLocaleString('en-US')} goods rows and ${Math.round(notes.uploadMaxBytes / (1024 * 1024))} MB per file ` +
+      '(a larger file is refused unless uploaded with async=true, as a background import job). ' +
       '.xlsx (Excel workbook) or CSV (UTF-8, comma, semicolon or tab separated) are accepted.',
   ];
   rules.forEach((text, i) => {

@@ -34,14 +34,17 @@ const FALSE_TEXT = new Set(['false', '0', 'no', 'off', 'n']);
  * on (y) and false, 0, no, off (n), in any case; an empty value is absent (the default applies). Anything
  * else is left to the validators to refuse.
  */
-export const booleanText = Transform(({ value }: { value: unknown }) => {
+export const booleanText = Transform(({ value }: { value: unknown }) => booleanOfText(value));
+
+/** A value as booleanText reads it: true or false for their spellings, undefined for empty text, else the value as it is. */
+export function booleanOfText(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   const v = value.trim().toLowerCase();
   if (v === '') return undefined;
   if (TRUE_TEXT.has(v)) return true;
   if (FALSE_TEXT.has(v)) return false;
   return value;
-});
+}
 
 /** The value as the client sent it, for messages: `'abc'`, `12.5`, `["a","b"]` (cut at 60 characters). */
 export function sent(value: unknown): string {

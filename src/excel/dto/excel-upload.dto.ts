@@ -19,7 +19,8 @@ export class ExcelUploadBody {
 export class ExcelUploadQuery extends BatchQuery {
   @ApiPropertyOptional({
     description:
-      'Run the import as a background job whatever the file: the answer is 202 with the job (a file over the ' + 'synchronous limits becomes a job without it)',
+      'Run the import as a background job (up to 100 MB and 200,000 data rows): the answer is 202 with the job. ' +
+      'Without it the file is imported at once (200) and a file over 20 MB or 10,000 data rows is refused with 413',
     default: false,
   })
   @booleanText
