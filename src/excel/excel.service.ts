@@ -15,6 +15,11 @@ import { SheetError, SheetRefusal } from './sheet-error';
 import type { XlsxRowCount } from './xlsx-row-count';
 import { WebhookEvents } from '../webhooks/webhook-events';
 import { overSyncBytesMessage, overSyncRowsMessage, uploadLimitsOf } from './upload-limits';
+import { WorkGate, WorkGateError } from '../common/util/work-gate';
+
+/** Synchronous spreadsheet reads (on the main thread) one node runs at once, and how many may wait for a turn. */
+export const SYNC_READS_AT_ONCE = 2;
+export const SYNC_READS_WAITING = 32;
 
 /** The multipart file part as multer hands it over (disk storage, see SpreadsheetUploadInterceptor). */
 export type UploadedSheet = StoredUpload;
@@ -64,6 +69,8 @@ export function apiExceptionOf(err: SheetError): ApiException {
 export class ExcelService implements OnModuleInit {
   private readonly logger = new Logger(ExcelService.name);
   private templateFile?: Promise<Buffer>;
+  /** Synchronous spreadsheet reads under way and waiting (see read). */
+  private readonly reading = new WorkGate(SYNC_READS_AT_ONCE, SYNC_READS_WAITING);
 
   constructor(
     private readonly writer: GoodsBatchWriter,
@@ -111,7 +118,7 @@ export class ExcelService implements OnModuleInit {
       if (file.size > limits.syncMaxBytes) throw ApiException.tooLarge(overSyncBytesMessage(limits, !!options.dryRun));
       let sheet: GoodsSheet;
       try {
-        sheet = await this.read(file, await readFile(file.path));
+        sheet = await this.read(file);
       } catch (err) {
         if (err instanceof SheetError && err.tooManyRows) throw ApiException.tooLarge(overSyncRowsMessage(limits, !!options.dryRun));
         throw err instanceof SheetError ? apiExceptionOf(err) : err;
@@ -188,16 +195,28 @@ export class ExcelService implements OnModuleInit {
     return this.templateFile;
   }
 
-  /** The sheet within the synchronous limits; refusals are SheetErrors. */
-  private read(file: UploadedSheet, buffer: Buffer): Promise<GoodsSheet> {
+  /**
+   * The sheet within the synchronous limits; refusals are SheetErrors. Read on the main thread, where a
+   * workbook's shared strings are held whole while it is read (up to EXCEL_MAX_UNCOMPRESSED_BYTES of XML:
+   * ~230 MB of memory for a 2.8 MB file of 950,000 distinct strings), so at most SYNC_READS_AT_ONCE are
+   * read at once per node, and the memory of many concurrent uploads adds up to no more than theirs;
+   * others wait their turn (the file stays on disk meanwhile), and past SYNC_READS_WAITING, or after
+   * waiting the parse timeout, they are 503 with Retry-After.
+   */
+  private async read(file: UploadedSheet): Promise<GoodsSheet> {
     const limits = this.config.limits;
-    return parseGoodsSheet(
-      { buffer, filename: file.originalname, mimetype: file.mimetype },
-      {
-        maxRows: limits.excelMaxRows,
-        maxUncompressedBytes: limits.excelMaxUncompressedBytes,
-        timeoutMs: limits.excelParseTimeoutMs,
-      },
-    );
+    const timeoutMs = limits.excelParseTimeoutMs;
+    try {
+      // The parse has its own deadline (timeoutMs); the gate's covers the wait for a turn as well.
+      return await this.reading.run(Date.now() + 2 * timeoutMs, async () =>
+        parseGoodsSheet(
+          { buffer: await readFile(file.path), filename: file.originalname, mimetype: file.mimetype },
+          { maxRows: limits.excelMaxRows, maxUncompressedBytes: limits.excelMaxUncompressedBytes, timeoutMs },
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof WorkGateError)) throw err;
+      throw ApiException.unavailable('The server is reading other spreadsheets right now; send this one again shortly');
+    }
   }
 }
