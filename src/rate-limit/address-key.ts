@@ -1,3 +1,4 @@
+import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -14,6 +15,8 @@ export const IPV6_CLIENT_PREFIX = 64;
  * kept as it is.
  */
 export function addressKey(address: string): string {
+  // Most peers: a plain IPv4 address, as the socket gives it, is its own key (no parse on every request).
+  if (isIPv4(address)) return address;
   const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
   if (!ipaddr.isValid(bare)) return address;
   const parsed = ipaddr.process(bare);
