@@ -4,7 +4,7 @@ import { BREAKER_THRESHOLD } from '../src/webhooks/webhook-breaker';
 import { MAX_WEBHOOKS_PER_CUSTOMER } from '../src/webhooks/webhooks.service';
 import { expectOk, liveHarness } from './support/live-harness';
 import { describeEngines, TestCustomer } from './support/test-app';
-import { WebhookReceiver } from './support/webhook-receiver';
+import { useWebhookReceivers } from './support/webhook-receiver';
 
 /**
  * Webhooks of one customer cannot hold up another's (docs/webhooks.md, Fairness): claims are shared
@@ -16,15 +16,7 @@ describeEngines(
   __filename,
   (ctx) => {
     const live = liveHarness(ctx);
-    const receivers: WebhookReceiver[] = [];
-    const receiver = async () => {
-      const r = await WebhookReceiver.start();
-      receivers.push(r);
-      return r;
-    };
-    afterAll(async () => {
-      for (const r of receivers) await r.close();
-    });
+    const receiver = useWebhookReceivers();
 
     const subscribe = async (c: TestCustomer, url: string) => {
       const res = await ctx()

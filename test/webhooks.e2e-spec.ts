@@ -10,7 +10,7 @@ import { verifySignature } from '../src/webhooks/webhook-signature';
 import { expectError, expectOk, keys, liveHarness } from './support/live-harness';
 import { xlsx } from './support/sheet-fixtures';
 import { buildApp, describeEngines, dropDatabase, engineUnavailable, ENGINES, TestCustomer, testConfig } from './support/test-app';
-import { WebhookReceiver } from './support/webhook-receiver';
+import { useWebhookReceivers, WebhookReceiver } from './support/webhook-receiver';
 
 /** Webhooks (docs/webhooks.md): the console routes, signed deliveries, retries, replays, address rules, restarts. */
 
@@ -45,15 +45,7 @@ describeEngines(
   __filename,
   (ctx) => {
     const live = liveHarness(ctx);
-    const receivers: WebhookReceiver[] = [];
-    const receiver = async () => {
-      const r = await WebhookReceiver.start();
-      receivers.push(r);
-      return r;
-    };
-    afterAll(async () => {
-      for (const r of receivers) await r.close();
-    });
+    const receiver = useWebhookReceivers();
 
     const wpath = (c: TestCustomer, rest = '') => `/v1/console/${c.accessKey}/webhooks${rest}`;
     const api = (c: TestCustomer) => ({

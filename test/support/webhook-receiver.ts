@@ -82,3 +82,19 @@ export class WebhookReceiver {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/**
+ * In a describe block: `receiver()` starts a WebhookReceiver, and every one started is closed after the
+ * block's tests.
+ */
+export function useWebhookReceivers(): () => Promise<WebhookReceiver> {
+  const started: WebhookReceiver[] = [];
+  afterAll(async () => {
+    for (const r of started) await r.close();
+  });
+  return async () => {
+    const r = await WebhookReceiver.start();
+    started.push(r);
+    return r;
+  };
+}
