@@ -127,6 +127,10 @@ describeEngines(
       expect(valueOf(families, 'livegoods_live_events_delivered_total')).toBeGreaterThanOrEqual(1);
       expect(families.get('livegoods_live_delivery_latency_seconds')?.type).toBe('histogram');
       expect(families.get('livegoods_media_fetches_total')?.type).toBe('counter');
+      expect(families.get('livegoods_work_refusals_total')?.type).toBe('counter');
+      expect(valueOf(families, 'livegoods_work_slots', { work: 'image', state: 'limit' })).toBe(2);
+      expect(valueOf(families, 'livegoods_work_slots', { work: 'spreadsheet', state: 'limit' })).toBe(2);
+      expect(valueOf(families, 'livegoods_work_slots', { work: 'image', state: 'waiting' })).toBe(0);
       expect(families.get('livegoods_rate_limit_refusals_total')?.type).toBe('counter');
       expect(valueOf(families, 'livegoods_event_loop_delay_seconds', { stat: 'p99' })).toBeGreaterThanOrEqual(0);
       expect(valueOf(families, 'process_cpu_seconds_total')).toBeGreaterThan(0);

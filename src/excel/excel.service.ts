@@ -4,6 +4,7 @@ import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { AppConfig } from '../config/app-config';
+import { Metrics } from '../metrics/metrics.service';
 import { SyncResponse } from '../sync/dto/sync-response.dto';
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobResponse } from './dto/import-job.dto';
@@ -77,7 +78,10 @@ export class ExcelService implements OnModuleInit {
     private readonly config: AppConfig,
     private readonly jobs: ImportJobsService,
     private readonly webhooks: WebhookEvents,
-  ) {}
+    private readonly metrics: Metrics,
+  ) {
+    metrics.countGate('spreadsheet', () => ({ active: this.reading.active, queued: this.reading.queued, limit: this.reading.limit }));
+  }
 
   /**
    * Loads exceljs while the service starts, before it serves anything. Loading it is synchronous (a
@@ -216,6 +220,7 @@ export class ExcelService implements OnModuleInit {
       );
     } catch (err) {
       if (!(err instanceof WorkGateError)) throw err;
+      this.metrics.workRefusals.inc({ work: 'spreadsheet', reason: err.reason });
       throw ApiException.unavailable('The server is reading other spreadsheets right now; send this one again shortly');
     }
   }

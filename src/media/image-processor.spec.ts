@@ -1,6 +1,7 @@
 import sharp from 'sharp';
 import { pngBomb } from '../../test/support/image-server';
 import { AppConfig } from '../config/app-config';
+import { Metrics } from '../metrics/metrics.service';
 import { WorkGate } from '../common/util/work-gate';
 import { HEIF_MAX_PIXELS, ImageProcessor, MAX_WAITING, ProcessedImage, THUMBNAIL_WIDTHS, thumbnailSize } from './image-processor';
 import { MediaError } from './media.errors';
@@ -9,8 +10,26 @@ const RED = [220, 20, 20];
 const BLUE = [20, 20, 220];
 const FORMAT_OF_EXT: Record<string, string> = { jpg: 'jpeg', png: 'png', webp: 'webp' };
 
+/** Shared by every processor of this file; the last one made is what livegoods_work_slots reads. */
+const metrics = new Metrics();
+afterAll(() => metrics.onModuleDestroy());
+
 function processor(maxPixels = 40_000_000, maxSide = 16_384, processConcurrency = 2, processTimeoutMs = 10_000): ImageProcessor {
-  return new ImageProcessor({ media: { maxPixels, maxSide, processConcurrency, processTimeoutMs } } as unknown as AppConfig);
+  return new ImageProcessor({ media: { maxPixels, maxSide, processConcurrency, processTimeoutMs } } as unknown as AppConfig, metrics);
+}
+
+/** livegoods_work_refusals_total{work="image",reason} so far. */
+async function refusals(reason: 'full' | 'waited' | 'ran'): Promise<number> {
+  const { values } = await metrics.workRefusals.get();
+  return values.find((v) => v.labels.work === 'image' && v.labels.reason === reason)?.value ?? 0;
+}
+
+/** livegoods_work_slots{work="image"} as a scrape reads it. */
+async function slots(): Promise<Record<string, number>> {
+  const text = await metrics.registry.getSingleMetricAsString('livegoods_work_slots');
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^livegoods_work_slots\{work="image",state="(\w+)"\} (\d+)$/gm)) out[m[1]] = Number(m[2]);
+  return out;
 }
 
 /** The processor's gate (at most MEDIA_PROCESS_CONCURRENCY images at once), to fill it from a test. */
@@ -305,9 +324,11 @@ describe('ImageProcessor', () => {
     let release!: () => void;
     const held = gateOf(p).run(Date.now() + 60_000, () => new Promise<void>((resolve) => (release = resolve)));
     const bytes = await plain(640, 480).jpeg().toBuffer();
+    const before = await refusals('waited');
     const err = await failure(p.process(bytes));
     expect(err.message).toBe('no turn to process the image within 100 ms (the server is busy); try again later');
     expect(gateOf(p).queued).toBe(0);
+    expect(await refusals('waited')).toBe(before + 1);
     release();
     await held;
     expect((await p.process(bytes)).width).toBe(640);
@@ -321,8 +342,11 @@ describe('ImageProcessor', () => {
     const bytes = await plain(64, 48).png().toBuffer();
     const waiting = Array.from({ length: MAX_WAITING }, () => p.process(bytes));
     expect(gate.queued).toBe(MAX_WAITING);
+    expect(await slots()).toEqual({ active: 1, waiting: MAX_WAITING, limit: 1 });
+    const before = await refusals('full');
     const err = await failure(p.process(bytes));
     expect(err.message).toBe('too many images are waiting to be processed on this server; try again later');
+    expect(await refusals('full')).toBe(before + 1);
     release();
     await held;
     expect((await Promise.all(waiting)).length).toBe(MAX_WAITING);

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import sharp, { FormatEnum, Metadata } from 'sharp';
 import { WorkGate, WorkGateError } from '../common/util/work-gate';
 import { AppConfig } from '../config/app-config';
+import { Metrics } from '../metrics/metrics.service';
 import { MediaError } from './media.errors';
 
 export const THUMBNAIL_WIDTHS = [120, 240, 480] as const;
@@ -71,8 +72,12 @@ export const MAX_WAITING = 256;
 export class ImageProcessor {
   private readonly gate: WorkGate;
 
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly metrics: Metrics,
+  ) {
     this.gate = new WorkGate(config.media.processConcurrency, MAX_WAITING);
+    metrics.countGate('image', () => ({ active: this.gate.active, queued: this.gate.queued, limit: this.gate.limit }));
   }
 
   async process(bytes: Buffer): Promise<ProcessedImage> {
@@ -81,6 +86,7 @@ export class ImageProcessor {
       return await this.gate.run(Date.now() + timeoutMs, (remainingMs) => this.processNow(bytes, remainingMs));
     } catch (err) {
       if (!(err instanceof WorkGateError)) throw err;
+      this.metrics.workRefusals.inc({ work: 'image', reason: err.reason });
       if (err.reason === 'full') throw new MediaError('too many images are waiting to be processed on this server; try again later');
       if (err.reason === 'waited') throw new MediaError(`no turn to process the image within ${timeoutMs} ms (the server is busy); try again later`);
       throw new MediaError(`processing the image took more than ${timeoutMs} ms`);

@@ -6,6 +6,15 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export type GoodsSource = 'sync' | 'spreadsheet' | 'api';
 export type GoodsOutcome = 'CREATE' | 'UPDATE' | 'FAIL';
 export type LiveRole = 'viewer' | 'operator';
+/** Work that a node does a few at a time, behind a gate (WorkGate): image decoding, synchronous spreadsheet reads. */
+export type GatedWork = 'image' | 'spreadsheet';
+
+/** What a gate reports at each scrape. */
+export interface GateUse {
+  active: number;
+  queued: number;
+  limit: number;
+}
 
 /** Pool figures of the MySQL driver (SQLite has no pool). */
 export interface PoolUse {
@@ -87,6 +96,15 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  readonly workRefusals = new Counter({
+    name: 'livegoods_work_refusals_total',
+    help:
+      'Images and synchronous spreadsheet reads a node gave up on at its gate, by work (image, spreadsheet) and ' +
+      'reason (full: the waiting line was full; waited: no turn before the deadline; ran: still running at the deadline)',
+    labelNames: ['work', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly liveEventsPublished = new Counter({
     name: 'livegoods_live_events_published_total',
     help: 'Live events this node published after their transaction committed',
@@ -145,6 +163,7 @@ export class Metrics implements OnModuleDestroy {
   private liveSocketsSource: () => Record<LiveRole, number> = () => ({ viewer: 0, operator: 0 });
   private poolSource: () => PoolUse | null = () => null;
   private inFlightSource: () => number = () => 0;
+  private readonly gateSources = new Map<GatedWork, () => GateUse>();
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private loopWindow = { p50: 0, p99: 0, max: 0 };
   private readonly loopTimer: NodeJS.Timeout;
@@ -159,6 +178,7 @@ export class Metrics implements OnModuleDestroy {
     const loop = () => this.loopWindow;
     const inFlight = () => this.inFlightSource();
     const connections = () => this.openConnectionsSource();
+    const gates = () => this.gateSources;
     new Gauge({
       name: 'livegoods_open_connections',
       help: 'Client connections open on this node (HTTP keep-alive and WebSocket; what MAX_CONNECTIONS bounds)',
@@ -201,6 +221,20 @@ export class Metrics implements OnModuleDestroy {
       },
     });
     new Gauge({
+      name: 'livegoods_work_slots',
+      help: 'Gated work on this node by work (image, spreadsheet) and state: active (running), waiting (in line for a turn), limit (at once)',
+      labelNames: ['work', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [work, source] of gates()) {
+          const use = source();
+          this.set({ work, state: 'active' }, use.active);
+          this.set({ work, state: 'waiting' }, use.queued);
+          this.set({ work, state: 'limit' }, use.limit);
+        }
+      },
+    });
+    new Gauge({
       name: 'livegoods_event_loop_delay_seconds',
       help: `Event-loop delay over the last ${LOOP_WINDOW_MS / 1000} s window, by statistic (p50, p99, max)`,
       labelNames: ['stat'] as const,
@@ -217,6 +251,11 @@ export class Metrics implements OnModuleDestroy {
   /** The live gateway tells how to count its sockets (read at each scrape). */
   countLiveSockets(source: () => Record<LiveRole, number>): void {
     this.liveSocketsSource = source;
+  }
+
+  /** A gate's figures for livegoods_work_slots (read at each scrape). */
+  countGate(work: GatedWork, source: () => GateUse): void {
+    this.gateSources.set(work, source);
   }
 
   /** The client connections open, as the connection guard counts them (read at each scrape). */
