@@ -54,7 +54,9 @@ describe('ExcelService: synchronous reads at once', () => {
     expect({ code: (refused as ApiException).code, headers: (refused as ApiException).headers }).toEqual({ code: -503, headers: { 'Retry-After': '5' } });
     const counted = (await metrics.workRefusals.get()).values.map((v) => ({ ...v.labels, value: v.value }));
     expect(counted).toEqual([{ work: 'spreadsheet', reason: 'full', value: 1 }]);
-    expect(await metrics.registry.getSingleMetricAsString('livegoods_work_slots')).toContain(`livegoods_work_slots{work="spreadsheet",state="waiting"} ${SYNC_READS_WAITING}`);
+    expect(await metrics.registry.getSingleMetricAsString('livegoods_work_slots')).toContain(
+      `livegoods_work_slots{work="spreadsheet",state="waiting"} ${SYNC_READS_WAITING}`,
+    );
     // The admitted ones are read, two at a time, as turns free up.
     let settled = 0;
     const all = Promise.all(admitted.map((p) => p.finally(() => (settled += 1))));
