@@ -7,9 +7,23 @@ import type { Request } from 'express';
 import type { Observable } from 'rxjs';
 import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
+import { declaredLength } from '../http/body-parser.guard';
 import { overJobBytesMessage, overSyncBytesMessage, queryFlag, UploadLimits, uploadLimitsOf } from './upload-limits';
 
 export const UPLOAD_FIELD = 'file';
+
+/** Most bytes a text field of the upload form may have (the form has none the service reads). */
+const FIELD_MAX_BYTES = 16 * 1024;
+const MAX_FIELDS = 16;
+const MAX_PARTS = 32;
+/** busboy's limit on one part's headers. */
+const PART_HEADERS_MAX_BYTES = 16 * 1024;
+/**
+ * More than a multipart body can hold besides its file: every field at its limit, every part's headers at
+ * theirs, and the boundaries (at most 70 characters each). A body declared longer than the file limit plus
+ * this cannot hold a file within the limit.
+ */
+export const MULTIPART_OVERHEAD_BYTES = MAX_FIELDS * FIELD_MAX_BYTES + MAX_PARTS * (PART_HEADERS_MAX_BYTES + 80) + 80;
 
 /**
  * FileInterceptor('file') with the configured limits, its refusals told with the API's error codes: over
@@ -21,14 +35,17 @@ export const UPLOAD_FIELD = 'file';
  * The size limit depends on the query, which is known before the body is read: without `async=true` the
  * file is imported at once and may be at most UPLOAD_MAX_BYTES (20 MB), so a larger one is refused (413,
  * saying that async=true takes it) after at most that much has been stored; with `async=true` it becomes
- * an import job and may be up to IMPORT_JOB_MAX_BYTES (100 MB). Multer reads (and discards) the rest of a
- * refused body before the answer, so that the client is not cut off while it sends.
+ * an import job and may be up to IMPORT_JOB_MAX_BYTES (100 MB). A body whose Content-Length alone is over
+ * the limit (with MULTIPART_OVERHEAD_BYTES for the rest of the form) is refused before a byte of it is read;
+ * one that turns out too large as it streams (no Content-Length, or fields that took the room) is refused
+ * once multer has read (and discarded) the rest of it, so that the client is not cut off while it sends.
  */
 @Injectable()
 export class SpreadsheetUploadInterceptor implements NestInterceptor {
   private readonly immediate: NestInterceptor;
   private readonly job: NestInterceptor;
   private readonly limits: UploadLimits;
+  private readonly jobMaxBytes: number;
 
   constructor(config: AppConfig) {
     this.limits = uploadLimitsOf(config);
@@ -46,19 +63,25 @@ export class SpreadsheetUploadInterceptor implements NestInterceptor {
           },
           filename: (_req, _file, done) => done(null, `${randomUUID()}.upload`),
         }),
-        limits: { fileSize: maxBytes, files: 1, fields: 16, parts: 32 },
+        limits: { fileSize: maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: FIELD_MAX_BYTES, parts: MAX_PARTS },
         // File names as browsers send them (UTF-8), not Latin-1.
         defParamCharset: 'utf8',
       });
       return new Upload();
     };
+    this.jobMaxBytes = Math.max(this.limits.syncMaxBytes, this.limits.jobMaxBytes);
     this.immediate = upload(this.limits.syncMaxBytes);
-    this.job = upload(Math.max(this.limits.syncMaxBytes, this.limits.jobMaxBytes));
+    this.job = upload(this.jobMaxBytes);
   }
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
-    const query = context.switchToHttp().getRequest<Request>().query ?? {};
+    const req = context.switchToHttp().getRequest<Request>();
+    const query = req.query ?? {};
     const asJob = queryFlag(query.async);
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > (asJob ? this.jobMaxBytes : this.limits.syncMaxBytes) + MULTIPART_OVERHEAD_BYTES) {
+      throw this.refusal(new PayloadTooLargeException(), asJob, queryFlag(query.dryRun));
+    }
     try {
       return (await (asJob ? this.job : this.immediate).intercept(context, next)) as Observable<unknown>;
     } catch (err) {
