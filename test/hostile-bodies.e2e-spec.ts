@@ -200,7 +200,11 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
    * rest; resolves to what the server answered (the status line and the error body), or to '' if it kept
    * waiting for the body.
    */
-  async function answerBeforeTheBody(path: string, headers: Record<string, string>, declared: number): Promise<{ status: number; body: { _s?: number; _e?: string } } | null> {
+  async function answerBeforeTheBody(
+    path: string,
+    headers: Record<string, string>,
+    declared: number,
+  ): Promise<{ status: number; body: { _s?: number; _e?: string } } | null> {
     const base = await listenOn(ctx().app);
     const head = Object.entries({ Host: new URL(base).host, Authorization: c.auth(), 'Content-Length': String(declared), ...headers })
       .map(([k, v]) => `${k}: ${v}\r\n`)
@@ -233,7 +237,15 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     });
     const form = { 'Content-Type': 'multipart/form-data; boundary=XyZ' };
     const immediate = await answerBeforeTheBody(`${goods()}/excel`, form, 200 * 1024 * 1024);
-    expect(immediate).toEqual({ status: 413, body: { _s: -413, _e: expect.stringMatching(/^The file is over the 20 MB limit of an immediate import; the same file can be imported as a background job with async=true/) } });
+    expect(immediate).toEqual({
+      status: 413,
+      body: {
+        _s: -413,
+        _e: expect.stringMatching(
+          /^The file is over the 20 MB limit of an immediate import; the same file can be imported as a background job with async=true/,
+        ),
+      },
+    });
     const job = await answerBeforeTheBody(`${goods()}/excel?async=true`, form, 200 * 1024 * 1024);
     expect(job).toEqual({ status: 413, body: { _s: -413, _e: 'The file is over the 100 MB limit of an import job' } });
     // A declared length a file within the limit can have (its part headers and boundaries included) is read.
