@@ -213,6 +213,30 @@ describeEngines(
         expectError(await con(A).order(key, []), 400, -510);
       });
 
+      it('goodsIds take ids as text too, as CampaignGoods and goods.list give them; a refusal names the element and the value sent', async () => {
+        const { key, goods: g } = await liveCampaign(A, 3);
+        // The ids as the campaign's goods list gives them back (text), sent straight back in a new order.
+        const listed = (await con(A).goods(key)).body.results.map((r: Payload) => r.goodsId as string);
+        expect(listed).toEqual(g.map((x) => String(x.id)));
+        const res = await con(A).order(key, [listed[2], ` ${listed[0]} `]);
+        expectOk(res);
+        expect(res.body.results.map((r: Payload) => r.goodsId)).toEqual([listed[2], listed[0], listed[1]]);
+        const extra = await register(A);
+        expectOk(await con(A).addGoods(key, { goodsIds: [String(extra.id)] }));
+        expect((await con(A).goods(key)).body.results.map((r: Payload) => r.goodsId)).toEqual([listed[2], listed[0], listed[1], String(extra.id)]);
+        const refused = async (goodsIds: unknown[]) => {
+          const r = await con(A).order(key, goodsIds);
+          expect([r.status, r.body._s]).toEqual([400, -510]);
+          return (r.body._e as string).replace(/^Invalid argument: /, '');
+        };
+        expect(await refused([listed[0], 'x'])).toBe("goodsIds[1] must be a positive integer; got 'x'");
+        expect(await refused([0])).toBe('goodsIds[0] must be a positive integer; got 0');
+        expect(await refused(['2', 1.5])).toBe('goodsIds[1] must be a positive integer; got 1.5');
+        expect(await refused(['9223372036854775807'])).toBe("goodsIds[0] is too large: ids go up to 9007199254740991; got '9223372036854775807'");
+        const added = await con(A).addGoods(key, { goodsIds: ['2', null] });
+        expect([added.status, added.body._e]).toEqual([400, 'Invalid argument: goodsIds[1] must be a positive integer; got null']);
+      });
+
       it('showing: at most one item shows at a time', async () => {
         const { key, goods: g } = await liveCampaign(A, 3);
         const showing = (res: Response) => res.body.results.filter((r: Payload) => r.showingNow).map((r: Payload) => r.goodsId);

@@ -3,9 +3,14 @@ import type { Request } from 'express';
 import { ApiException } from '../common/errors/api.exception';
 import { sent } from '../common/validation/decorators';
 
-/** Parses an int64 path segment: a positive whole number, as text. */
+const INT64_MAX = 9223372036854775807n;
+
+/**
+ * Parses an int64 path segment: a positive whole number, as text. One above 2^53 - 1 (the largest id this
+ * service gives) is still an int64, so it is looked up like any other and found by none: the route's 404.
+ */
 export function parseIdSegment(name: string, raw: unknown): number {
-  const ok = typeof raw === 'string' && /^\d{1,16}$/.test(raw) && Number(raw) >= 1 && Number.isSafeInteger(Number(raw));
+  const ok = typeof raw === 'string' && /^\d{1,19}$/.test(raw) && BigInt(raw) >= 1n && BigInt(raw) <= INT64_MAX;
   if (!ok) {
     const message = `${name} must be a positive integer; got ${sent(raw)}`;
     throw ApiException.invalid(message, [{ field: name, message }]);

@@ -17,25 +17,12 @@ import {
   ValidationArguments,
 } from 'class-validator';
 import { Transform } from 'class-transformer';
-import { BooleanField, booleanText, IdField, sent, WellFormedText } from '../../common/validation/decorators';
+import { BooleanField, booleanText, IdField, IdListField, sent, WellFormedText } from '../../common/validation/decorators';
 import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-goods.entity';
 
 /** Goods named by id, by sku or by url (exactly one of the three lists). */
 export class CampaignGoodsRefsDto {
-  @ApiPropertyOptional({
-    type: 'array',
-    items: { type: 'integer', format: 'int64', minimum: 1 },
-    minItems: 1,
-    maxItems: 1000,
-    example: [1024, 1025],
-    description: 'Goods ids (exactly one of goodsIds, skus, urls)',
-  })
-  @IsOptional()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(1000)
-  @IsInt({ each: true })
-  @Min(1, { each: true })
+  @IdListField('goodsIds', 1, 1000, {}, { example: [1024, 1025], description: 'Goods ids, as numbers or as text ("1024") (exactly one of goodsIds, skus, urls)' })
   goodsIds?: number[];
 
   @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: 1000, example: ['SW-7'], description: 'Goods codes (exactly one of goodsIds, skus, urls)' })
@@ -62,19 +49,10 @@ export class CampaignGoodsRefsDto {
 }
 
 export class GoodsOrderDto {
-  @ApiProperty({
-    type: 'array',
-    items: { type: 'integer', format: 'int64' },
-    minItems: 1,
-    maxItems: 10000,
+  @IdListField('goodsIds', 1, 10_000, { required: true }, {
     example: [1025, 1024],
-    description: 'The new order; ids not listed keep their relative order after these',
+    description: 'The new order, ids as numbers or as text ("1025"); ids not listed keep their relative order after these',
   })
-  @IsDefined({ message: 'goodsIds is required' })
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(10_000)
-  @IsInt({ each: true })
   goodsIds: number[];
 }
 

@@ -213,15 +213,45 @@ export function DecimalField(property: string, min: number, max: number, p: Pres
   );
 }
 
+/** Whole-number text, blanks around it allowed: an id sent as text. */
+const ID_TEXT = /^\s*\d+\s*$/;
+
+/**
+ * An id sent as text becomes a number when it is one this service can give (up to 2^53 - 1, the largest
+ * whole number JSON readers keep exactly); larger digits stay text, for the message to name as sent.
+ */
+function idOfText(value: unknown): unknown {
+  if (typeof value !== 'string' || !ID_TEXT.test(value)) return value;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value.trim();
+}
+
+/** Whether `value` (after idOfText) is a positive id. */
+function isPositiveId(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+}
+
+/** Why `value` (after idOfText) is not a positive id, naming `name` and the value sent. */
+function idRefusal(name: string, value: unknown): string {
+  if (typeof value === 'string' && /^\d+$/.test(value)) return `${name} is too large: ids go up to ${Number.MAX_SAFE_INTEGER}; got ${sent(value)}`;
+  if (typeof value === 'number' && Number.isInteger(value) && value > Number.MAX_SAFE_INTEGER) {
+    return `${name} is too large: ids go up to ${Number.MAX_SAFE_INTEGER} (send larger ones as text to have them named exactly)`;
+  }
+  return `${name} must be a positive integer; got ${sent(value)}`;
+}
+
 /** A positive int64 id (numeric text accepted); messages name the value sent. */
 export function IdField(property: string, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
-  const message = (args: ValidationArguments) => `${property} must be a positive integer; got ${sent(args.value)}`;
   return applyDecorators(
-    numericText,
+    Transform(({ value }: { value: unknown }) => idOfText(value)),
     ...presence(p, property),
-    IsInt({ message }),
-    Min(1, { message }),
-    Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `${property} is too large; got ${sent(args.value)}` }),
+    (target: object, key: string | symbol) =>
+      registerDecorator({
+        name: 'isPositiveId',
+        target: target.constructor,
+        propertyName: key as string,
+        validator: { validate: isPositiveId, defaultMessage: (args?: ValidationArguments) => idRefusal(property, args?.value) },
+      }),
     docs(p, {
       ...options,
       oneOf: [
@@ -229,6 +259,47 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
         { type: 'string', pattern: '^\\s*\\d+\\s*$', description: 'the id as text' },
       ],
     }),
+  );
+}
+
+/**
+ * A required list of `minItems` to `maxItems` positive int64 ids, each a number or numeric text (as the
+ * service gives ids in some answers: CampaignGoods' `goodsId` is text). The message names the first
+ * element refused, by its index, and what was sent there.
+ */
+export function IdListField(property: string, minItems: number, maxItems: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+  return applyDecorators(
+    Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map(idOfText) : value)),
+    ...presence(p, property),
+    (target: object, key: string | symbol) =>
+      registerDecorator({
+        name: 'isIdList',
+        target: target.constructor,
+        propertyName: key as string,
+        validator: {
+          validate: (value: unknown) => Array.isArray(value) && value.length >= minItems && value.length <= maxItems && (value as unknown[]).every(isPositiveId),
+          defaultMessage: (args?: ValidationArguments) => {
+            const value: unknown = args?.value;
+            if (!Array.isArray(value)) return `${property} must be an array of ids; got ${sent(value)}`;
+            if (value.length < minItems) return `${property} must hold at least ${minItems} id${minItems === 1 ? '' : 's'}`;
+            if (value.length > maxItems) return `${property} must hold at most ${maxItems.toLocaleString('en-US')} ids; got ${value.length.toLocaleString('en-US')}`;
+            const at = value.findIndex((v) => !isPositiveId(v));
+            return idRefusal(`${property}[${at}]`, value[at]);
+          },
+        },
+      }),
+    docs(p, {
+      ...options,
+      type: 'array',
+      minItems,
+      maxItems,
+      items: {
+        oneOf: [
+          { type: 'integer', format: 'int64', minimum: 1 },
+          { type: 'string', pattern: '^\\s*\\d+\\s*$', description: 'the id as text' },
+        ],
+      },
+    } as ApiPropertyOptions),
   );
 }
 
