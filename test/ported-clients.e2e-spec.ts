@@ -216,7 +216,10 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       const res = await ctx().http.delete(`${goods()}/${id}`).set('Authorization', C.auth());
       expect([res.status, res.body._s]).toEqual([404, -404]);
     }
-    expectInvalid(await ctx().http.delete(`${goods()}/9223372036854775808`).set('Authorization', C.auth()), /goodsId must be a positive integer; got '9223372036854775808'/);
+    expectInvalid(
+      await ctx().http.delete(`${goods()}/9223372036854775808`).set('Authorization', C.auth()),
+      /goodsId must be a positive integer; got '9223372036854775808'/,
+    );
     // A body id beyond them is named as sent, not as the float a JSON reader would make of it.
     const tooLarge = await ctx().http.put(goods()).set('Authorization', C.auth()).send({ id: '9223372036854775807', name: 'x' });
     expect([tooLarge.status, tooLarge.body._e]).toEqual([400, "Invalid argument: id is too large: ids go up to 9007199254740991; got '9223372036854775807'"]);

@@ -277,12 +277,14 @@ export function IdListField(property: string, minItems: number, maxItems: number
         target: target.constructor,
         propertyName: key as string,
         validator: {
-          validate: (value: unknown) => Array.isArray(value) && value.length >= minItems && value.length <= maxItems && (value as unknown[]).every(isPositiveId),
+          validate: (value: unknown) =>
+            Array.isArray(value) && value.length >= minItems && value.length <= maxItems && (value as unknown[]).every(isPositiveId),
           defaultMessage: (args?: ValidationArguments) => {
             const value: unknown = args?.value;
             if (!Array.isArray(value)) return `${property} must be an array of ids; got ${sent(value)}`;
             if (value.length < minItems) return `${property} must hold at least ${minItems} id${minItems === 1 ? '' : 's'}`;
-            if (value.length > maxItems) return `${property} must hold at most ${maxItems.toLocaleString('en-US')} ids; got ${value.length.toLocaleString('en-US')}`;
+            if (value.length > maxItems)
+              return `${property} must hold at most ${maxItems.toLocaleString('en-US')} ids; got ${value.length.toLocaleString('en-US')}`;
             const at = value.findIndex((v) => !isPositiveId(v));
             return idRefusal(`${property}[${at}]`, value[at]);
           },
