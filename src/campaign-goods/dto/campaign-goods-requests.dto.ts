@@ -22,7 +22,13 @@ import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-g
 
 /** Goods named by id, by sku or by url (exactly one of the three lists). */
 export class CampaignGoodsRefsDto {
-  @IdListField('goodsIds', 1, 1000, {}, { example: [1024, 1025], description: 'Goods ids, as numbers or as text ("1024") (exactly one of goodsIds, skus, urls)' })
+  @IdListField(
+    'goodsIds',
+    1,
+    1000,
+    {},
+    { example: [1024, 1025], description: 'Goods ids, as numbers or as text ("1024") (exactly one of goodsIds, skus, urls)' },
+  )
   goodsIds?: number[];
 
   @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: 1000, example: ['SW-7'], description: 'Goods codes (exactly one of goodsIds, skus, urls)' })
@@ -49,10 +55,16 @@ export class CampaignGoodsRefsDto {
 }
 
 export class GoodsOrderDto {
-  @IdListField('goodsIds', 1, 10_000, { required: true }, {
-    example: [1025, 1024],
-    description: 'The new order, ids as numbers or as text ("1025"); ids not listed keep their relative order after these',
-  })
+  @IdListField(
+    'goodsIds',
+    1,
+    10_000,
+    { required: true },
+    {
+      example: [1025, 1024],
+      description: 'The new order, ids as numbers or as text ("1025"); ids not listed keep their relative order after these',
+    },
+  )
   goodsIds: number[];
 }
 
