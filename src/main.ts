@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -35,9 +36,11 @@ async function bootstrap(): Promise<void> {
   configureApp(app);
   handleSignals(app);
   await app.listen(config.server.port);
+  // PORT=0 lets the system pick a free port: the line names the one bound.
+  const { port } = app.getHttpServer().address() as AddressInfo;
   const where =
     config.database.type === 'mysql' ? `MySQL ${config.database.host}:${config.database.port}/${config.database.database}` : config.database.sqlitePath;
-  Logger.log(`livegoods listening on port ${config.server.port} (database: ${where}; docs at /docs)`, 'Bootstrap');
+  Logger.log(`livegoods listening on port ${port} (database: ${where}; docs at /docs)`, 'Bootstrap');
 }
 
 /** SIGTERM and SIGINT drain the node (see Lifecycle) and exit 0; a second signal exits at once. */

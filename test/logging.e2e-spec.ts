@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { freePort, insertCustomer, ProcessCustomer, ServerProcess } from './support/server-process';
 import { dropDatabase, ENGINES, engineUnavailable, testConfig } from './support/test-app';
 
@@ -155,6 +156,41 @@ describe('structured logs: text format and failed starts', () => {
     expect(last).toMatchObject({ level: 'fatal', context: 'Bootstrap' });
     expect(String(last.msg)).toContain('failed to start');
     expect(output).not.toContain('db-pa55word');
+  }, 120_000);
+
+  it('PORT=0: the system picks a free port, and the start-up line names that port', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lg-port0-'));
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: '0',
+        DATA_DIR: dataDir,
+        DB_TYPE: 'sqlite',
+        LOG_FORMAT: 'json',
+        LOG_LEVEL: 'log',
+        TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    try {
+      const deadline = Date.now() + 90_000;
+      let port: number | undefined;
+      while (port === undefined && Date.now() < deadline && child.exitCode === null) {
+        const m = /"msg":"livegoods listening on port (\d+) /.exec(output);
+        if (m) port = Number(m[1]);
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(port).toBeGreaterThan(0);
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((done) => (child.exitCode === null ? child.once('exit', done) : done(null)));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it('a bad setting is a fatal line in LOG_FORMAT', async () => {
