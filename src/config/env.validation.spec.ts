@@ -71,6 +71,14 @@ describe('validateEnv', () => {
     expect(err.message).toContain('abc');
   });
 
+  it('a number that is not a whole number is told so, and only so (not "too large; too small" as well)', () => {
+    const line = (raw: Record<string, unknown>) => refusal(raw).message.split('\n')[1];
+    expect(line({ MEDIA_MAX_BYTES: '1.5' })).toBe('  - MEDIA_MAX_BYTES="1.5": MEDIA_MAX_BYTES must be an integer number');
+    expect(line({ PORT: 'abc' })).toBe('  - PORT="abc": PORT must be an integer number');
+    // A whole number out of range names the range.
+    expect(line({ PORT: '70000' })).toBe('  - PORT=70000: PORT must not be greater than 65535');
+  });
+
   it('refuses out-of-range ports', () => {
     expect(refusal({ PORT: '70000' }).message).toContain('PORT');
     expect(refusal({ DB_PORT: '0' }).message).toContain('DB_PORT');

@@ -587,6 +587,15 @@ function maskCredentials(value: unknown): unknown {
   return typeof value === 'string' ? redactCredentials(value) : value;
 }
 
+/** Constraints on a value's kind: when one fails, the range checks beside it say nothing useful (NaN is "too large" and "too small"). */
+const KIND_CONSTRAINTS = ['isInt', 'isNumber', 'isBoolean', 'isString'];
+
+/** What is wrong with one setting: its kind alone when that is wrong, else every constraint it breaks. */
+function refusalsOf(constraints: Record<string, string>): string {
+  const kind = KIND_CONSTRAINTS.filter((name) => name in constraints).map((name) => constraints[name]);
+  return (kind.length > 0 ? kind : Object.values(constraints)).join('; ');
+}
+
 /** Validates raw environment values; throws one error listing every bad setting. */
 export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
@@ -598,7 +607,7 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
   const errors = validateSync(env, { skipMissingProperties: false });
   const lines = errors.map((e) => {
     const value = e.property === 'DB_PASSWORD' || e.property === 'METRICS_TOKEN' ? '***' : JSON.stringify(maskCredentials(e.value));
-    return `  - ${e.property}=${value}: ${Object.values(e.constraints ?? {}).join('; ')}`;
+    return `  - ${e.property}=${value}: ${refusalsOf(e.constraints ?? {})}`;
   });
   // Node refuses a request deadline shorter than the headers' one; each alone is checked above.
   const timeoutsValid = !errors.some((e) => e.property === 'REQUEST_TIMEOUT_MS' || e.property === 'HEADERS_TIMEOUT_MS');
