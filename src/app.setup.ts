@@ -1,8 +1,8 @@
-import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { INestApplication } from '@nestjs/common';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
-import { validationException } from './common/errors/validation';
+import { ApiValidationPipe } from './common/validation/api-validation.pipe';
 import { requestIdMiddleware } from './http/request-id.middleware';
 import { answerClientErrors } from './http/client-errors';
 import type { Request } from 'express';
@@ -56,16 +56,7 @@ export function configureApp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
   if (config.server.trustProxy) app.set('trust proxy', true);
   app.useGlobalFilters(new ApiExceptionFilter());
-  app.useGlobalPipes(
-    new ValidationPipe({
-      transform: true,
-      whitelist: true,
-      forbidUnknownValues: false,
-      stopAtFirstError: true,
-      validateCustomDecorators: true,
-      exceptionFactory: validationException,
-    }),
-  );
+  app.useGlobalPipes(new ApiValidationPipe());
   app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis, config.server.liveConnectTimeoutMs));
   // Signals are handled by main.ts (Lifecycle.shutdown): requests in flight finish before the app closes.
   // The API docs and paths no route matches reach no controller, so no guard: the per-IP limit (the

@@ -190,11 +190,24 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
     expect(res.body.failCount).toBe(3);
   });
 
-  it('a repeated searchKeyword is named as such; collectionVisible null is 400, not a 500', async () => {
+  it('a repeated query parameter is named as such (searchKeyword, count, page, format…); collectionVisible null is 400, not a 500', async () => {
     expectInvalid(
       await ctx().http.get(`${goods()}?searchKeyword=a&searchKeyword=b`).set('Authorization', C.auth()),
-      /searchKeyword must be a single string; got \["a","b"\]/,
+      /searchKeyword was given 2 times; give it once; got \["a","b"\]/,
     );
+    // Every query parameter given twice is told the same way, whatever its type.
+    for (const [query, name] of [
+      ['count=2&count=3', 'count'],
+      ['page=1&page=2', 'page'],
+      ['searchKeyword=a&count=5&count=6', 'count'],
+    ]) {
+      const res = await ctx().http.get(`${goods()}?${query}`).set('Authorization', C.auth());
+      expect([res.status, res.body._s, res.body._e]).toEqual([400, -510, expect.stringContaining(`${name} was given 2 times; give it once`)]);
+    }
+    const exported = await ctx().http.get(`${goods()}/excel/export?format=csv&format=xlsx`).set('Authorization', C.auth());
+    expect([exported.status, exported.body._e]).toEqual([400, expect.stringContaining('format was given 2 times; give it once')]);
+    const listed = await ctx().http.get(`/v1/campaigns/${C.accessKey}?count=1&count=2`);
+    expect([listed.status, listed.body._e]).toEqual([400, expect.stringContaining('count was given 2 times; give it once')]);
     const created = await ctx().http.post(console()).set('Authorization', C.auth()).send({ title: 'Nullable?' });
     expectInvalid(
       await ctx()
