@@ -85,6 +85,23 @@ describe('csvExport', () => {
     await expect(drain(stream)).rejects.toThrow('database gone');
   });
 
+  it('lets the event loop run while a consumer reads as fast as it is written (pages read at once, as SQLite reads them)', async () => {
+    const source = pages(40, 1000);
+    let chunks = 0;
+    const turns: number[] = [];
+    // An immediate re-armed at every turn of the event loop records how far the export was at that turn.
+    let stopped = false;
+    const tick = () => {
+      turns.push(chunks);
+      if (!stopped) setImmediate(tick);
+    };
+    setImmediate(tick);
+    for await (const chunk of csvExport(source.pages)) chunks += chunk ? 1 : 0;
+    stopped = true;
+    // 40,000 rows take far more than one slice: other work ran between their chunks, not only after the last.
+    expect(turns.filter((at) => at > 0 && at < chunks).length).toBeGreaterThan(1);
+  });
+
   it('stops reading pages when the consumer goes away', async () => {
     const source = pages(1000, 1000);
     const stream = csvExport(source.pages);
