@@ -257,6 +257,45 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     expect(within.status).toBe(200);
   });
 
+  it('a customer sends at most 4 spreadsheet uploads to a node at once: the 5th is 429 until one ends; others are not held up', async () => {
+    const base = await listenOn(ctx().app);
+    const other = await ctx().createCustomer('Uploader B');
+    const dryRun = (who: TestCustomer) =>
+      ctx()
+        .http.post(`/v1/goods/${who.accessKey}/excel`)
+        .query({ dryRun: true })
+        .set('Authorization', who.auth())
+        .attach('file', Buffer.from('sku,url,name\nU-1,https://shop.example.com/u1,Upload\n'), 'u.csv');
+    // Four uploads that start and never finish (a 10 MB file of which 1 KB is sent).
+    const head = (i: number) =>
+      `POST /v1/goods/${c.accessKey}/excel?async=true HTTP/1.1\r\nHost: ${new URL(base).host}\r\nAuthorization: ${c.auth()}\r\n` +
+      `Content-Type: multipart/form-data; boundary=HOLD${i}\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n` +
+      `--HOLD${i}\r\nContent-Disposition: form-data; name="file"; filename="hold.csv"\r\nContent-Type: text/csv\r\n\r\nsku,url,name\r\n${'x'.repeat(1024)}`;
+    const held = await Promise.all([0, 1, 2, 3].map((i) => openTcp(base, { send: head(i) })));
+    try {
+      const refused = await eventually(
+        () => dryRun(c),
+        (r) => r.status === 429,
+        10_000,
+      );
+      expect({ status: refused.status, _s: refused.body._s, retryAfter: refused.headers['retry-after'] }).toEqual({ status: 429, _s: -429, retryAfter: '5' });
+      expect(refused.body._e).toMatch(/already has 4 spreadsheet uploads under way on this server \(at most 4\)/);
+      expect((await dryRun(other)).status).toBe(200);
+    } finally {
+      for (const conn of held) conn.socket.destroy();
+    }
+    // The slots are given back when the uploads end (here: dropped by the client).
+    expect(
+      (
+        await eventually(
+          () => dryRun(c),
+          (r) => r.status === 200,
+          10_000,
+        )
+      ).status,
+    ).toBe(200);
+  });
+
   it('an unknown Content-Encoding is 415', async () => {
     const res = await postRaw(goods(), Buffer.from('{}'), 'compress');
     expect([res.status, res.body._s]).toEqual([415, -415]);
