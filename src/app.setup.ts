@@ -128,12 +128,19 @@ function setupSwagger(app: NestExpressApplication): void {
   const document = createOpenApiDocument(app);
   const config = app.get(AppConfig);
   const baseOf = (req: Request) => baseUrlOf(req, config);
+  // The node's own base, which the cache answers with when it builds no more variants for a while (and
+  // then sets on the request, for SwaggerModule's handler to build that one).
+  const ownBase = config.server.publicBaseUrl || `http://localhost:${config.server.port}`;
+  const docsBaseOf = (req: Request) => (req as Request & { docsBaseUrl?: string }).docsBaseUrl ?? baseOf(req);
   // The answers that carry the whole document are built once per base URL and path, then sent from the
   // cache (registered first, so that they answer before SwaggerModule's own handlers).
   const cache = new ApiDocsCache();
   registerApiDocsCache(app, cache);
   for (const path of [DOCS_JSON_PATH, DOCS_YAML_PATH, `${DOCS_PATH}/swagger-ui-init.js`, `${DOCS_PATH}${DOCS_PATH}/swagger-ui-init.js`]) {
-    app.getHttpAdapter().getInstance().get(path, cache.handler(path, baseOf));
+    app
+      .getHttpAdapter()
+      .getInstance()
+      .get(path, cache.handler(path, baseOf, ownBase));
   }
   SwaggerModule.setup(DOCS_PATH.slice(1), app, document, {
     jsonDocumentUrl: DOCS_JSON_PATH.slice(1),
@@ -141,6 +148,6 @@ function setupSwagger(app: NestExpressApplication): void {
     customSiteTitle: 'livegoods API',
     // The served document's server defaults to where it was fetched from (PUBLIC_BASE_URL when set), so
     // Swagger UI's "Try it out" calls this service wherever it runs.
-    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => documentServedFrom(doc, baseOf(req as Request)),
+    patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => documentServedFrom(doc, docsBaseOf(req as Request)),
   });
 }

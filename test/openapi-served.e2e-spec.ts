@@ -1,5 +1,5 @@
 import * as apiDocs from '../src/http/api-docs-cache';
-import { API_DOCS_VARIANTS, apiDocsCacheOf, ApiDocsCache } from '../src/http/api-docs-cache';
+import { API_DOCS_RENDERS_PER_WINDOW, API_DOCS_VARIANTS, apiDocsCacheOf, ApiDocsCache } from '../src/http/api-docs-cache';
 import { createOpenApiDocument } from '../src/app.setup';
 import { describeEngines } from './support/test-app';
 
@@ -90,5 +90,25 @@ describeEngines('OpenAPI: the served document is built once per base URL', __fil
     expect(again.body.servers[0].variables.origin.default).toBe(`http://${sprayed[0]}`);
     expect(cache.renders).toBe(renders + 1);
     expect(cache.variants).toBe(API_DOCS_VARIANTS);
+  });
+  it(`builds at most ${API_DOCS_RENDERS_PER_WINDOW} answers for new addresses a minute; past that a new Host gets the node's own address, from the cache`, async () => {
+    const own = `http://localhost:${ctx().config.server.port}`;
+    // Whatever the tests before used of the budget: new hosts until one is answered with the node's own base.
+    let fallback: { body: { servers: Array<{ variables: { origin: { default: string } } }> } } | undefined;
+    for (let i = 0; i <= API_DOCS_RENDERS_PER_WINDOW && !fallback; i += 1) {
+      const host = freshHost();
+      const res = await ctx().http.get('/docs-json').set('Host', host).expect(200);
+      if (res.body.servers[0].variables.origin.default !== `http://${host}`) fallback = res;
+    }
+    expect(fallback?.body.servers[0].variables.origin.default).toBe(own);
+    const renders = cache.renders;
+    for (let i = 0; i < 10; i += 1) {
+      const res = await ctx().http.get('/docs-json').set('Host', freshHost()).expect(200);
+      expect(res.body.servers[0].variables.origin.default).toBe(own);
+      const yaml = await ctx().http.get('/docs-yaml').set('Host', freshHost()).expect(200);
+      expect(yaml.text).toContain(`default: ${own}`);
+    }
+    // The own base's yaml was built once; nothing else.
+    expect(cache.renders).toBeLessThanOrEqual(renders + 1);
   });
 });

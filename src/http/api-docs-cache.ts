@@ -12,6 +12,13 @@ import type { NextFunction, Request, Response } from 'express';
  * keeps Host headers made up by a client from growing memory: past it the least recently asked is dropped.
  */
 export const API_DOCS_VARIANTS = 4;
+/**
+ * Answers built for a base URL not in the cache, at most, per API_DOCS_RENDER_WINDOW_MS on a node. Building
+ * one costs about 9 ms of CPU; a client sending a new Host header with each request would otherwise have
+ * every request build one. Past it, a new base URL is sent the answer of the node's own base (see handler).
+ */
+export const API_DOCS_RENDERS_PER_WINDOW = 32;
+export const API_DOCS_RENDER_WINDOW_MS = 60_000;
 
 /** One answer as it is sent: its bytes, its Content-Type and the (weak) ETag Express would give them. */
 export interface CachedDocsAnswer {
@@ -67,7 +74,22 @@ export class ApiDocsCache {
   /** Answers compressed so far (one per answer and encoding asked for). */
   compressions = 0;
 
+  /** Renders in the current window, and when it started. */
+  private windowRenders = 0;
+  private windowStart = 0;
+
   constructor(readonly maxVariants = API_DOCS_VARIANTS) {}
+
+  /** Whether an answer may be built for a new base URL now (counts it if so). */
+  private mayRender(now = Date.now()): boolean {
+    if (now - this.windowStart >= API_DOCS_RENDER_WINDOW_MS) {
+      this.windowStart = now;
+      this.windowRenders = 0;
+    }
+    if (this.windowRenders >= API_DOCS_RENDERS_PER_WINDOW) return false;
+    this.windowRenders += 1;
+    return true;
+  }
 
   /** The base URLs kept now. */
   get variants(): number {
@@ -105,10 +127,17 @@ export class ApiDocsCache {
    * A route handler for `path`, to be registered before SwaggerModule's own: answers from the cache, or
    * lets SwaggerModule's handler build the answer and keeps what it sends.
    */
-  handler(path: string, baseUrlOf: (req: Request) => string) {
+  handler(path: string, baseUrlOf: (req: Request) => string, ownBase: string) {
     return (req: Request, res: Response, next: NextFunction): void => {
-      const baseUrl = baseUrlOf(req);
-      const cached = this.get(baseUrl, path);
+      let baseUrl = baseUrlOf(req);
+      let cached = this.get(baseUrl, path);
+      if (!cached && baseUrl !== ownBase && !this.mayRender()) {
+        // Too many new base URLs lately: the answer names the node's own base (PUBLIC_BASE_URL, or
+        // localhost and PORT), which Swagger UI lets the reader change, rather than being built again.
+        baseUrl = ownBase;
+        cached = this.get(baseUrl, path);
+        (req as Request & { docsBaseUrl?: string }).docsBaseUrl = ownBase;
+      }
       if (cached) {
         this.send(req, res, cached, next);
         return;
