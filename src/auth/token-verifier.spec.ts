@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { sign, SignOptions } from 'jsonwebtoken';
-import { BAD_SIGNATURE, CLOCK_SKEW_SECONDS, TokenRejected, verifyCustomerToken } from './token-verifier';
+import { alreadyVerified, BAD_SIGNATURE, CACHED_TOKEN_MAX_LENGTH, CLOCK_SKEW_SECONDS, TokenRejected, verifyCustomerToken } from './token-verifier';
 
 const ACCESS_KEY = 'q3Jx0vQk1m8bT2yN5cRz7wLp';
 const SECRET = randomBytes(32).toString('base64');
@@ -148,6 +148,17 @@ describe('verifyCustomerToken', () => {
       expect(verifyCustomerToken(t, SECRET, ACCESS_KEY, MAX_TTL).accessKey).toBe(ACCESS_KEY);
       expect(verifyCustomerToken(t, SECRET, ACCESS_KEY, MAX_TTL).accessKey).toBe(ACCESS_KEY); // cached
       rejected(() => verifyCustomerToken(t, SECRET, ACCESS_KEY, 3600));
+    });
+
+    it(`remembers ordinary tokens, not ones over ${CACHED_TOKEN_MAX_LENGTH} characters (which would fill memory if minted anew each time)`, () => {
+      const keys = { secretKey: SECRET };
+      const short = token({ exp: now() + 600 });
+      expect(short.length).toBeLessThanOrEqual(CACHED_TOKEN_MAX_LENGTH);
+      verifyCustomerToken(short, keys, ACCESS_KEY, MAX_TTL);
+      expect(alreadyVerified(short, keys, ACCESS_KEY, MAX_TTL)?.claims.accessKey).toBe(ACCESS_KEY);
+      const long = token({ exp: now() + 600, pad: 'x'.repeat(2000) });
+      expect(verifyCustomerToken(long, keys, ACCESS_KEY, MAX_TTL).accessKey).toBe(ACCESS_KEY);
+      expect(alreadyVerified(long, keys, ACCESS_KEY, MAX_TTL)).toBeUndefined();
     });
 
     it('the verified-token cache does not keep a token valid past its exp (+ skew)', () => {

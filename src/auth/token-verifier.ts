@@ -93,6 +93,9 @@ function hmacKeys(secretKey: string): KeyObject[] {
   return keys;
 }
 
+/** Longest token whose verification is remembered (see verifiedToken). */
+export const CACHED_TOKEN_MAX_LENGTH = 1024;
+
 /**
  * Verifies a customer-signed JWT: HS256 only, `exp` required, finite and at most `maxTtlSeconds`
  * (TOKEN_MAX_TTL) ahead, 60 s of clock skew. The HMAC key is the base64-decoded secretKey; the raw
@@ -115,8 +118,13 @@ export function verifiedToken(token: string, keys: SigningKeys | string, accessK
   const known = previouslyVerified(cacheKey, maxTtlSeconds, now);
   if (known) return known;
   const verified = verifyUncached(token, signing, accessKey, maxTtlSeconds, now);
-  if (verifiedTokens.size >= 10_000) verifiedTokens.clear();
-  verifiedTokens.set(cacheKey, verified);
+  // The cache holds the token and its claims: a token of up to 16 KB (the header limit) minted anew for
+  // each request would make 10,000 entries 300 MB. Ordinary tokens are a few hundred bytes; longer ones
+  // are verified every time instead.
+  if (token.length <= CACHED_TOKEN_MAX_LENGTH) {
+    if (verifiedTokens.size >= 10_000) verifiedTokens.clear();
+    verifiedTokens.set(cacheKey, verified);
+  }
   return verified;
 }
 
