@@ -59,6 +59,53 @@ describeEngines(
       expect(left).toBe(15 * MAX_WEBHOOKS_PER_CUSTOMER);
     });
 
+    it('a backlog of thousands of due deliveries is read through the endpoint index: claimed oldest first, another customer still served', async () => {
+      const slow = await receiver();
+      const healthy = await receiver();
+      const a = await ctx().createCustomer();
+      const b = await ctx().createCustomer();
+      await subscribe(a, slow.url());
+      await subscribe(b, healthy.url());
+      const campA = await live.liveCampaign(a, 1);
+      const campB = await live.liveCampaign(b, 1);
+      expectOk(await salesStatus(a, campA.key, campA.goods[0].id, 'SOLD_OUT'));
+      await slow.until("A's first delivery", () => slow.received.length === 1, 15_000);
+      const deliveries = ctx().dataSource.getRepository(WebhookDelivery);
+      const model = await deliveries.findOneOrFail({ where: { customerId: a.id } });
+      // More due rows than the first read counts one by one (2,000), each its own event, oldest first by index.
+      const backlog = 2500;
+      const start = Date.now() - 3_600_000;
+      const rows = Array.from({ length: backlog }, (_, i) => {
+        const event = { ...(JSON.parse(model.body) as Record<string, unknown>), id: `backlog-${i}` };
+        return {
+          customerId: model.customerId,
+          endpointId: model.endpointId,
+          eventId: `backlog-${i}`,
+          eventType: model.eventType,
+          body: JSON.stringify(event),
+          state: 'pending' as const,
+          attempts: 0,
+          nextAttemptAt: new Date(start + i * 1000),
+          createdAt: new Date(),
+        };
+      });
+      // In one transaction: the dispatcher finds none of it or all of it due.
+      await ctx().dataSource.transaction(async (em) => {
+        for (let i = 0; i < rows.length; i += 400) await em.insert(WebhookDelivery, rows.slice(i, i + 400));
+      });
+      expectOk(await salesStatus(b, campB.key, campB.goods[0].id, 'SOLD_OUT'));
+      await healthy.until("B's delivery", () => healthy.received.length === 1, 15_000);
+      await slow.until('some of the backlog', () => slow.received.filter((r) => String(r.event.id).startsWith('backlog-')).length >= 20, 30_000);
+      // Claimed oldest first: the first 20 of the backlog received are among its oldest 40 (two sends at a
+      // time, eight claimed at a time, may reorder neighbours).
+      const firstIds = slow.received
+        .map((r) => String(r.event.id))
+        .filter((id) => id.startsWith('backlog-'))
+        .slice(0, 20)
+        .map((id) => Number(id.slice('backlog-'.length)));
+      expect(Math.max(...firstIds)).toBeLessThan(40);
+    });
+
     it('pauses an endpoint that keeps failing, then delivers every event once it answers again', async () => {
       const r = await receiver();
       let failing = true;

@@ -50,11 +50,49 @@ GROUP BY d.endpointId, d.customerId
 ORDER BY MIN(d.nextAttemptAt)
 LIMIT ${CLAIM_ENDPOINTS}`;
 
-/** The oldest due deliveries of each planned endpoint (the index on endpointId, state, nextAttemptAt). */
-const DUE_OF_ENDPOINTS_SQL = `SELECT id, endpointId FROM (
-  SELECT d.id AS id, d.endpointId AS endpointId, ROW_NUMBER() OVER (PARTITION BY d.endpointId ORDER BY d.nextAttemptAt, d.id) AS n
-  FROM webhook_deliveries d WHERE d.endpointId IN (:...endpoints) AND ${DUE_STATES}
-) t WHERE n <= :most`;
+/**
+ * Due rows the claim's first read counts one by one (DUE_ENDPOINTS_SQL); past that many it reads each
+ * endpoint's oldest due row through the endpoint index instead (DUE_BY_ENDPOINT_SQL). Grouping every due
+ * row costs a pass over all of them, on every poll and after every commit that records deliveries: with
+ * 100,000 due rows behind one customer's dead receiver it took 57-110 ms of SQLite on the main thread.
+ */
+const DUE_SCAN_ROWS = 2000;
+
+const DUE_COUNT_SQL = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM webhook_deliveries d WHERE ${DUE_STATES} LIMIT ${DUE_SCAN_ROWS + 1}) t`;
+
+/**
+ * The claim's first read when many rows are due: each endpoint that is not paused (nor full) with its
+ * oldest due row in each state, two seeks of the (endpointId, state, nextAttemptAt) index, so the cost
+ * grows with the endpoints (at most 20 a customer), not with their backlog. How many are due is not
+ * counted: an endpoint with any is taken to have as many as it may claim.
+ */
+const DUE_BY_ENDPOINT_SQL = (fullEndpoints: boolean, fullCustomers: boolean) => {
+  const oldest = (state: string) =>
+    `(SELECT d.nextAttemptAt FROM webhook_deliveries d WHERE d.endpointId = e.id AND d.state = '${state}' AND d.nextAttemptAt <= :now ORDER BY d.nextAttemptAt LIMIT 1)`;
+  return `SELECT e.id AS endpointId, e.customerId AS customerId, e.failureStreak AS failureStreak, ${oldest('pending')} AS pendingAt, ${oldest('sending')} AS sendingAt
+FROM webhook_endpoints e
+WHERE (e.pausedUntil IS NULL OR e.pausedUntil <= :now)${fullEndpoints ? ' AND e.id NOT IN (:...fullEndpoints)' : ''}${fullCustomers ? ' AND e.customerId NOT IN (:...fullCustomers)' : ''}`;
+};
+
+/** Endpoints whose oldest due rows one claim statement reads (two index seeks each; SQLite takes at most 500 terms in a UNION). */
+const CLAIM_ENDPOINTS_PER_STATEMENT = 100;
+
+/**
+ * The oldest `:most` due rows of each listed endpoint in each state, read through the (endpointId, state,
+ * nextAttemptAt) index: a LIMIT per endpoint and state, so an endpoint's backlog is never read whole.
+ */
+const DUE_OF_ENDPOINTS_SQL = (endpoints: number) =>
+  Array.from({ length: endpoints * 2 }, (_, i) => {
+    const state = i % 2 === 0 ? 'pending' : 'sending';
+    return `SELECT id, endpointId, nextAttemptAt FROM (SELECT d.id AS id, d.endpointId AS endpointId, d.nextAttemptAt AS nextAttemptAt FROM webhook_deliveries d WHERE d.endpointId = :e${i >> 1} AND d.state = '${state}' AND d.nextAttemptAt <= :now ORDER BY d.nextAttemptAt, d.id LIMIT :most) t${i}`;
+  }).join('\nUNION ALL\n');
+
+/** A datetime as the drivers give it back (a Date from mysql2, UTC text from SQLite), in epoch ms. */
+function epochMs(value: unknown): number {
+  if (value instanceof Date) return value.getTime();
+  const text = String(value);
+  return Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
+}
 
 /**
  * A claim takes up to this many times WEBHOOK_CONCURRENCY rows, queued on the node and sent at most
@@ -285,19 +323,26 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // never deadlocks with the requests inserting new deliveries into it.
     const claimed = await this.transactions.run(async (em) => {
       const now = new Date();
-      const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(
-        DUE_OF_ENDPOINTS_SQL,
-        { endpoints: [...plan.keys()], now, most: Math.max(...plan.values()) },
-        {},
-      );
-      const rows = await em.query<Array<{ id: number | string; endpointId: number | string }>>(sql, parameters);
+      const most = Math.max(...plan.values());
+      const planned = [...plan.keys()];
+      const rows: Array<{ id: number; endpointId: number; at: number }> = [];
+      for (let i = 0; i < planned.length; i += CLAIM_ENDPOINTS_PER_STATEMENT) {
+        const chunk = planned.slice(i, i + CLAIM_ENDPOINTS_PER_STATEMENT);
+        const named = Object.fromEntries(chunk.map((id, j) => [`e${j}`, id]));
+        const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(DUE_OF_ENDPOINTS_SQL(chunk.length), { ...named, now, most }, {});
+        for (const r of await em.query<Array<{ id: number | string; endpointId: number | string; nextAttemptAt: unknown }>>(sql, parameters)) {
+          rows.push({ id: Number(r.id), endpointId: Number(r.endpointId), at: epochMs(r.nextAttemptAt) });
+        }
+      }
+      // Each endpoint's oldest first (both states together), as the index gives each state.
+      rows.sort((a, b) => a.at - b.at || a.id - b.id);
       const taking = new Map(plan);
       let ids: number[] = [];
       for (const r of rows) {
-        const left = taking.get(Number(r.endpointId)) ?? 0;
+        const left = taking.get(r.endpointId) ?? 0;
         if (left <= 0) continue;
-        taking.set(Number(r.endpointId), left - 1);
-        ids.push(Number(r.id));
+        taking.set(r.endpointId, left - 1);
+        ids.push(r.id);
       }
       if (!ids.length) return [];
       const due = { state: In(['pending', 'sending']), nextAttemptAt: LessThanOrEqual(now) };
@@ -325,13 +370,34 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     return { claimed, more: claimed.length > 0 && dueTotal > claimed.length };
   }
 
-  /** The claim's first read (DUE_ENDPOINTS_SQL). */
+  /**
+   * The claim's first read: DUE_ENDPOINTS_SQL while at most DUE_SCAN_ROWS rows are due (exact counts,
+   * one pass over them), else DUE_BY_ENDPOINT_SQL (each endpoint's oldest due rows through its index).
+   */
   private async dueEndpoints(em: EntityManager, now: Date, fullEndpoints: number[], fullCustomers: number[]): Promise<DueEndpoint[]> {
-    const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(
-      DUE_ENDPOINTS_SQL(fullEndpoints.length > 0, fullCustomers.length > 0),
-      { now, fullEndpoints, fullCustomers },
-      {},
-    );
+    const driver = em.connection.driver;
+    const params = { now, fullEndpoints, fullCustomers };
+    const [countSql, countParams] = driver.escapeQueryWithParameters(DUE_COUNT_SQL, params, {});
+    const [{ n }] = await em.query<Array<{ n: number | string }>>(countSql, countParams);
+    if (Number(n) > DUE_SCAN_ROWS) {
+      const [sql, parameters] = driver.escapeQueryWithParameters(DUE_BY_ENDPOINT_SQL(fullEndpoints.length > 0, fullCustomers.length > 0), params, {});
+      const rows = await em.query<
+        Array<{ endpointId: number | string; customerId: number | string; failureStreak: number | string; pendingAt: unknown; sendingAt: unknown }>
+      >(sql, parameters);
+      const perEndpoint = this.config.webhooks.endpointConcurrency * CLAIM_FACTOR;
+      return rows
+        .map((r) => ({ r, at: Math.min(...[r.pendingAt, r.sendingAt].filter((v) => v !== null && v !== undefined).map(epochMs)) }))
+        .filter(({ at }) => Number.isFinite(at))
+        .sort((a, b) => a.at - b.at)
+        .slice(0, CLAIM_ENDPOINTS)
+        .map(({ r }) => ({
+          endpointId: Number(r.endpointId),
+          customerId: Number(r.customerId),
+          due: perEndpoint,
+          probing: Number(r.failureStreak) >= BREAKER_THRESHOLD,
+        }));
+    }
+    const [sql, parameters] = driver.escapeQueryWithParameters(DUE_ENDPOINTS_SQL(fullEndpoints.length > 0, fullCustomers.length > 0), params, {});
     const rows = await em.query<Array<Record<'endpointId' | 'customerId' | 'due' | 'failureStreak', number | string>>>(sql, parameters);
     return rows.map((r) => ({
       endpointId: Number(r.endpointId),
