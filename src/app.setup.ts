@@ -10,6 +10,7 @@ import { AppConfig } from './config/app-config';
 import { baseUrlOf } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
+import { LiveSessionLimits } from './live/live-sessions';
 import { DataSource } from 'typeorm';
 import { corsMiddleware } from './http/cors';
 import { ConnectionGuard } from './lifecycle/connection-guard';
@@ -57,7 +58,10 @@ export function configureApp(app: NestExpressApplication): void {
   if (config.server.trustProxy) app.set('trust proxy', true);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new ApiValidationPipe());
-  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis, config.server.liveConnectTimeoutMs));
+  // Socket.IO handshakes never reach Express: the per-IP limit and the cap on sessions per address are
+  // applied to them by Engine.IO's allowRequest (LiveSessionLimits).
+  const sessions = new LiveSessionLimits(config, app.get(RateLimiter), metrics);
+  app.useWebSocketAdapter(new LiveIoAdapter(app, config.redis, config.server.liveConnectTimeoutMs, sessions));
   // Signals are handled by main.ts (Lifecycle.shutdown): requests in flight finish before the app closes.
   // The API docs and paths no route matches reach no controller, so no guard: the per-IP limit (the
   // same counter as IpRateLimitGuard's) is counted for them by a middleware, before SwaggerModule's

@@ -33,6 +33,8 @@ export interface ServerConfig {
   requestTimeoutMs: number;
   /** LIVE_CONNECT_TIMEOUT_MS: a Socket.IO connection that has not joined /live by then is closed. */
   liveConnectTimeoutMs: number;
+  /** LIVE_SESSIONS_PER_IP: most Socket.IO (Engine.IO) sessions one client address may hold open on the node; 0 = no limit. */
+  liveSessionsPerIp: number;
 }
 
 export interface DatabaseConfig {
@@ -200,6 +202,7 @@ export class AppConfig {
         headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
         requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
         liveConnectTimeoutMs: env.LIVE_CONNECT_TIMEOUT_MS,
+        liveSessionsPerIp: env.LIVE_SESSIONS_PER_IP,
       },
       {
         type: env.DB_TYPE,

@@ -137,6 +137,14 @@ describe('validateEnv', () => {
     for (const bad of ['0', '-1', '1000001', '12.5', 'wide']) expect(refusal({ MEDIA_MAX_SIDE: bad }).message).toContain('MEDIA_MAX_SIDE');
   });
 
+  it('reads LIVE_SESSIONS_PER_IP (1000; 0 = no limit), with TRUST_PROXY too, and refuses one that is not a whole number from 0 to 10,000,000', () => {
+    expect(AppConfig.fromEnv({}, () => 1024).server.liveSessionsPerIp).toBe(1000);
+    expect(AppConfig.fromEnv({ TRUST_PROXY: 'true' }, () => 1024).server.liveSessionsPerIp).toBe(1000);
+    expect(AppConfig.fromEnv({ LIVE_SESSIONS_PER_IP: '0' }, () => 1024).server.liveSessionsPerIp).toBe(0);
+    expect(AppConfig.fromEnv({ LIVE_SESSIONS_PER_IP: '250' }, () => 1024).server.liveSessionsPerIp).toBe(250);
+    for (const bad of ['-1', '10000001', '2.5', 'many']) expect(refusal({ LIVE_SESSIONS_PER_IP: bad }).message).toContain('LIVE_SESSIONS_PER_IP');
+  });
+
   it('reads MEDIA_PROCESS_CONCURRENCY (2) and MEDIA_PROCESS_TIMEOUT_MS (10000), and keeps the first below UV_THREADPOOL_SIZE', () => {
     expect(validateEnv({})).toMatchObject({ MEDIA_PROCESS_CONCURRENCY: 2, MEDIA_PROCESS_TIMEOUT_MS: 10_000 });
     expect(AppConfig.fromEnv({ MEDIA_PROCESS_CONCURRENCY: '3', MEDIA_PROCESS_TIMEOUT_MS: '5000' }, () => 1024).media).toMatchObject({

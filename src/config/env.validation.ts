@@ -428,6 +428,17 @@ export class EnvironmentVariables {
   @Max(300_000)
   LIVE_CONNECT_TIMEOUT_MS = 10_000;
 
+  /**
+   * Most Socket.IO sessions (Engine.IO handshakes, long-polling or WebSocket, joined to /live or not yet)
+   * one client address may hold open on the node; a handshake past it is refused (429). 0 = no limit.
+   * Counted by the forwarded address behind a trusted proxy, so it holds with TRUST_PROXY too.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(10_000_000)
+  LIVE_SESSIONS_PER_IP = 1000;
+
   /** On SIGTERM/SIGINT: longest wait, in seconds, for accepted requests to finish before closing anyway. */
   @Transform(toInt)
   @IsInt()

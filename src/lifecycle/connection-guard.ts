@@ -8,7 +8,7 @@ import { addressKey } from '../rate-limit/address-key';
 /** Refusals are logged at most once per this interval (the first at once, then a count of the rest). */
 export const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
-export type RefusedLimit = 'total' | 'per-ip' | 'live-sockets-per-connection';
+export type RefusedLimit = 'total' | 'per-ip' | 'live-sockets-per-connection' | 'live-sessions-per-ip';
 
 /**
  * Logs refusals without flooding the log: the first one at once, then at most one line per

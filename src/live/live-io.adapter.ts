@@ -8,10 +8,12 @@ import { REQUEST_ID_HEADER, requestIdOf, tagResponse } from '../http/request-id.
 import type { RedisConfig } from '../config/app-config';
 import { RedisConnection } from '../redis/redis.module';
 import { LiveNotifier } from './live-notifier';
+import type { LiveSessionLimits } from './live-sessions';
 
 /**
  * Socket.IO server settings for the viewer channel (a connection that joins no namespace within
- * LIVE_CONNECT_TIMEOUT_MS is closed; the main namespace `/` takes nobody); with REDIS_URL, the Redis
+ * LIVE_CONNECT_TIMEOUT_MS is closed; the main namespace `/` takes nobody; handshakes are limited per
+ * address by LiveSessionLimits); with REDIS_URL, the Redis
  * adapter (its channels under REDIS_PREFIX), so that an event published on any node reaches the viewers
  * of every node.
  *
@@ -31,6 +33,7 @@ export class LiveIoAdapter extends IoAdapter {
     private readonly app: INestApplicationContext,
     private readonly redis: RedisConfig,
     private readonly connectTimeoutMs: number,
+    private readonly sessions: LiveSessionLimits,
   ) {
     super(app);
   }
@@ -46,7 +49,10 @@ export class LiveIoAdapter extends IoAdapter {
       httpCompression: false,
       // A connection that has not joined a namespace by then is closed (Socket.IO's default: 45 s).
       connectTimeout: this.connectTimeoutMs,
+      // Handshakes count against the per-IP limit and the sessions per address (see LiveSessionLimits).
+      allowRequest: this.sessions.allowRequest,
     }) as Server;
+    this.sessions.attach(server.engine);
     this.tagHttpAnswers(server);
     // Only /live serves clients: a connection to the main namespace would count as joined and so
     // escape connectTimeout. Refused, it is closed after connectTimeout like any other idle one.

@@ -147,14 +147,14 @@ export class Metrics implements OnModuleDestroy {
 
   readonly rateLimitRefusals = new Counter({
     name: 'livegoods_rate_limit_refusals_total',
-    help: 'Requests and connections refused by a rate limit, by limit (ip, customer, auth-failures, live-connections)',
+    help: 'Requests, Socket.IO handshakes and connections refused by a rate limit, by limit (ip, customer, auth-failures, live-connections)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });
 
   readonly connectionsRefused = new Counter({
     name: 'livegoods_connections_refused_total',
-    help: 'New connections closed at once, and /live joins refused, by limit (total: MAX_CONNECTIONS, per-ip: MAX_CONNECTIONS_PER_IP, live-sockets-per-connection)',
+    help: 'New connections closed at once, Socket.IO handshakes and /live joins refused, by limit (total: MAX_CONNECTIONS, per-ip: MAX_CONNECTIONS_PER_IP, live-sessions-per-ip: LIVE_SESSIONS_PER_IP, live-sockets-per-connection)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });

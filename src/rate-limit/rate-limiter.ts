@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { getStorageToken, ThrottlerStorage } from '@nestjs/throttler';
+import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
 import { Metrics } from '../metrics/metrics.service';
@@ -84,4 +85,15 @@ export function rateLimitKey(config: AppConfig, name: string, tracker: string): 
  */
 export function clientIp(req: Pick<Request, 'ip' | 'socket'>): string {
   return addressKey(req.ip ?? req.socket?.remoteAddress ?? 'unknown');
+}
+
+/**
+ * clientIp for a request Express never sees (Engine.IO answers its handshakes before Express runs): the
+ * peer's address, or behind a trusted proxy (TRUST_PROXY) the first X-Forwarded-For value, the one
+ * Express's `trust proxy` makes `req.ip`; an IPv6 address as its /64 (addressKey).
+ */
+export function clientIpOf(req: IncomingMessage, trustProxy: boolean): string {
+  const header = req.headers['x-forwarded-for'];
+  const forwarded = trustProxy ? (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',')[0].trim() : '';
+  return addressKey(forwarded || req.socket?.remoteAddress || 'unknown');
 }

@@ -1,0 +1,169 @@
+import { Logger } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AppConfig } from '../config/app-config';
+import { RefusalLog } from '../lifecycle/connection-guard';
+import type { Metrics } from '../metrics/metrics.service';
+import { REQUEST_ID_HEADER, requestIdOf } from '../http/request-id.middleware';
+import { clientIpOf, IP_LIMIT, RateLimiter } from '../rate-limit/rate-limiter';
+
+/** The `limit` label of livegoods_connections_refused_total for a handshake refused by LIVE_SESSIONS_PER_IP. */
+export const SESSIONS_PER_IP_LIMIT = 'live-sessions-per-ip';
+
+/** Engine.IO's `allowRequest` option: called for each handshake (a request without `sid`) only. */
+export type AllowRequest = (req: IncomingMessage, done: (err: string | null | undefined, success: boolean) => void) => void;
+
+/** What of an Engine.IO server this needs: its new sessions. */
+interface EngineServer {
+  on(event: 'connection', listener: (socket: EngineSession) => void): unknown;
+}
+
+/** What of an Engine.IO session this needs. */
+interface EngineSession {
+  readonly request: IncomingMessage;
+  readonly readyState: string;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/** Set on a handshake request that holds a place of its address until its session opens. */
+const HELD = Symbol('liveSessionHeld');
+
+type Held = IncomingMessage & { [HELD]?: string };
+
+interface Refusal {
+  message: string;
+  retryAfterSeconds: number;
+}
+
+/**
+ * Engine.IO answers its own requests before Express runs, so neither the per-IP rate limit nor the
+ * middleware sees them; each handshake makes a session that holds memory until it joins /live or
+ * LIVE_CONNECT_TIMEOUT_MS ends it. Here, through Engine.IO's `allowRequest` (which it calls for
+ * handshakes only, long-polling and WebSocket alike):
+ *
+ * - every handshake counts against its address's per-IP limit (RATE_LIMIT_IP), in the same counter as
+ *   the HTTP requests (RateLimiter.hitIp), so an address gets RATE_LIMIT_IP requests and handshakes
+ *   together per window, not RATE_LIMIT_IP requests plus as many handshakes as it can send;
+ * - an address holds at most LIVE_SESSIONS_PER_IP sessions open on the node (joined to /live or not),
+ *   counted from the handshake until the session closes. The per-address cap on TCP connections
+ *   (MAX_CONNECTIONS_PER_IP) cannot bound long-polling sessions, which share a few keep-alive connections.
+ *
+ * A refused handshake is answered 429 in the API's error shape, with Retry-After (long-polling: the
+ * response Engine.IO gave the request; WebSocket: written on the socket before the upgrade, which is then
+ * closed). The requests of an open session (those with `sid`) are not counted: they are the transport of a
+ * session already admitted, as the frames of a WebSocket are (see docs/live-protocol.md).
+ */
+export class LiveSessionLimits {
+  private readonly logger = new Logger('LiveSessions');
+  private readonly perAddress = new Map<string, number>();
+  private readonly refusals: RefusalLog;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly limiter: RateLimiter,
+    private readonly metrics: Metrics,
+  ) {
+    this.refusals = new RefusalLog(this.logger, () => `LIVE_SESSIONS_PER_IP (${config.server.liveSessionsPerIp})`);
+  }
+
+  private get cap(): number {
+    return this.config.server.liveSessionsPerIp;
+  }
+
+  /** Sessions the address holds (or is opening) on this node. */
+  sessionsOf(address: string): number {
+    return this.perAddress.get(address) ?? 0;
+  }
+
+  readonly allowRequest: AllowRequest = (req, done) => {
+    this.admit(req as Held).then(
+      (refusal) => (refusal ? this.refuse(req, refusal, done) : done(null, true)),
+      (err: unknown) => {
+        this.logger.warn(`a handshake could not be checked: ${err instanceof Error ? err.message : String(err)}`);
+        done('the connection could not be admitted', false);
+      },
+    );
+  };
+
+  /** Counts the sessions the server opens, until each closes (call once, on the server allowRequest was given to). */
+  attach(engine: EngineServer): void {
+    engine.on('connection', (session) => {
+      if (this.cap <= 0) return;
+      const req = session.request as Held;
+      let address = req[HELD];
+      if (address !== undefined) delete req[HELD];
+      else this.add((address = clientIpOf(req, this.config.server.trustProxy)));
+      if (session.readyState === 'closed') this.release(address);
+      else session.once('close', () => this.release(address));
+    });
+  }
+
+  private async admit(req: Held): Promise<Refusal | null> {
+    const address = clientIpOf(req, this.config.server.trustProxy);
+    const rate = await this.limiter.hitIp(address);
+    if (!rate.allowed) {
+      this.metrics.rateLimitRefusals.inc({ limit: IP_LIMIT });
+      return { message: this.limiter.ipRefusal(rate.retryAfterSeconds), retryAfterSeconds: rate.retryAfterSeconds };
+    }
+    if (this.cap <= 0) return null;
+    if (this.sessionsOf(address) >= this.cap) {
+      this.metrics.connectionsRefused.inc({ limit: SESSIONS_PER_IP_LIMIT });
+      this.refusals.refused(SESSIONS_PER_IP_LIMIT, address);
+      // Sessions that never join /live end within LIVE_CONNECT_TIMEOUT_MS: a place may be free by then.
+      const retryAfterSeconds = Math.max(1, Math.ceil(this.config.server.liveConnectTimeoutMs / 1000));
+      return {
+        message: `Too many open viewer-channel sessions from your address (at most ${this.cap}); close one, or retry after ${retryAfterSeconds} s`,
+        retryAfterSeconds,
+      };
+    }
+    // Held from now (the check and the hold in one turn, so that handshakes arriving together cannot all
+    // pass it). Engine.IO opens the session within the same turn of the event loop once allowed; one that
+    // does not open by then (a WebSocket upgrade that failed, a refused protocol version) gives it back.
+    this.add(address);
+    req[HELD] = address;
+    setImmediate(() => {
+      if (req[HELD] === undefined) return;
+      delete req[HELD];
+      this.release(address);
+    });
+    return null;
+  }
+
+  private add(address: string): void {
+    this.perAddress.set(address, this.sessionsOf(address) + 1);
+  }
+
+  private release(address: string): void {
+    const held = this.sessionsOf(address) - 1;
+    if (held > 0) this.perAddress.set(address, held);
+    else this.perAddress.delete(address);
+  }
+
+  /**
+   * Answers a refused handshake 429 `{"_s": -429, "_e": message}` with Retry-After. Engine.IO's own
+   * refusal would be 403 (long-polling) or 400 (WebSocket) `Forbidden`: it sends none once an answer was
+   * given (long-polling), or finds the socket closed (WebSocket).
+   */
+  private refuse(req: IncomingMessage, { message, retryAfterSeconds }: Refusal, done: Parameters<AllowRequest>[1]): void {
+    const body = JSON.stringify({ _s: -429, _e: message });
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': String(Buffer.byteLength(body)),
+      'Retry-After': String(retryAfterSeconds),
+      [REQUEST_ID_HEADER]: requestIdOf(req),
+    };
+    // Engine.IO sets `res` on the requests it answers over HTTP (long-polling), not on an upgrade.
+    const res = (req as IncomingMessage & { res?: ServerResponse }).res;
+    if (res) {
+      if (!res.headersSent) res.writeHead(429, headers).end(body);
+      done(message, false);
+      return;
+    }
+    const socket = req.socket;
+    if (!socket.writable) {
+      done(message, false);
+      return;
+    }
+    const head = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.end(`HTTP/1.1 429 Too Many Requests\r\n${head.join('')}\r\n${body}`, () => done(message, false));
+  }
+}
