@@ -10,7 +10,7 @@ describeEngines(
   __filename,
   (ctx) => {
     const live = liveHarness(ctx);
-    const { http, con, salesStatus, createCampaign, liveCampaign, viewer } = live;
+    const { http, con, salesStatus, createCampaign, liveCampaign, viewer, register } = live;
     let base = '';
     let A: TestCustomer;
     let B: TestCustomer;
@@ -238,6 +238,95 @@ describeEngines(
         expect(await Viewer.refused(base, { ...auth, token: 'not-a-jwt' })).toMatch(/operator/);
         expect(await Viewer.refused(base, { ...auth, token: other.token() })).toMatch(/operator/);
         expect(await Viewer.refused(base, { ...auth, token: P.token({}, { expiresIn: -3600 }) })).toMatch(/operator/);
+      });
+    });
+
+    describe('the public answers are kept for their max-age, and dropped when the campaign changes', () => {
+      let Q: TestCustomer;
+      const pub = (path: string, query: Body = {}) => http().get(`/v1/campaigns/${Q.accessKey}${path}`).query(query);
+      const titleBehindTheServicesBack = (key: string, title: string) =>
+        ctx().dataSource.query('UPDATE campaigns SET title = ? WHERE campaignKey = ?', [title, key]);
+
+      beforeAll(async () => {
+        Q = await ctx().createCustomer('Cached');
+      });
+
+      it('answers one campaign, the list and upcoming from its copy: a change written behind its back is not seen; same ETag, 304 on If-None-Match', async () => {
+        const c = await liveCampaign(Q, 2, { title: 'Kept', collectionVisible: true, scheduledAt: Date.now() + DAY });
+        const first = await pub(`/${c.key}`);
+        expectOk(first);
+        expect(first.headers['content-type']).toBe('application/json; charset=utf-8');
+        expect(first.headers['cache-control']).toBe('public, max-age=5, stale-while-revalidate=30');
+        const listed = await pub('', { detail: true, count: 100 });
+        const upcoming = await pub('/upcoming');
+        expect(upcoming.body.title).toBe('Kept');
+
+        await titleBehindTheServicesBack(c.key, 'Written behind its back');
+        const again = await pub(`/${c.key}`);
+        expect(again.body).toEqual(first.body);
+        expect(again.headers.etag).toBe(first.headers.etag);
+        expect((await pub('', { detail: true, count: 100 })).body).toEqual(listed.body);
+        expect((await pub('/upcoming')).body.title).toBe('Kept');
+        const notModified = await pub(`/${c.key}`).set('If-None-Match', first.headers.etag);
+        expect(notModified.status).toBe(304);
+
+        // A change through the service drops them at once.
+        expectOk(await con(Q).patch(c.key, { description: 'changed' }));
+        expect((await pub(`/${c.key}`)).body).toMatchObject({ title: 'Written behind its back', description: 'changed' });
+        expect((await pub('', { detail: true, count: 100 })).body.results[0].title).toBe('Written behind its back');
+        expect((await pub('/upcoming')).body.title).toBe('Written behind its back');
+      });
+
+      it('every change of a campaign, its goods or their catalog entries shows at once', async () => {
+        const c = await liveCampaign(Q, 3, { title: 'Moving', collectionVisible: true, showStock: true, scheduledAt: Date.now() + 2 * DAY });
+        const [g1, g2, g3] = c.goods;
+        const extra = await register(Q);
+        const one = async () => (await pub(`/${c.key}`)).body;
+        const inList = async () => ((await pub('', { detail: true, count: 100 })).body.results as Payload[]).find((x) => x.campaignKey === c.key) as Payload;
+        /** Reads both (so they are kept), makes the change, and answers both as they are now. */
+        const after = async (change: () => Promise<Response>): Promise<[Payload, Payload]> => {
+          await one();
+          await inList();
+          expectOk(await change());
+          return [await one(), await inList()];
+        };
+        const ids = (body: Payload) => body.goods.map((g: Payload) => g.goodsId);
+
+        for (const body of await after(() => con(Q).addGoods(c.key, { goodsIds: [extra.id] })))
+          expect(ids(body)).toEqual([g1.id, g2.id, g3.id, extra.id].map(String));
+        for (const body of await after(() => con(Q).order(c.key, [g3.id]))) expect(ids(body)).toEqual([g3.id, g1.id, g2.id, extra.id].map(String));
+        for (const body of await after(() => con(Q).showing(c.key, g1.id, true)))
+          expect(body.goods[1]).toMatchObject({ goodsId: String(g1.id), showingNow: true });
+        for (const body of await after(() => con(Q).removeGoods(c.key, extra.id))) expect(ids(body)).toEqual([g3.id, g1.id, g2.id].map(String));
+        for (const body of await after(() => salesStatus(Q, c.key, 'id', { goodsId: g2.id, salesStatus: 'SOLD_OUT', notify: false })))
+          expect(body.goods[2]).toMatchObject({ goodsId: String(g2.id), salesStatus: 'SOLD_OUT' });
+        for (const body of await after(() => live.stock(Q, c.key, 'id', 'set', { goodsId: g3.id, stock: 50, notify: false })))
+          expect(body.goods[0]).toMatchObject({ goodsId: String(g3.id), stock: 50 });
+        // An order that changes no status and tells nobody (notify=false): the fast path, outside the campaign's writer.
+        for (const body of await after(() => live.stock(Q, c.key, 'id', 'decrement', { goodsId: g3.id, notify: false })))
+          expect(body.goods[0]).toMatchObject({ goodsId: String(g3.id), stock: 49 });
+        for (const body of await after(() => con(Q).chat(c.key, { message: 'Pinned', pinned: true }))) expect(body.notice).toMatchObject({ message: 'Pinned' });
+        for (const body of await after(() => con(Q).status(c.key, 'ONAIR'))) expect(body.campaignStatus).toBe('ONAIR');
+        expect((await pub('/upcoming')).body.campaignKey).toBe(c.key);
+        for (const body of await after(() => con(Q).status(c.key, 'CLOSED'))) expect(body.campaignStatus).toBe('CLOSED');
+        // Catalog edits reach closed campaigns' answers too (viewers of a closed one are not told).
+        for (const body of await after(() =>
+          http().put(`/v1/goods/${Q.accessKey}`).set('Authorization', Q.auth()).send({ id: g1.id, name: 'Renamed in the catalog' }),
+        ))
+          expect(body.goods[1]).toMatchObject({ goodsId: String(g1.id), name: 'Renamed in the catalog' });
+        for (const body of await after(() => http().delete(`/v1/goods/${Q.accessKey}/${g2.id}`).set('Authorization', Q.auth())))
+          expect(ids(body)).toEqual([g3.id, g1.id].map(String));
+
+        // A new campaign joins the list; a deleted one is NOT_EXIST.
+        const titles = async () => ((await pub('', { count: 100 })).body.results as Payload[]).map((x) => x.title);
+        expect(await titles()).not.toContain('Newcomer');
+        const newcomer = await createCampaign(Q, { title: 'Newcomer', collectionVisible: true });
+        expect(await titles()).toContain('Newcomer');
+        await one();
+        expectOk(await con(Q).remove(c.key));
+        expect(await one()).toEqual({ campaignKey: c.key, campaignStatus: 'NOT_EXIST' });
+        expect(await titles()).toEqual(expect.not.arrayContaining(['Moving']));
+        expect(newcomer.campaignKey).toBeDefined();
       });
     });
 

@@ -21,7 +21,9 @@ export class CampaignGoodsController {
   @ApiOperation({
     summary: 'Append goods (goodsIds, skus or urls) in that order, ON_SALE; ones already in are skipped',
     description:
-      'Exactly one of goodsIds, skus or urls, 1 to 1,000 entries. Unknown goods are 404 -404 naming them, and nothing is added. Answers the campaign goods in sortOrder; viewers get the new list.',
+      'Exactly one of goodsIds, skus or urls, 1 to 1,000 entries. Unknown goods are 404 -404 naming them, and nothing is added. ' +
+      'A campaign holds at most CAMPAIGN_MAX_GOODS goods (1,000 by default): an add that would take it past that is 413 -413 naming the limit, ' +
+      'and nothing is added. Answers the campaign goods in sortOrder; viewers get the new list.',
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)
@@ -43,7 +45,9 @@ export class CampaignGoodsController {
   @Put('order')
   @ApiOperation({
     summary: 'Reorder: listed ids first in that order, the others after in their old order',
-    description: '1 to 10,000 ids; an id that is not in the campaign is 404 -711. Viewers get the new order.',
+    description:
+      '1 to 10,000 ids (the most CAMPAIGN_MAX_GOODS may allow a campaign; a campaign never holds more than CAMPAIGN_MAX_GOODS, 1,000 by default); ' +
+      'an id that is not in the campaign is 404 -711. Viewers get the new order.',
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)

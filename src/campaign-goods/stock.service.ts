@@ -77,9 +77,12 @@ export class StockService {
     const locator = locatorOf(by, params);
     const notify = params.notify !== false;
     try {
-      return this.transactions.isMysql
+      const { answer, campaign } = this.transactions.isMysql
         ? await this.fastOnMysql(tenant, campaignKey, locator, notify, delta)
         : await this.transactions.run((em) => this.fastOnSqlite(em, tenant, campaignKey, locator, notify, delta));
+      // The stock a showStock campaign shows changed, untold (notify=false): the public answers drop it.
+      if (campaign.showStock) this.writer.changed(tenant.id, campaign.id);
+      return answer;
     } catch (err) {
       if (err !== NEEDS_EVENTS) throw err;
       return this.apply(tenant, campaignKey, by, params, { delta });
@@ -106,7 +109,7 @@ export class StockService {
     const [after] = hydrateRows(em, CampaignGoods, rows);
     const answer = toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl);
     await this.recordDepletion(tenant, em, campaignKey, { stock: (after.stock ?? 0) - delta }, after, answer);
-    return answer;
+    return { answer, campaign };
   }
 
   /**
@@ -153,7 +156,7 @@ export class StockService {
       throw NEEDS_EVENTS;
     }
     const after = Object.assign(place, { stock: Number(done.insertId), updatedAt: now });
-    return toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl);
+    return { answer: toCampaignGoodsResponse({ link: after, goods, media }, tenant.currency, tenant.baseUrl), campaign };
   }
 
   /**

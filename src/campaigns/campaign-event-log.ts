@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Between, EntityManager, In } from 'typeorm';
 import { CampaignEvent } from './entities/campaign-event.entity';
 import { Campaign } from './entities/campaign.entity';
@@ -9,12 +9,36 @@ import { isMysql } from '../database/engine';
 export const EVENTS_KEPT = 500;
 
 /**
+ * The largest payload (bytes of JSON) the log keeps; a larger one is recorded with an empty payload (it
+ * still takes its seq and is pushed whole to the viewers): a resync that reaches it gets a snapshot, as
+ * for events no longer kept. The recording transaction thus never fails on the payload's size.
+ *
+ * What a goods.list (or goods.update) of n goods weighs, from the field limits (docs/api-reference.md,
+ * Goods and Campaign goods summary; measured with JSON.stringify):
+ * - typical goods (a 25-character name, a 35-character url, images): ~550 B a summary, so 0.55 MB at
+ *   1,000 goods and 5.5 MB at CAMPAIGN_MAX_GOODS' ceiling of 10,000;
+ * - every field at its limit in Hangul or other 3-byte text (name, brand and adminName 255 characters,
+ *   sku 128, a 2,048-character url, 20-digit ids, image links on a 267-character base URL): ~5.9 KB a
+ *   summary, 5.9 MB at 1,000 goods, 59 MB at 10,000;
+ * - the same in control characters (JSON writes each as \u00XX, 6 bytes): ~18.8 KB a summary, 18.8 MB
+ *   at 1,000 goods.
+ * So MEDIUMTEXT (16,777,215 bytes; 1765000000000-WidenCampaignEventPayload) holds the goods.list of every
+ * campaign of typical goods up to 10,000 and of any goods up to 1,000 in 3-byte text, but not the worst
+ * case of 10,000: no column type helps there, as MariaDB's default max_allowed_packet (16 MB) bounds the
+ * INSERT itself, whose text escapes every quote and backslash of the JSON (up to twice its size). Hence
+ * this limit: 7 MB, which doubled is still under 16 MB, on both engines alike.
+ */
+export const MAX_LOGGED_PAYLOAD_BYTES = 7 * 1024 * 1024;
+
+/**
  * Gives events their seq and records them, inside the caller's transaction. The seq comes from the
  * campaign row (`lastSeq`), so it is one sequence across all nodes; the row lock taken by that update
  * orders concurrent writers (which hold it already: CampaignWriter locks the campaign first). Publishing happens after commit (LiveNotifier).
  */
 @Injectable()
 export class CampaignEventLog {
+  private readonly logger = new Logger(CampaignEventLog.name);
+
   async record(em: EntityManager, campaignId: number, events: PendingEvent[]): Promise<LiveEvent[]> {
     if (!events.length) return [];
     const last = await this.advance(em, campaignId, events.length);
@@ -24,13 +48,25 @@ export class CampaignEventLog {
     const recorded = events.map((e, i) => ({ campaignId, seq: first + i, type: e.type, payload: { seq: first + i, ...e.payload } }) as LiveEvent);
     await em.insert(
       CampaignEvent,
-      recorded.map((e) => Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload: JSON.stringify(e.payload), createdAt: now })),
+      recorded.map((e) => Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload: this.logged(e), createdAt: now })),
     );
     // Trim the log now and then (every 100 events), keeping the last EVENTS_KEPT.
     if (Math.floor(last / 100) !== Math.floor((first - 1) / 100) && last > EVENTS_KEPT) {
       await em.query('DELETE FROM campaign_events WHERE campaignId = ? AND seq <= ?', [campaignId, last - EVENTS_KEPT]);
     }
     return recorded;
+  }
+
+  /** The payload's JSON as the log keeps it: empty past MAX_LOGGED_PAYLOAD_BYTES (see there). */
+  private logged(event: LiveEvent): string {
+    const json = JSON.stringify(event.payload);
+    // A JSON string's UTF-8 size is at most 3 bytes per UTF-16 unit: most payloads need no count.
+    if (json.length * 3 <= MAX_LOGGED_PAYLOAD_BYTES || Buffer.byteLength(json) <= MAX_LOGGED_PAYLOAD_BYTES) return json;
+    this.logger.warn(
+      `campaign ${event.campaignId}: ${event.type} seq ${event.seq} is ${Buffer.byteLength(json)} bytes, over ${MAX_LOGGED_PAYLOAD_BYTES}: ` +
+        'pushed to viewers but not kept for resync (a resync reaching it gets a snapshot)',
+    );
+    return '';
   }
 
   /**
@@ -54,7 +90,8 @@ export class CampaignEventLog {
   }
 
   /**
-   * Events after `sinceSeq` up to `lastSeq`, in order; null when some of them are no longer kept, or when
+   * Events after `sinceSeq` up to `lastSeq`, in order; null when some of them are no longer kept (or were
+   * too large to keep), or when
    * together they are bigger than `maxBytes` (of JSON): then a snapshot is the cheaper answer. The last
    * EVENTS_KEPT are kept: a viewer further behind gets null even while older rows wait for the next trim,
    * so what a resync answers does not depend on when the log was last trimmed.
@@ -68,7 +105,8 @@ export class CampaignEventLog {
     });
     if (!rows.length || rows[0].seq !== sinceSeq + 1 || rows[rows.length - 1].seq !== lastSeq) return null;
     let bytes = 0;
-    for (const r of rows) if ((bytes += r.payload.length) > maxBytes) return null;
+    // An empty payload was too large to keep (MAX_LOGGED_PAYLOAD_BYTES): a snapshot instead.
+    for (const r of rows) if (r.payload === '' || (bytes += r.payload.length) > maxBytes) return null;
     return rows.map((r) => ({ campaignId, seq: r.seq, type: r.type, payload: JSON.parse(r.payload) as unknown }) as LiveEvent);
   }
 

@@ -43,6 +43,9 @@ export class CampaignGoodsDeletion implements OnModuleInit {
       const goods = await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl, showingStock.has(campaignId));
       recorded.push(...(await this.log.record(em, campaignId, [{ type: 'goods.list', payload: { goods } }])));
     }
-    return () => this.writer.publish(recorded);
+    return () => {
+      for (const campaignId of campaignIds) this.writer.changed(tenant.id, campaignId);
+      this.writer.publish(recorded);
+    };
   }
 }

@@ -4,6 +4,7 @@ import type { Transactions } from '../database/transactions';
 import type { LiveEvent, PendingEvent } from '../live/live-events';
 import type { LiveNotifier } from '../live/live-notifier';
 import type { CampaignEventLog } from './campaign-event-log';
+import { CampaignChanges } from './campaign-changes';
 import { CampaignWriter, MAX_EVENT_HOLD_MS } from './campaign-writer';
 import type { Campaign } from './entities/campaign.entity';
 
@@ -22,7 +23,7 @@ function writer() {
   } as unknown as CampaignEventLog;
   const pushed: number[][] = [];
   const notifier = { publish: (events: LiveEvent[]) => pushed.push(events.map((e) => e.seq)) } as unknown as LiveNotifier;
-  const w = new CampaignWriter(transactions, log, notifier);
+  const w = new CampaignWriter(transactions, log, notifier, new CampaignChanges());
   jest.spyOn(w, 'find').mockResolvedValue(campaign);
   const tenant = { id: 1 } as Tenant;
   const status = {

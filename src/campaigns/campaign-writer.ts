@@ -6,6 +6,7 @@ import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { isMysql, sameKey } from '../database/engine';
 import { Transactions } from '../database/transactions';
+import { CampaignChanges } from './campaign-changes';
 import { CampaignEventLog } from './campaign-event-log';
 import { LiveEvent, PendingEvent } from '../live/live-events';
 import { LiveNotifier } from '../live/live-notifier';
@@ -79,6 +80,7 @@ export class CampaignWriter {
     private readonly transactions: Transactions,
     private readonly log: CampaignEventLog,
     private readonly notifier: LiveNotifier,
+    private readonly changes: CampaignChanges,
   ) {}
 
   async find(em: EntityManager, tenant: Tenant, campaignKey: string, forUpdate: boolean | 'share' = false): Promise<Campaign> {
@@ -115,9 +117,11 @@ export class CampaignWriter {
       const done = await this.transactions.run(async (em) => {
         const campaign = await this.find(em, tenant, campaignKey, true);
         const changed = await work(em, campaign);
-        return { result: changed.result, recorded: await this.log.record(em, campaign.id, changed.events) };
+        return { result: changed.result, campaignId: campaign.id, recorded: await this.log.record(em, campaign.id, changed.events) };
       });
       recorded = done.recorded;
+      // Every committed change, told to viewers or not (notify=false): the public answers' cache drops it.
+      this.changed(tenant.id, done.campaignId);
       // Stamped at the commit, so that the delivery-latency metric counts a hold too.
       const committedAt = Date.now();
       for (const event of recorded) event.publishedAt = committedAt;
@@ -142,6 +146,11 @@ export class CampaignWriter {
     const events = queue.held.sort((a, b) => a.seq - b.seq);
     queue.held = [];
     if (events.length) this.publish(events);
+  }
+
+  /** Tells CampaignChanges that a campaign changed (committed) outside change(): see there. */
+  changed(customerId: number, campaignId: number | null): void {
+    this.changes.changed(customerId, campaignId);
   }
 
   publish(events: LiveEvent[]): void {

@@ -4,6 +4,7 @@ import { GoodsModule } from '../goods/goods.module';
 import { LiveModule } from '../live/live.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { LIVE_SOURCE } from '../live/live-source';
+import { CampaignChanges } from './campaign-changes';
 import { CampaignEventLog } from './campaign-event-log';
 import { CampaignGoodsDeletion } from './campaign-goods-deletion';
 import { CampaignGoodsUpdates } from './campaign-goods-updates';
@@ -20,8 +21,17 @@ import { ConsoleController } from './console.controller';
 @Module({
   imports: [LiveModule, CustomersModule, GoodsModule, WebhooksModule],
   controllers: [ConsoleController],
-  providers: [CampaignWriter, CampaignsService, CampaignViews, CampaignEventLog, CampaignLiveSource, CampaignGoodsDeletion, CampaignGoodsUpdates],
-  exports: [CampaignWriter, CampaignsService, CampaignViews, CampaignLiveSource],
+  providers: [
+    CampaignChanges,
+    CampaignWriter,
+    CampaignsService,
+    CampaignViews,
+    CampaignEventLog,
+    CampaignLiveSource,
+    CampaignGoodsDeletion,
+    CampaignGoodsUpdates,
+  ],
+  exports: [CampaignChanges, CampaignWriter, CampaignsService, CampaignViews, CampaignLiveSource],
 })
 export class CampaignsModule {}
 

@@ -103,6 +103,7 @@ export class CampaignsService {
       const result = await em.insert(Campaign, { ...campaign });
       campaign.id = Number(result.identifiers[0]?.id);
     });
+    this.store.changed(tenant.id, null);
     return toCampaignResponse(campaign, 0, { description: true });
   }
 
@@ -190,6 +191,7 @@ export class CampaignsService {
       await em.delete(Campaign, { id: found.id });
       return found;
     });
+    this.store.changed(tenant.id, campaign.id);
     this.store.publish([
       {
         campaignId: campaign.id,

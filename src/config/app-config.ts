@@ -75,6 +75,8 @@ export interface MediaConfig {
 
 export interface LimitsConfig {
   syncMaxItems: number;
+  /** CAMPAIGN_MAX_GOODS: most goods one campaign may hold (adding past it is 413 -413). */
+  campaignMaxGoods: number;
   listMaxCount: number;
   /** SEARCH_MEMORY_MB in bytes: what the keyword search corpora of all customers may hold together. */
   searchMemoryBytes: number;
@@ -236,6 +238,7 @@ export class AppConfig {
       },
       {
         syncMaxItems: env.SYNC_MAX_ITEMS,
+        campaignMaxGoods: env.CAMPAIGN_MAX_GOODS,
         listMaxCount: 100,
         searchMemoryBytes: env.SEARCH_MEMORY_MB * 1024 * 1024,
         uploadMaxBytes: env.UPLOAD_MAX_BYTES,

@@ -74,6 +74,9 @@ function IsCorsOrigins(): PropertyDecorator {
     });
 }
 
+/** The highest CAMPAIGN_MAX_GOODS may be set to (the reorder body's list takes as many ids). */
+export const CAMPAIGN_MAX_GOODS_CEILING = 10_000;
+
 /**
  * Every setting the service reads from the environment (or `.env`), with its default.
  * `.env.example` lists the same settings; keep the two in step.
@@ -238,6 +241,16 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(100000)
   SYNC_MAX_ITEMS = 10000;
+
+  /**
+   * Most goods one campaign may hold. Every read or change of a campaign loads and serialises all of
+   * them (SQLite on the event loop), so this bounds the longest such stall; adding goods past it is 413.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(CAMPAIGN_MAX_GOODS_CEILING)
+  CAMPAIGN_MAX_GOODS = 1000;
 
   /** Memory for the in-memory keyword search corpora of all customers together, in MB (0: always scan). */
   @Transform(toInt)

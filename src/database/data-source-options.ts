@@ -126,11 +126,32 @@ export async function runMigrations(dataSource: DataSource): Promise<void> {
 }
 
 /**
+ * Columns whose type on MySQL/MariaDB is wider than the entity's (which must name a type SQLite knows
+ * too): `table.column` → the MySQL type the migrations give it. alignMysqlColumnTypes tells the entity
+ * metadata, so that TypeORM's schema diff (and the migrations check) sees what the migrations made.
+ */
+export const MYSQL_COLUMN_TYPES: Readonly<Record<string, string>> = {
+  'campaign_events.payload': 'mediumtext', // 1765000000000-WidenCampaignEventPayload
+};
+
+/** Sets the MySQL types of MYSQL_COLUMN_TYPES in the metadata of an initialized MySQL data source (else nothing). */
+export function alignMysqlColumnTypes(dataSource: DataSource): void {
+  if (!isMysql(dataSource)) return;
+  for (const metadata of dataSource.entityMetadatas) {
+    for (const column of metadata.columns) {
+      const type = MYSQL_COLUMN_TYPES[`${metadata.tableName}.${column.databaseName}`];
+      if (type) column.type = type as typeof column.type;
+    }
+  }
+}
+
+/**
  * Opens the data source and brings the schema up to date; on MySQL, then bounds every later use of a
  * connection in time (MysqlGuard: session limits, statement and acquire timeouts).
  */
 export async function openDataSource(options: DataSourceOptions, config?: AppConfig): Promise<DataSource> {
   const dataSource = await new DataSource(options).initialize();
+  alignMysqlColumnTypes(dataSource);
   try {
     await runMigrations(dataSource);
   } catch (err) {

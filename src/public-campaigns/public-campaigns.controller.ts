@@ -1,19 +1,30 @@
-import { Controller, Get, Header, Param, Query, Req } from '@nestjs/common';
+import { Controller, Get, Header, Param, Query, Req, Res } from '@nestjs/common';
 import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { dateInputSchemas } from '../common/validation/decorators';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { Public } from '../auth/decorators';
 import { CAMPAIGN_OR_NOT_EXIST, CampaignListResponse, CampaignResponse, NoticeResponse, NotExistResponse } from '../campaigns/dto/campaign-response.dto';
 import { AccessKeyParam, ApiErrors, PublicRoute } from '../http/api-docs.decorators';
 import { baseUrlOf } from '../http/base-url';
 import { AppConfig } from '../config/app-config';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
+import { CachedAnswer, PUBLIC_CACHE_CONTROL, PUBLIC_MAX_AGE_SECONDS } from './public-answer-cache';
 import { PublicCampaignsService } from './public-campaigns.service';
 
-const CACHE = 'public, max-age=5, stale-while-revalidate=30';
+const CACHE = PUBLIC_CACHE_CONTROL;
+const JSON_TYPE = 'application/json; charset=utf-8';
 const CACHE_HEADER = {
-  'Cache-Control': { description: 'Public caching for 5 seconds', schema: { type: 'string', example: CACHE } },
+  'Cache-Control': {
+    description: `Public caching for ${PUBLIC_MAX_AGE_SECONDS} seconds; the service itself answers from its own copy for as long (dropped sooner when the campaign changes)`,
+    schema: { type: 'string', example: CACHE },
+  },
 };
+
+/** Sends a kept answer as it is: its JSON (the return value) and its ETag (computed once, not per request). */
+function send(res: Response, answer: CachedAnswer): string {
+  res.setHeader('ETag', answer.etag);
+  return answer.json;
+}
 const ONE_OR_NOT_EXIST = {
   schema: CAMPAIGN_OR_NOT_EXIST,
   headers: CACHE_HEADER,
@@ -35,6 +46,7 @@ export class PublicCampaignsController {
 
   @Get()
   @Header('Cache-Control', CACHE)
+  @Header('Content-Type', JSON_TYPE)
   @ApiOperation({
     summary: 'Collection-visible campaigns ordered by scheduledAt, filtered by status and schedule',
     description:
@@ -65,12 +77,18 @@ export class PublicCampaignsController {
   })
   @ApiOkResponse({ type: CampaignListResponse, headers: CACHE_HEADER })
   @ApiErrors(400)
-  list(@Param('accessKey') accessKey: string, @Query() query: PublicCampaignListQuery, @Req() req: Request): Promise<CampaignListResponse> {
-    return this.campaigns.list(accessKey, baseUrlOf(req, this.config), query);
+  async list(
+    @Param('accessKey') accessKey: string,
+    @Query() query: PublicCampaignListQuery,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<string> {
+    return send(res, await this.campaigns.answerList(accessKey, baseUrlOf(req, this.config), query));
   }
 
   @Get('upcoming')
   @Header('Cache-Control', CACHE)
+  @Header('Content-Type', JSON_TYPE)
   @ApiOperation({
     summary: 'The running campaign (includeOnAir) or the soonest READY one after now; NOT_EXIST when none',
     description:
@@ -79,12 +97,18 @@ export class PublicCampaignsController {
   })
   @ApiOkResponse(ONE_OR_NOT_EXIST)
   @ApiErrors(400)
-  upcoming(@Param('accessKey') accessKey: string, @Query() query: UpcomingQuery, @Req() req: Request): Promise<CampaignResponse | NotExistResponse> {
-    return this.campaigns.upcoming(accessKey, baseUrlOf(req, this.config), query);
+  async upcoming(
+    @Param('accessKey') accessKey: string,
+    @Query() query: UpcomingQuery,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<string> {
+    return send(res, await this.campaigns.answerUpcoming(accessKey, baseUrlOf(req, this.config), query));
   }
 
   @Get(':campaignKey')
   @Header('Cache-Control', CACHE)
+  @Header('Content-Type', JSON_TYPE)
   @ApiParam({ name: 'campaignKey', description: 'The campaign key (matched exactly)', schema: { type: 'string', example: 'k7Qw2ZbX9mN4pR8s' } })
   @ApiOperation({
     summary: 'One campaign in detail form (known keys answer even when private); NOT_EXIST when unknown',
@@ -93,7 +117,12 @@ export class PublicCampaignsController {
       'another customer, answers `{"campaignKey": <key>, "campaignStatus": "NOT_EXIST"}` with HTTP 200.',
   })
   @ApiOkResponse(ONE_OR_NOT_EXIST)
-  one(@Param('accessKey') accessKey: string, @Param('campaignKey') campaignKey: string, @Req() req: Request): Promise<CampaignResponse | NotExistResponse> {
-    return this.campaigns.one(accessKey, campaignKey, baseUrlOf(req, this.config));
+  async one(
+    @Param('accessKey') accessKey: string,
+    @Param('campaignKey') campaignKey: string,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<string> {
+    return send(res, await this.campaigns.answerOne(accessKey, campaignKey, baseUrlOf(req, this.config)));
   }
 }

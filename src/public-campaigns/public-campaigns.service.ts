@@ -8,10 +8,18 @@ import { CampaignViews } from '../campaigns/campaign-views';
 import { Transactions } from '../database/transactions';
 import { ViewerCounter } from '../live/viewer-counter';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
+import { CachedAnswer, FreshAnswer, KeptAnswer, PublicAnswerCache, withCounts } from './public-answer-cache';
+
+/** The goods ids an answer shows (its summaries give them as text). */
+function goodsIdsOf(campaigns: Array<CampaignResponse | NotExistResponse>): number[] {
+  return campaigns.flatMap((c) => ('goods' in c && c.goods ? c.goods.map((g) => Number(g.goodsId)) : []));
+}
 
 /**
  * Public broadcast information (no token). Only collection-visible campaigns are listed; a known key
  * answers even when private; an unknown one (or an unknown access key) is `NOT_EXIST`, with HTTP 200.
+ * Answers are served from PublicAnswerCache for the max-age their Cache-Control announces (see there for
+ * what drops them sooner); `answerList`, `answerOne` and `answerUpcoming` answer through it.
  */
 @Injectable()
 export class PublicCampaignsService {
@@ -20,7 +28,56 @@ export class PublicCampaignsService {
     private readonly customers: CustomersService,
     private readonly views: CampaignViews,
     private readonly counter: ViewerCounter,
+    private readonly cache: PublicAnswerCache,
   ) {}
+
+  async answerList(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CachedAnswer> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.list(accessKey, baseUrl, query), []));
+    const status = query.status?.length ? [...new Set(query.status)].sort().join(',') : '*';
+    const key = ['list', baseUrl, status, query.from?.getTime() ?? '', query.to?.getTime() ?? '', query.page, query.count, query.detail ? 1 : 0].join('\u0000');
+    const kept = await this.cache.answer(customer.id, key, async (): Promise<FreshAnswer> => {
+      const body = await this.list(accessKey, baseUrl, query);
+      return { body, campaignId: null, campaignIds: body.results.map((c) => Number(c.campaignId)), goodsIds: goodsIdsOf(body.results) };
+    });
+    return this.withCounts(kept);
+  }
+
+  async answerOne(accessKey: string, campaignKey: string, baseUrl: string): Promise<CachedAnswer> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.one(accessKey, campaignKey, baseUrl), []));
+    const kept = await this.cache.answer(customer.id, ['one', baseUrl, campaignKey].join('\u0000'), async (): Promise<FreshAnswer> => {
+      const campaign = await findCampaignByKey(this.db.manager, customer.id, campaignKey);
+      if (!campaign) return { body: { campaignKey, campaignStatus: 'NOT_EXIST' }, campaignId: null, campaignIds: [], goodsIds: [], keep: false };
+      const body = await this.detail(campaign, customer.currency, baseUrl);
+      return { body, campaignId: campaign.id, campaignIds: [campaign.id], goodsIds: goodsIdsOf([body]) };
+    });
+    return this.withCounts(kept);
+  }
+
+  async answerUpcoming(accessKey: string, baseUrl: string, query: UpcomingQuery): Promise<CachedAnswer> {
+    const customer = await this.customers.findByAccessKey(accessKey);
+    if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.upcoming(accessKey, baseUrl, query), []));
+    const kept = await this.cache.answer(
+      customer.id,
+      ['upcoming', baseUrl, query.includeOnAir !== false ? 1 : 0].join('\u0000'),
+      async (): Promise<FreshAnswer> => {
+        const body = await this.upcoming(accessKey, baseUrl, query);
+        return { body, campaignId: null, campaignIds: 'campaignId' in body ? [Number(body.campaignId)] : [], goodsIds: goodsIdsOf([body]) };
+      },
+    );
+    return this.withCounts(kept);
+  }
+
+  /** The kept answer with the current viewer counts of its campaigns (read on every request, as before the cache). */
+  private async withCounts(kept: KeptAnswer): Promise<CachedAnswer> {
+    if (!kept.campaignIds.length) return withCounts(kept, []);
+    const counts = await this.counter.counts(kept.campaignIds);
+    return withCounts(
+      kept,
+      kept.campaignIds.map((id) => counts.get(id) ?? 0),
+    );
+  }
 
   async list(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CampaignListResponse> {
     const customer = await this.customers.findByAccessKey(accessKey);

@@ -25,7 +25,10 @@ export class CampaignEvent {
   @Column({ type: 'varchar', length: 32 })
   type: string;
 
-  /** The event's payload as sent to viewers (JSON). */
+  /**
+   * The event's payload as sent to viewers (JSON); empty when it was over MAX_LOGGED_PAYLOAD_BYTES (a
+   * resync past it gets a snapshot). MEDIUMTEXT on MySQL/MariaDB (MYSQL_COLUMN_TYPES).
+   */
   @Column({ type: 'text' })
   payload: string;
 

@@ -11,6 +11,7 @@ import { PackImportJobResults1764600000000 } from './1764600000000-PackImportJob
 import { AddImportJobStalledClaims1764700000000 } from './1764700000000-AddImportJobStalledClaims';
 import { AddWebhookEndpointBreaker1764800000000 } from './1764800000000-AddWebhookEndpointBreaker';
 import { RenumberCampaignGoods1764900000000 } from './1764900000000-RenumberCampaignGoods';
+import { WidenCampaignEventPayload1765000000000 } from './1765000000000-WidenCampaignEventPayload';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   AddImportJobStalledClaims1764700000000,
   AddWebhookEndpointBreaker1764800000000,
   RenumberCampaignGoods1764900000000,
+  WidenCampaignEventPayload1765000000000,
 ];
