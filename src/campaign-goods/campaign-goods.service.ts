@@ -6,7 +6,7 @@ import { ErrorCode } from '../common/errors/error-codes';
 import { renumberCampaignGoods } from '../campaigns/campaign-goods-order';
 import { CampaignViews } from '../campaigns/campaign-views';
 import { CampaignWriter } from '../campaigns/campaign-writer';
-import { CampaignGoodsListResponse, toCampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
+import { CampaignGoodsListResponse, toCampaignGoodsResponse, toCampaignGoodsSummary } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Campaign } from '../campaigns/entities/campaign.entity';
 import { insertRows } from '../database/bulk-sql';
@@ -106,13 +106,18 @@ export class CampaignGoodsService {
       if (missing !== undefined) throw await missingFromCampaign(em, tenant, missing, campaignKey);
       const listed = new Set(body.goodsIds);
       const ordered = [...listed].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
-      let changed = false;
-      for (const [i, link] of ordered.entries()) {
-        if (link.sortOrder === i + 1) continue;
-        changed = true;
-        await em.update(CampaignGoods, { campaignId: campaign.id, goodsId: link.goodsId }, { sortOrder: i + 1 });
+      const moves = ordered.map((link, i) => ({ goodsId: link.goodsId, place: i + 1 })).filter((m, i) => ordered[i].sortOrder !== m.place);
+      // One UPDATE per INSERT_CHUNK moved goods (a CASE of their new places), not one per goods item: a reorder
+      // of 1,000 goods held the event loop about 250 ms on SQLite statement by statement.
+      for (let i = 0; i < moves.length; i += INSERT_CHUNK) {
+        const chunk = moves.slice(i, i + INSERT_CHUNK);
+        await em.query(
+          `UPDATE campaign_goods SET sortOrder = CASE goodsId ${chunk.map(() => 'WHEN ? THEN ?').join(' ')} END ` +
+            `WHERE campaignId = ? AND goodsId IN (${chunk.map(() => '?').join(', ')})`,
+          [...chunk.flatMap((m) => [m.goodsId, m.place]), campaign.id, ...chunk.map((m) => m.goodsId)],
+        );
       }
-      return this.afterChange(em, tenant, campaign, changed);
+      return this.afterChange(em, tenant, campaign, moves.length > 0);
     });
   }
 
@@ -153,9 +158,11 @@ export class CampaignGoodsService {
     campaign: Campaign,
     changed: boolean,
   ): Promise<{ result: CampaignGoodsListResponse; events: PendingEvent[] }> {
-    const result = await this.listOf(em, tenant, campaign);
+    // One read of the campaign's goods serves the answer and the viewers' list.
+    const rows = await this.views.goodsRows(em, campaign.id);
+    const result = { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 as const };
     if (!changed) return { result, events: [] };
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock);
+    const goods = rows.map((row) => toCampaignGoodsSummary(row, tenant.currency, tenant.baseUrl, campaign.showStock));
     return { result, events: [{ type: 'goods.list', payload: { goods } }] };
   }
 
