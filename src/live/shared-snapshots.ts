@@ -49,7 +49,8 @@ export class SharedSnapshots {
   constructor(
     /** Reads and encodes the campaign's snapshot for viewers reaching it at `baseUrl` (null: the campaign is gone). */
     private readonly read: (campaignId: number, currency: string, baseUrl: string) => Promise<SharedSnapshot | null>,
-    private readonly now: () => number = () => Date.now(),
+    /** A monotonic clock in ms: a wall clock set back must not keep a snapshot longer. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /**
