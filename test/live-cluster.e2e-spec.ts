@@ -120,6 +120,19 @@ describeTwoNodes('live channel across two nodes sharing Redis', __filename, 'Clu
     expect((await late.next('campaign.snapshot')).seq).toBe(s0 + changes.length);
   });
 
+  it('an event made through A drops the snapshot B shares: a viewer joining B after it arrived gets a snapshot with it', async () => {
+    const { key, goods } = await campaign(1);
+    const first = await viewerOn(B, key);
+    const s0 = (await first.next('campaign.snapshot')).seq;
+    expectOk(await ops(A).salesStatus(key, goods[0], 'SOLD_OUT'));
+    expect((await first.next('goods.salesStatus')).seq).toBe(s0 + 1);
+    // Well within B's SNAPSHOT_REUSE_MS of the first viewer's snapshot.
+    const second = await viewerOn(B, key);
+    const snap = await second.next('campaign.snapshot');
+    expect(snap.seq).toBe(s0 + 1);
+    expect(snap.goods[0].salesStatus).toBe('SOLD_OUT');
+  });
+
   it('concurrent changes through both nodes: one gap-free seq sequence, the same events on every node', async () => {
     const { key, goods } = await campaign(4);
     const onA = await viewerOn(A, key);

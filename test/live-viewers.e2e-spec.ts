@@ -4,6 +4,9 @@ import { Transactions } from '../src/database/transactions';
 import { EVENTS_KEPT, CampaignEventLog } from '../src/campaigns/campaign-event-log';
 import { LiveFanout } from '../src/live/live-fanout';
 import { LiveNotifier } from '../src/live/live-notifier';
+import { LiveGateway } from '../src/live/live.gateway';
+import { LIVE_SOURCE, LiveSource } from '../src/live/live-source';
+import { SNAPSHOT_REUSE_MS } from '../src/live/shared-snapshots';
 import type { PendingEvent } from '../src/live/live-events';
 import { Payload, Viewer } from './support/live-client';
 import { CAMPAIGN_KEYS, SNAPSHOT_KEYS, SUMMARY_KEYS, keys, isEpochMs, expectOk, expectEventShape, liveHarness } from './support/live-harness';
@@ -364,6 +367,120 @@ describeEngines(
         // The default namespace path; the /live namespace shares the engine (and its CORS settings).
         expect(res.status).toBe(200);
         expect(res.headers['access-control-allow-origin']).toBe('https://player.example.com');
+      });
+    });
+
+    describe('shared snapshots (one read and one encoding for the viewers that get the same one)', () => {
+      /** Counts the snapshot reads of the campaign (and when each started) and the snapshot encodings while `work` runs. */
+      async function counting<T>(campaignId: number, work: () => Promise<T>): Promise<{ result: T; reads: number[]; encodings: number }> {
+        const source = ctx().app.get<LiveSource>(LIVE_SOURCE);
+        const reads: number[] = [];
+        const original = source.snapshot.bind(source);
+        const read = jest.spyOn(source, 'snapshot').mockImplementation((id, ...rest) => {
+          if (id === campaignId) reads.push(Date.now());
+          return original(id, ...rest);
+        });
+        const encode = jest.spyOn(LiveFanout.prototype, 'encode');
+        try {
+          const result = await work();
+          return { result, reads, encodings: encode.mock.calls.filter(([type]) => type === 'campaign.snapshot').length };
+        } finally {
+          read.mockRestore();
+          encode.mockRestore();
+        }
+      }
+
+      it('viewers joining together get one read, encoded once: the same snapshot for each', async () => {
+        const { key, goods } = await liveCampaign(A, 3);
+        const id = Number((await campaignRow(key)).id);
+        const { result: viewers, reads, encodings } = await counting(id, () => Promise.all(Array.from({ length: 8 }, () => viewer(A, key))));
+        const snaps = await Promise.all(viewers.map((v) => v.next('campaign.snapshot')));
+        expect(reads).toHaveLength(1);
+        expect(encodings).toBe(1);
+        for (const snap of snaps) expect(snap).toEqual(snaps[0]);
+        expect(snaps[0].goods.map((g: Payload) => g.goodsId)).toEqual(goods.map((g) => String(g.id)));
+      });
+
+      it('viewers joining one after another share a snapshot while the campaign has no event: a new read at most once per SNAPSHOT_REUSE_MS', async () => {
+        const { key } = await liveCampaign(A, 2);
+        const id = Number((await campaignRow(key)).id);
+        const {
+          result: snaps,
+          reads,
+          encodings,
+        } = await counting(id, async () => {
+          const seen: Payload[] = [];
+          for (let i = 0; i < 5; i += 1) {
+            seen.push(await (await viewer(A, key)).next('campaign.snapshot'));
+            await new Promise((r) => setTimeout(r, 60));
+          }
+          return seen;
+        });
+        // One read on any machine that joins five viewers within a second; a slower one may need more,
+        // but never sooner than SNAPSHOT_REUSE_MS after the previous (each join alone would read anew).
+        expect(reads.length).toBeGreaterThanOrEqual(1);
+        expect(reads.length).toBeLessThan(5);
+        for (let i = 1; i < reads.length; i += 1) expect(reads[i] - reads[i - 1]).toBeGreaterThanOrEqual(SNAPSHOT_REUSE_MS / 2);
+        expect(encodings).toBe(reads.length);
+        for (const snap of snaps) expect(snap.seq).toBe(snaps[0].seq);
+      });
+
+      it('an event drops the shared snapshot: a viewer joining after it gets a snapshot with that event, and nothing twice', async () => {
+        const { key, goods } = await liveCampaign(A, 2);
+        const id = Number((await campaignRow(key)).id);
+        const { result, reads } = await counting(id, async () => {
+          const first = await viewer(A, key);
+          const s0 = (await first.next('campaign.snapshot')).seq;
+          expectOk(await salesStatus(A, key, 'id', { goodsId: goods[1].id, salesStatus: 'SOLD_OUT' }));
+          expect((await first.next('goods.salesStatus')).seq).toBe(s0 + 1);
+          const second = await viewer(A, key);
+          const snap = await second.next('campaign.snapshot');
+          expectOk(await con(A).chat(key, { message: 'after both joined' }));
+          return { s0, snap, first, second };
+        });
+        const { s0, snap, first, second } = result;
+        expect(snap.seq).toBe(s0 + 1);
+        expect(snap.goods.map((g: Payload) => g.salesStatus)).toEqual(['ON_SALE', 'SOLD_OUT']);
+        expect(reads).toHaveLength(2);
+        for (const v of [first, second]) expect((await v.next('chat.message')).seq).toBe(s0 + 2);
+        await second.settle(200);
+        expect([first.unread, second.unread]).toEqual([[], []]);
+      });
+
+      it('a resync answered with a snapshot gets the shared one, unless the campaign has moved on since it was read', async () => {
+        const { key } = await liveCampaign(A, 1);
+        const id = Number((await campaignRow(key)).id);
+        const v = await viewer(A, key);
+        const s0 = (await v.next('campaign.snapshot')).seq;
+        const shared = await counting(id, async () => {
+          v.resync('not a seq');
+          return v.next('campaign.snapshot');
+        });
+        expect(shared.result.seq).toBe(s0);
+        expect([shared.reads.length, shared.encodings]).toEqual([0, 0]);
+        // An event this node has not delivered (recorded straight into the log): the resync read its seq.
+        const log = ctx().app.get(CampaignEventLog);
+        await ctx()
+          .app.get(Transactions)
+          .run((em) => log.record(em, id, [{ type: 'chat.message', payload: { id: 'x', message: 'unseen', adminName: null, createdAt: Date.now() } }]));
+        const fresh = await counting(id, async () => {
+          v.resync(s0 + 5); // ahead of the campaign: a snapshot
+          return v.next('campaign.snapshot');
+        });
+        expect(fresh.result.seq).toBe(s0 + 1);
+        expect([fresh.reads.length, fresh.encodings]).toEqual([1, 1]);
+      });
+
+      it('a room refreshed with a snapshot (its node missed events the log no longer holds) gets one read, encoded once, for all its viewers', async () => {
+        const { key } = await liveCampaign(A, 2);
+        const id = Number((await campaignRow(key)).id);
+        const viewers = await Promise.all(Array.from({ length: 4 }, () => viewer(A, key)));
+        for (const v of viewers) await v.next('campaign.snapshot');
+        const gateway: { refreshRoom(campaignId: number): Promise<void> } = ctx().app.get<unknown>(LiveGateway) as never;
+        const { reads, encodings } = await counting(id, () => gateway.refreshRoom(id));
+        // A new read (the shared one may lack what was missed), shared by the whole room.
+        expect([reads.length, encodings]).toEqual([1, 1]);
+        for (const v of viewers) expect(keys(await v.next('campaign.snapshot'))).toEqual(SNAPSHOT_KEYS);
       });
     });
 

@@ -425,6 +425,24 @@ describe('LiveFanout', () => {
     expect(s.sent.map((d) => d.toString())).toEqual([frame]);
   });
 
+  it('an event encoded once is written to each socket as it is: the same Buffer, the same checks and counts', () => {
+    const [a, b, polling, slow] = [
+      fakeSocket('a'),
+      fakeSocket('b'),
+      fakeSocket('p', { transport: 'polling' }),
+      fakeSocket('s', { buffered: MAX_BUFFERED_BYTES + 1 }),
+    ];
+    const fanout = new LiveFanout(namespaceOf([a, b, polling, slow], {}));
+    const encoded = fanout.encode('goods.salesStatus', payload);
+    const written = [a, b, polling, slow].map((s) => fanout.writeOne(s as unknown as Socket, encoded));
+    expect(written).toEqual([true, true, true, false]);
+    for (const s of [a, b]) expect(s.sent.map((d) => d.toString())).toEqual([frame]);
+    expect(a.writes[0]).toBe(b.writes[0]);
+    expect(polling.emit).toHaveBeenCalledWith('goods.salesStatus', payload);
+    expect(slow.disconnect).toHaveBeenCalledWith(true);
+    expect(fanout.counts).toEqual({ direct: 2, engine: 1, slowDisconnects: 1 });
+  });
+
   it.each([
     ['its WebSocket holds more than MAX_BUFFERED_BYTES unsent', { buffered: MAX_BUFFERED_BYTES + 1 }],
     ['engine.io queues more than MAX_QUEUED_PACKETS for it', { queued: MAX_QUEUED_PACKETS + 1, transport: 'polling' }],

@@ -137,8 +137,8 @@ interface EncodedGroup {
   frame: Buffer[] | null;
 }
 
-/** An event as it goes to every viewer: encoded once. */
-interface EncodedEvent {
+/** An event as it goes to every viewer: encoded once (LiveFanout.encode), then written as it is to each. */
+export interface EncodedEvent {
   type: LiveEventType;
   payload: unknown;
   /**
@@ -434,14 +434,20 @@ export class LiveFanout {
     return this.writeOne(socket, this.encode(type, payload));
   }
 
-  private writeOne(socket: Socket, event: EncodedEvent): boolean {
+  /**
+   * Writes an event encoded beforehand (encode()) to one socket, with the same checks and counts as any
+   * other write: an event that goes to many sockets one at a time (a snapshot shared by the viewers that
+   * join together) is encoded once, not once per socket. False when the socket was gone or dropped as slow.
+   */
+  writeOne(socket: Socket, event: EncodedEvent): boolean {
     const written = this.write(socket, event);
     if (written === DIRECT) this.counts.direct += 1;
     else if (written === ENGINE) this.counts.engine += 1;
     return written !== NOT_WRITTEN;
   }
 
-  private encode(type: LiveEventType, payload: unknown): EncodedEvent {
+  /** The event as socket.io would send it, encoded once: one WebSocket frame to write to any number of sockets. */
+  encode(type: LiveEventType, payload: unknown): EncodedEvent {
     const encoded = this.namespace.server.encoder.encode({ type: PacketType.EVENT, nsp: this.namespace.name, data: [type, payload] });
     return { type, payload, frame: encoded.length === 1 && typeof encoded[0] === 'string' ? [textFrame(`4${encoded[0]}`)] : null };
   }

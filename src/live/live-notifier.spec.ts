@@ -39,17 +39,24 @@ function notifierFor(campaigns: number[], clustered = false) {
   const config = { redis: { url: clustered ? 'redis://127.0.0.1:6379' : '' } } as unknown as AppConfig;
   const notifier = new LiveNotifier(config, source, metrics as unknown as Metrics);
   const sent: Array<{ room: string; seqs: number[] }> = [];
+  /** What the gateway is told (`changed 1`: an event of campaign 1 came) and the room writes, in order. */
+  const order: string[] = [];
   // Each room written to one viewer at once (LiveFanout's own spec covers deliveries over several turns).
   const spy = jest
     .spyOn(LiveFanout.prototype, 'toRoom')
     .mockImplementation((room: string, events: ReadonlyArray<RoomEvent>, done?: (reached: number) => void) => {
       sent.push({ room, seqs: events.map((e) => (e.payload as { seq: number }).seq) });
+      order.push(`write ${room}`);
       done?.(1);
     });
-  notifier.attach(namespace, () => Promise.resolve());
+  notifier.attach(
+    namespace,
+    () => Promise.resolve(),
+    (campaignId) => order.push(`changed ${campaignId}`),
+  );
   // The events another node sends over Redis, as the adapter hands them to this node.
   const fromOtherNode = (events: LiveEvent[]) => emitter.emit(CLUSTER_EVENTS, events);
-  return { notifier, sent, serverSideEmit, metrics, fromOtherNode, restore: () => spy.mockRestore(), stop: () => notifier.onModuleDestroy() };
+  return { notifier, sent, order, serverSideEmit, metrics, fromOtherNode, restore: () => spy.mockRestore(), stop: () => notifier.onModuleDestroy() };
 }
 
 describe('LiveNotifier', () => {
@@ -152,5 +159,28 @@ describe('LiveNotifier', () => {
     notifier.publish([event(2, 1)]);
     await nextTurn();
     expect(sent).toEqual([]);
+  });
+
+  it('tells the gateway of an event as soon as it is published or comes from another node, and again right before it goes to the room', async () => {
+    const { notifier, order, fromOtherNode } = make([1, 2], true);
+    notifier.publish([event(1, 5)]);
+    expect(order).toEqual(['changed 1']); // at once, not on the next turn
+    fromOtherNode([event(2, 3), event(1, 4)]);
+    expect(order).toEqual(['changed 1', 'changed 2', 'changed 1']);
+    await nextTurn();
+    expect(order.slice(3)).toEqual(['changed 2', `write ${roomOf(2)}`, 'changed 1', `write ${roomOf(1)}`]);
+    // An event that waited for a missing one is announced again when it finally goes out.
+    fromOtherNode([event(1, 7)]);
+    await nextTurn();
+    order.length = 0;
+    fromOtherNode([event(1, 6)]);
+    await nextTurn();
+    expect(order).toEqual(['changed 1', 'changed 1', `write ${roomOf(1)}`]);
+  });
+
+  it('tells the gateway of an event of a campaign nobody watches here too (a viewer may join it next)', () => {
+    const { notifier, order } = make([1]);
+    notifier.publish([event(2, 1)]);
+    expect(order).toEqual(['changed 2']);
   });
 });

@@ -3,7 +3,7 @@ import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { Metrics } from '../metrics/metrics.service';
 import { LiveEvent, LiveEventMap, LiveEventType, OperatorEventMap, operatorRoomOf, roomOf } from './live-events';
-import { FanoutCounts, LiveFanout } from './live-fanout';
+import { EncodedEvent, FanoutCounts, LiveFanout } from './live-fanout';
 import { LIVE_SOURCE, LiveSource } from './live-source';
 
 /** The server-side event (Redis adapter, `serverSideEmit`) that carries committed events to the other nodes. */
@@ -57,6 +57,12 @@ export class LiveNotifier implements OnModuleDestroy {
   private flushing = false;
   /** Sends a fresh snapshot to every viewer of a campaign on this node (set by the gateway). */
   private refreshRoom: (campaignId: number) => Promise<void> = () => Promise.resolve();
+  /**
+   * Told of every event of a campaign that is published on this node or comes from another one, when it
+   * arrives and again right before it is handed to the room's viewers here (set by the gateway: it drops
+   * the campaign's shared snapshot, which may not be older than an event its viewers were sent).
+   */
+  private campaignChanged: (campaignId: number) => void = () => undefined;
 
   constructor(
     private readonly config: AppConfig,
@@ -64,17 +70,21 @@ export class LiveNotifier implements OnModuleDestroy {
     private readonly metrics: Metrics,
   ) {}
 
-  attach(namespace: Namespace, refreshRoom: (campaignId: number) => Promise<void>): void {
+  attach(namespace: Namespace, refreshRoom: (campaignId: number) => Promise<void>, campaignChanged?: (campaignId: number) => void): void {
     this.namespace = namespace;
     this.fanout = new LiveFanout(namespace);
     this.refreshRoom = refreshRoom;
+    if (campaignChanged) this.campaignChanged = campaignChanged;
     if (this.clustered) {
       namespace.on(CLUSTER_EVENTS, (events: unknown) => {
         if (!Array.isArray(events)) {
           this.logger.warn(`ignored a malformed ${CLUSTER_EVENTS} message from another node`);
           return;
         }
-        for (const event of events as LiveEvent[]) this.received.push(event);
+        for (const event of events as LiveEvent[]) {
+          this.received.push(event);
+          this.changed(event);
+        }
         this.flushSoon();
       });
       this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
@@ -119,8 +129,16 @@ export class LiveNotifier implements OnModuleDestroy {
     const publishedAt = Date.now();
     for (const event of events) event.publishedAt ??= publishedAt;
     this.metrics.liveEventsPublished.inc(events.length);
-    for (const event of events) this.published.push(event);
+    for (const event of events) {
+      this.published.push(event);
+      this.changed(event);
+    }
     this.flushSoon();
+  }
+
+  /** Tells the gateway that the event's campaign changed (see campaignChanged); a malformed event from another node is skipped. */
+  private changed(event: LiveEvent): void {
+    if (typeof event?.campaignId === 'number') this.campaignChanged(event.campaignId);
   }
 
   private flushSoon(): void {
@@ -165,6 +183,16 @@ export class LiveNotifier implements OnModuleDestroy {
     return this.fanout?.toSocket(socket, type, payload) ?? false;
   }
 
+  /** The event encoded once, to write to many viewers with sendEncodedTo (null before the gateway is attached). */
+  encode<K extends LiveEventType>(type: K, payload: LiveEventMap[K]): EncodedEvent | null {
+    return this.fanout?.encode(type, payload) ?? null;
+  }
+
+  /** Writes an event encoded beforehand (encode) to one viewer of this node: the same writer, checks and counts as sendTo. */
+  sendEncodedTo(socket: Socket, event: EncodedEvent): boolean {
+    return this.fanout?.writeOne(socket, event) ?? false;
+  }
+
   /** Writes so far on this node: straight to a WebSocket, or through socket.io's queue; slow viewers dropped. */
   get writes(): FanoutCounts {
     return { ...(this.fanout?.counts ?? { direct: 0, engine: 0, slowDisconnects: 0 }) };
@@ -202,6 +230,8 @@ export class LiveNotifier implements OnModuleDestroy {
 
   private send(outbox: Outbox): void {
     for (const [id, events] of outbox) {
+      // Before the room's viewers are handed these events: a snapshot shared from now on is read after them.
+      this.campaignChanged(id);
       this.metrics.liveEventsDelivered.inc(events.length);
       // Timed once the last viewer of the room was written to (a large room takes several turns).
       this.fanout?.toRoom(roomOf(id), events, () => {

@@ -11,6 +11,7 @@ import { LiveNotifier } from './live-notifier';
 import { RefusalLog } from '../lifecycle/connection-guard';
 import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
+import { SharedSnapshot, SharedSnapshots } from './shared-snapshots';
 import { addressKey } from '../rate-limit/address-key';
 
 /**
@@ -30,8 +31,6 @@ export const RESYNC_ABUSE = 30;
  */
 export const MAX_LIVE_SOCKETS_PER_CONNECTION = 10;
 export const TOO_MANY_SOCKETS_MESSAGE = `too many /live sockets on this connection (at most ${MAX_LIVE_SOCKETS_PER_CONNECTION}); open another connection`;
-/** Viewers asking for a campaign's snapshot within this window share one read (see snapshotOf). */
-const SNAPSHOT_BATCH_MS = 20;
 /** A resync whose missed events are bigger than this (JSON) is answered with a snapshot instead. */
 const RESYNC_MAX_REPLAY_BYTES = 256 * 1024;
 
@@ -84,7 +83,8 @@ function text(value: unknown, max = 64): string | undefined {
 export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewayDisconnect {
   private readonly logger = new Logger(LiveGateway.name);
   private namespace: Namespace | null = null;
-  private readonly snapshotReads = new Map<string, Promise<LiveEventMap['campaign.snapshot'] | null>>();
+  /** Snapshots read and encoded once for the viewers that ask for them together or soon after (see SharedSnapshots). */
+  private readonly snapshots = new SharedSnapshots((campaignId, currency, baseUrl) => this.readSnapshot(campaignId, currency, baseUrl));
   /** The /live sockets of each Engine.IO connection, admitted or being admitted (see MAX_LIVE_SOCKETS_PER_CONNECTION). */
   private readonly socketsPerConnection = new WeakMap<object, Set<string>>();
   private readonly refusals = new RefusalLog(this.logger, () => `MAX_LIVE_SOCKETS_PER_CONNECTION (${MAX_LIVE_SOCKETS_PER_CONNECTION})`);
@@ -102,7 +102,11 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   afterInit(namespace: Namespace): void {
     this.namespace = namespace;
     this.lifecycle.attachLive(namespace);
-    this.notifier.attach(namespace, (campaignId) => this.refreshRoom(campaignId));
+    this.notifier.attach(
+      namespace,
+      (campaignId) => this.refreshRoom(campaignId),
+      (campaignId) => this.snapshots.changed(campaignId),
+    );
     this.metrics.countLiveSockets(() => {
       const counts = { viewer: 0, operator: 0 };
       for (const socket of namespace.sockets.values()) {
@@ -193,7 +197,8 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   async handleConnection(socket: ViewerSocket): Promise<void> {
     const { campaignId } = socket.data;
     if (!campaignId) return;
-    // Joined before the snapshot is read, so that it misses nothing; the room's events wait for it.
+    // Joined before the snapshot is asked for, so that it misses nothing (a shared snapshot too: see
+    // SharedSnapshots); the room's events wait for it.
     this.notifier.awaitSnapshot(socket);
     let seq: number | null = null;
     try {
@@ -231,7 +236,8 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       const valid = sinceSeq !== null && sinceSeq <= lastSeq;
       const missed = valid ? await this.source.eventsSince(campaignId, sinceSeq, lastSeq, RESYNC_MAX_REPLAY_BYTES) : null;
       if (!missed) {
-        await this.sendSnapshot(socket);
+        // Not one shared since before lastSeq was read: the client asked because it lacks those events.
+        await this.sendSnapshot(socket, lastSeq);
         return;
       }
       for (const event of missed) if (!this.notifier.sendTo(socket, event.type, event.payload)) break;
@@ -265,50 +271,44 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     return false;
   }
 
-  /** Sends a fresh snapshot to every socket of the campaign's room on this node (it missed too much). */
+  /**
+   * Sends a fresh snapshot to every socket of the campaign's room on this node (it missed events the log no
+   * longer holds): one read after now, encoded once, shared by all of them.
+   */
   private async refreshRoom(campaignId: number): Promise<void> {
+    // A snapshot read before now may lack what this node missed: none of those is shared from here on.
+    this.snapshots.changed(campaignId);
     const ids = this.namespace?.adapter.rooms.get(roomOf(campaignId));
-    for (const id of [...(ids ?? [])]) {
-      const socket = this.namespace?.sockets.get(id) as ViewerSocket | undefined;
-      if (socket) await this.sendSnapshot(socket);
-    }
+    const sockets = [...(ids ?? [])].map((id) => this.namespace?.sockets.get(id) as ViewerSocket | undefined).filter((socket) => socket !== undefined);
+    await Promise.all(sockets.map((socket) => this.sendSnapshot(socket)));
   }
 
-  /** Sends the campaign's snapshot; returns its seq (null if none was sent). */
-  private async sendSnapshot(socket: ViewerSocket): Promise<number | null> {
+  /**
+   * Sends the campaign's snapshot; returns its seq (null if none was sent). The snapshot is shared (see
+   * SharedSnapshots): the viewers that join together, or within SNAPSHOT_REUSE_MS while the campaign has no
+   * event, cost one read and one encoding, and each of them one write of the same bytes.
+   */
+  private async sendSnapshot(socket: ViewerSocket, atLeastSeq = 0): Promise<number | null> {
     const { campaignId, currency, baseUrl } = socket.data;
     try {
-      const snapshot = await this.snapshotOf(campaignId, currency, baseUrl);
+      const snapshot = await this.snapshots.get(campaignId, currency, baseUrl, atLeastSeq);
       if (!snapshot) {
         socket.disconnect(true);
         return null;
       }
-      return this.notifier.sendTo(socket, 'campaign.snapshot', snapshot) ? snapshot.seq : null;
+      return this.notifier.sendEncodedTo(socket, snapshot.event) ? snapshot.seq : null;
     } catch (err) {
       this.logger.warn(`snapshot for campaign ${campaignId} failed: ${err instanceof Error ? err.message : String(err)}`);
       return null;
     }
   }
 
-  /**
-   * One snapshot read serves every viewer of a campaign that asked within SNAPSHOT_BATCH_MS: they all
-   * joined the room before the read started, so it holds everything they would otherwise miss. A
-   * connection storm (a node restarting under thousands of viewers) costs a few reads, not thousands.
-   */
-  private snapshotOf(campaignId: number, currency: string, baseUrl: string): Promise<LiveEventMap['campaign.snapshot'] | null> {
-    const key = `${campaignId}\u0000${baseUrl}`;
-    let read = this.snapshotReads.get(key);
-    if (!read) {
-      read = new Promise((resolve) => setTimeout(resolve, SNAPSHOT_BATCH_MS)).then(() => {
-        this.snapshotReads.delete(key);
-        return this.readSnapshot(campaignId, currency, baseUrl);
-      });
-      this.snapshotReads.set(key, read);
-    }
-    return read;
-  }
-
-  private async readSnapshot(campaignId: number, currency: string, baseUrl: string): Promise<LiveEventMap['campaign.snapshot'] | null> {
-    return this.source.snapshot(campaignId, currency, baseUrl, await this.counter.count(campaignId));
+  /** Reads the campaign's snapshot and encodes it once, for every viewer that will share it. */
+  private async readSnapshot(campaignId: number, currency: string, baseUrl: string): Promise<SharedSnapshot | null> {
+    const snapshot = await this.source.snapshot(campaignId, currency, baseUrl, await this.counter.count(campaignId));
+    if (!snapshot) return null;
+    const event = this.notifier.encode('campaign.snapshot', snapshot);
+    if (!event) throw new Error('the live channel is not attached');
+    return { seq: snapshot.seq, event };
   }
 }
