@@ -22,7 +22,7 @@ function writer() {
       Promise.resolve(events.map((e) => ({ campaignId, seq: ++seq, type: e.type, payload: { ...e.payload, seq } }) as LiveEvent)),
   } as unknown as CampaignEventLog;
   const pushed: number[][] = [];
-  const notifier = { publish: (events: LiveEvent[]) => pushed.push(events.map((e) => e.seq)) } as unknown as LiveNotifier;
+  const notifier = { publish: (events: LiveEvent[]) => pushed.push(events.map((e) => e.seq)), campaignStored: () => undefined } as unknown as LiveNotifier;
   const w = new CampaignWriter(transactions, log, notifier, new CampaignChanges());
   jest.spyOn(w, 'find').mockResolvedValue(campaign);
   const tenant = { id: 1 } as Tenant;

@@ -148,8 +148,12 @@ export class CampaignWriter {
     if (events.length) this.publish(events);
   }
 
-  /** Tells CampaignChanges that a campaign changed (committed) outside change(): see there. */
+  /**
+   * Tells CampaignChanges that a campaign changed (committed), and the live channel, whose shared
+   * snapshots of it are then out of date even when no event follows (notify=false).
+   */
   changed(customerId: number, campaignId: number | null): void {
+    if (campaignId !== null) this.notifier.campaignStored(campaignId);
     this.changes.changed(customerId, campaignId);
   }
 

@@ -136,6 +136,16 @@ export class LiveNotifier implements OnModuleDestroy {
     this.flushSoon();
   }
 
+  /**
+   * A change of the campaign committed on this node, told to viewers or not (notify=false, a stock change
+   * they do not see): a snapshot shared before it no longer holds the campaign as it is (SharedSnapshots).
+   * Another node learns of a change only through its events, so one without any shows in that node's
+   * shared snapshots when they expire (SNAPSHOT_REUSE_MS).
+   */
+  campaignStored(campaignId: number): void {
+    this.campaignChanged(campaignId);
+  }
+
   /** Tells the gateway that the event's campaign changed (see campaignChanged); a malformed event from another node is skipped. */
   private changed(event: LiveEvent): void {
     if (typeof event?.campaignId === 'number') this.campaignChanged(event.campaignId);
