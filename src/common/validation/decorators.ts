@@ -217,13 +217,14 @@ export function DecimalField(property: string, min: number, max: number, p: Pres
 const ID_TEXT = /^\s*\d+\s*$/;
 
 /**
- * An id sent as text becomes a number when it is one this service can give (up to 2^53 - 1, the largest
- * whole number JSON readers keep exactly); larger digits stay text, for the message to name as sent.
+ * An id sent as text becomes a number, as numeric fields read text ("15", " 15 ", "15."); whole-number text
+ * beyond what this service gives (2^53 - 1, the largest whole number JSON readers keep exactly) stays text,
+ * for the message to name as sent rather than as the float it would become.
  */
 function idOfText(value: unknown): unknown {
-  if (typeof value !== 'string' || !ID_TEXT.test(value)) return value;
+  if (typeof value !== 'string' || !NUMERIC_TEXT.test(value)) return value;
   const n = Number(value);
-  return Number.isSafeInteger(n) ? n : value.trim();
+  return !Number.isSafeInteger(n) && ID_TEXT.test(value) ? value.trim() : n;
 }
 
 /** Whether `value` (after idOfText) is a positive id. */
