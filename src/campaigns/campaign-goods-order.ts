@@ -1,22 +1,31 @@
 import type { EntityManager } from 'typeorm';
 import { isMysql } from '../database/engine';
 
+/** Places written by one UPDATE (see renumberCampaignGoods). */
+const PLACES_PER_STATEMENT = 400;
+
 /**
  * Gives the goods of a campaign the places 1..n again, keeping their order (sortOrder, then goodsId, as
  * every list reads them): run in the transaction that removed goods from it, so that no reader ever sees
- * a gap. One UPDATE per campaign, whatever the number of goods, touching only rows whose place changes.
+ * a gap. One UPDATE per campaign on SQLite, one per 400 moved goods on MySQL, touching only rows whose place changes.
  */
 export async function renumberCampaignGoods(em: EntityManager, campaignId: number): Promise<void> {
   if (isMysql(em)) {
-    // The derived table (a window function) is materialized before the join writes.
-    await em.query(
-      `UPDATE campaign_goods cg
-         JOIN (SELECT goodsId, ROW_NUMBER() OVER (ORDER BY sortOrder, goodsId) AS place
-                 FROM campaign_goods WHERE campaignId = ?) ranked ON ranked.goodsId = cg.goodsId
-          SET cg.sortOrder = ranked.place
-        WHERE cg.campaignId = ? AND cg.sortOrder <> ranked.place`,
-      [campaignId, campaignId],
+    // The places are computed here and written with one CASE per chunk: joined as a derived table, MariaDB
+    // may materialize it again as the rows are written, numbering rows it has already moved.
+    const rows = await em.query<Array<{ goodsId: number | string; sortOrder: number | string }>>(
+      'SELECT goodsId, sortOrder FROM campaign_goods WHERE campaignId = ? ORDER BY sortOrder, goodsId',
+      [campaignId],
     );
+    const moves = rows.map((r, i) => ({ goodsId: Number(r.goodsId), place: i + 1, was: Number(r.sortOrder) })).filter((m) => m.was !== m.place);
+    for (let i = 0; i < moves.length; i += PLACES_PER_STATEMENT) {
+      const chunk = moves.slice(i, i + PLACES_PER_STATEMENT);
+      await em.query(
+        `UPDATE campaign_goods SET sortOrder = CASE goodsId ${chunk.map(() => 'WHEN ? THEN ?').join(' ')} END ` +
+          `WHERE campaignId = ? AND goodsId IN (${chunk.map(() => '?').join(', ')})`,
+        [...chunk.flatMap((m) => [m.goodsId, m.place]), campaignId, ...chunk.map((m) => m.goodsId)],
+      );
+    }
     return;
   }
   await em.query(

@@ -20,13 +20,25 @@ export class RenumberCampaignGoods1764900000000 implements MigrationInterface {
       );
       return;
     }
+    // The places are computed whole into a temporary table first: joined as a derived table, MariaDB may
+    // materialize it per campaign as the rows are written (split materialization), numbering rows it has
+    // already moved, which gave two goods one place.
+    await queryRunner.query('DROP TEMPORARY TABLE IF EXISTS campaign_goods_places');
     await queryRunner.query(
-      `UPDATE campaign_goods cg
-         JOIN (SELECT campaignId, goodsId, ROW_NUMBER() OVER (PARTITION BY campaignId ORDER BY sortOrder, goodsId) AS place
-                 FROM campaign_goods) ranked ON ranked.campaignId = cg.campaignId AND ranked.goodsId = cg.goodsId
-          SET cg.sortOrder = ranked.place
-        WHERE cg.sortOrder <> ranked.place`,
+      `CREATE TEMPORARY TABLE campaign_goods_places (PRIMARY KEY (campaignId, goodsId))
+         SELECT campaignId, goodsId, ROW_NUMBER() OVER (PARTITION BY campaignId ORDER BY sortOrder, goodsId) AS place
+           FROM campaign_goods`,
     );
+    try {
+      await queryRunner.query(
+        `UPDATE campaign_goods cg
+           JOIN campaign_goods_places ranked ON ranked.campaignId = cg.campaignId AND ranked.goodsId = cg.goodsId
+            SET cg.sortOrder = ranked.place
+          WHERE cg.sortOrder <> ranked.place`,
+      );
+    } finally {
+      await queryRunner.query('DROP TEMPORARY TABLE IF EXISTS campaign_goods_places');
+    }
   }
 
   async down(): Promise<void> {
