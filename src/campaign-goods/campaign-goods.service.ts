@@ -3,10 +3,10 @@ import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
-import { renumberCampaignGoods } from '../campaigns/campaign-goods-order';
+import { renumberCampaignGoods, writePlaces } from '../campaigns/campaign-goods-order';
 import { CampaignViews } from '../campaigns/campaign-views';
 import { CampaignWriter } from '../campaigns/campaign-writer';
-import { CampaignGoodsListResponse, toCampaignGoodsResponse, toCampaignGoodsSummary } from '../campaigns/dto/campaign-response.dto';
+import { CampaignGoodsListResponse, CampaignGoodsRow, toCampaignGoodsResponse, toCampaignGoodsSummary } from '../campaigns/dto/campaign-response.dto';
 import { CampaignGoods } from '../campaigns/entities/campaign-goods.entity';
 import { Campaign } from '../campaigns/entities/campaign.entity';
 import { insertRows } from '../database/bulk-sql';
@@ -43,6 +43,11 @@ export function notInCampaign(goodsId: number, campaignKey: string): ApiExceptio
 async function missingFromCampaign(em: EntityManager, tenant: Tenant, goodsId: number, campaignKey: string): Promise<ApiException> {
   await findGoodsOrFail(em, tenant.id, { by: 'id', id: goodsId });
   return notInCampaign(goodsId, campaignKey);
+}
+
+/** The campaign goods list answer of these rows. */
+function listEnvelope(tenant: Tenant, rows: CampaignGoodsRow[]): CampaignGoodsListResponse {
+  return { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 };
 }
 
 /** The goods of a campaign: add, list, reorder, the item showing now, remove. Viewers get each new list. */
@@ -107,16 +112,7 @@ export class CampaignGoodsService {
       const listed = new Set(body.goodsIds);
       const ordered = [...listed].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
       const moves = ordered.map((link, i) => ({ goodsId: link.goodsId, place: i + 1 })).filter((m, i) => ordered[i].sortOrder !== m.place);
-      // One UPDATE per INSERT_CHUNK moved goods (a CASE of their new places), not one per goods item: a reorder
-      // of 1,000 goods held the event loop about 250 ms on SQLite statement by statement.
-      for (let i = 0; i < moves.length; i += INSERT_CHUNK) {
-        const chunk = moves.slice(i, i + INSERT_CHUNK);
-        await em.query(
-          `UPDATE campaign_goods SET sortOrder = CASE goodsId ${chunk.map(() => 'WHEN ? THEN ?').join(' ')} END ` +
-            `WHERE campaignId = ? AND goodsId IN (${chunk.map(() => '?').join(', ')})`,
-          [...chunk.flatMap((m) => [m.goodsId, m.place]), campaign.id, ...chunk.map((m) => m.goodsId)],
-        );
-      }
+      await writePlaces(em, campaign.id, moves);
       return this.afterChange(em, tenant, campaign, moves.length > 0);
     });
   }
@@ -147,8 +143,7 @@ export class CampaignGoodsService {
   }
 
   private async listOf(em: EntityManager, tenant: Tenant, campaign: Campaign): Promise<CampaignGoodsListResponse> {
-    const rows = await this.views.goodsRows(em, campaign.id);
-    return { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 };
+    return listEnvelope(tenant, await this.views.goodsRows(em, campaign.id));
   }
 
   /** The new list for the answer, and a goods.list event for the viewers when it changed. */
@@ -160,7 +155,7 @@ export class CampaignGoodsService {
   ): Promise<{ result: CampaignGoodsListResponse; events: PendingEvent[] }> {
     // One read of the campaign's goods serves the answer and the viewers' list.
     const rows = await this.views.goodsRows(em, campaign.id);
-    const result = { results: rows.map((r) => toCampaignGoodsResponse(r, tenant.currency, tenant.baseUrl)), totalCount: rows.length, _s: 0 as const };
+    const result = listEnvelope(tenant, rows);
     if (!changed) return { result, events: [] };
     const goods = rows.map((row) => toCampaignGoodsSummary(row, tenant.currency, tenant.baseUrl, campaign.showStock));
     return { result, events: [{ type: 'goods.list', payload: { goods } }] };
