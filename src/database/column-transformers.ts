@@ -10,6 +10,11 @@ export const bigintTransformer: ValueTransformer = {
   from: (value: unknown) => (value === null || value === undefined ? value : Number(value)),
 };
 
+/** A datetime read by a raw query: SQLite hands back TypeORM's UTC 'YYYY-MM-DD HH:MM:SS.SSS' text, mysql2 a Date already. */
+export function utcDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`);
+}
+
 /** Writes sign, digits and a power of ten ("1.5e-7") as plain decimal text, digit by digit. */
 function shiftPoint(sign: string, intPart: string, frac: string, exp: number): string {
   const digits = `${intPart}${frac}` || '0';

@@ -1,4 +1,5 @@
 import { EntityManager } from 'typeorm';
+import { utcDate } from '../database/column-transformers';
 import { Media } from '../media/entities/media.entity';
 import { Goods } from './entities/goods.entity';
 
@@ -108,11 +109,6 @@ interface MediaRow {
   thumbnails: string;
   createdAt: Date | string;
   updatedAt: Date | string;
-}
-
-/** SQLite hands back TypeORM's UTC 'YYYY-MM-DD HH:MM:SS.SSS' text; mysql2 a Date already. */
-function utcDate(value: Date | string): Date {
-  return value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`);
 }
 
 /** The media of a page of goods, by goods id (plain SQL: this runs on every list request). */

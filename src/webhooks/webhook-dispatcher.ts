@@ -3,6 +3,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { EntityManager, In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
 import { finishedWithin } from '../common/util/finished-within';
 import { AppConfig } from '../config/app-config';
+import { utcDate } from '../database/column-transformers';
 import { Transactions } from '../database/transactions';
 import { requestContext } from '../logging/request-context';
 import { Metrics } from '../metrics/metrics.service';
@@ -86,13 +87,6 @@ const DUE_OF_ENDPOINTS_SQL = (endpoints: number) =>
     const state = i % 2 === 0 ? 'pending' : 'sending';
     return `SELECT id, endpointId, nextAttemptAt FROM (SELECT d.id AS id, d.endpointId AS endpointId, d.nextAttemptAt AS nextAttemptAt FROM webhook_deliveries d WHERE d.endpointId = :e${i >> 1} AND d.state = '${state}' AND d.nextAttemptAt <= :now ORDER BY d.nextAttemptAt, d.id LIMIT :most) t${i}`;
   }).join('\nUNION ALL\n');
-
-/** A datetime as the drivers give it back (a Date from mysql2, UTC text from SQLite), in epoch ms. */
-function epochMs(value: unknown): number {
-  if (value instanceof Date) return value.getTime();
-  const text = String(value);
-  return Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
-}
 
 /**
  * A claim takes up to this many times WEBHOOK_CONCURRENCY rows, queued on the node and sent at most
@@ -330,8 +324,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         const chunk = planned.slice(i, i + CLAIM_ENDPOINTS_PER_STATEMENT);
         const named = Object.fromEntries(chunk.map((id, j) => [`e${j}`, id]));
         const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(DUE_OF_ENDPOINTS_SQL(chunk.length), { ...named, now, most }, {});
-        for (const r of await em.query<Array<{ id: number | string; endpointId: number | string; nextAttemptAt: unknown }>>(sql, parameters)) {
-          rows.push({ id: Number(r.id), endpointId: Number(r.endpointId), at: epochMs(r.nextAttemptAt) });
+        for (const r of await em.query<Array<{ id: number | string; endpointId: number | string; nextAttemptAt: Date | string }>>(sql, parameters)) {
+          rows.push({ id: Number(r.id), endpointId: Number(r.endpointId), at: utcDate(r.nextAttemptAt).getTime() });
         }
       }
       // Each endpoint's oldest first (both states together), as the index gives each state.
@@ -382,11 +376,17 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     if (Number(n) > DUE_SCAN_ROWS) {
       const [sql, parameters] = driver.escapeQueryWithParameters(DUE_BY_ENDPOINT_SQL(fullEndpoints.length > 0, fullCustomers.length > 0), params, {});
       const rows = await em.query<
-        Array<{ endpointId: number | string; customerId: number | string; failureStreak: number | string; pendingAt: unknown; sendingAt: unknown }>
+        Array<{
+          endpointId: number | string;
+          customerId: number | string;
+          failureStreak: number | string;
+          pendingAt: Date | string | null;
+          sendingAt: Date | string | null;
+        }>
       >(sql, parameters);
       const perEndpoint = this.config.webhooks.endpointConcurrency * CLAIM_FACTOR;
       return rows
-        .map((r) => ({ r, at: Math.min(...[r.pendingAt, r.sendingAt].filter((v) => v !== null && v !== undefined).map(epochMs)) }))
+        .map((r) => ({ r, at: Math.min(...[r.pendingAt, r.sendingAt].filter((v) => v !== null && v !== undefined).map((v) => utcDate(v).getTime())) }))
         .filter(({ at }) => Number.isFinite(at))
         .sort((a, b) => a.at - b.at)
         .slice(0, CLAIM_ENDPOINTS)
