@@ -7,7 +7,7 @@ import { REQUEST_ID_HEADER } from './request-id.middleware';
 
 const logger = new Logger('ClientErrors');
 
-interface ClientErrorAnswer {
+export interface ClientErrorAnswer {
   status: number;
   reason: string;
   code: ErrorCode;
@@ -38,14 +38,20 @@ export function clientErrorAnswer(err: Error & { code?: string }): ClientErrorAn
   }
 }
 
-/** The raw HTTP answer for a request Node could not read: the one error shape, a request id, then the connection closes. */
-export function clientErrorResponse(answer: ClientErrorAnswer, requestId: string): string {
+/**
+ * The raw HTTP answer, written on the socket, for a request no HTTP response object answers (one Node could
+ * not read, a refused WebSocket upgrade): the one error shape, a request id, `headers`, then the
+ * connection closes.
+ */
+export function clientErrorResponse(answer: ClientErrorAnswer, requestId: string, headers: Record<string, string> = {}): string {
   const body = JSON.stringify({ _s: answer.code, _e: answer.message });
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   return (
     `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
+    extra.join('') +
     'Cache-Control: no-store\r\n' +
     'Connection: close\r\n' +
     '\r\n' +

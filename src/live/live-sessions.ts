@@ -3,6 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppConfig } from '../config/app-config';
 import { RefusalLog } from '../lifecycle/connection-guard';
 import type { Metrics } from '../metrics/metrics.service';
+import { ErrorCode } from '../common/errors/error-codes';
+import { clientErrorResponse } from '../http/client-errors';
 import { REQUEST_ID_HEADER, requestIdOf } from '../http/request-id.middleware';
 import { clientIpOf, IP_LIMIT, RateLimiter } from '../rate-limit/rate-limiter';
 
@@ -144,17 +146,22 @@ export class LiveSessionLimits {
    * given (long-polling), or finds the socket closed (WebSocket).
    */
   private refuse(req: IncomingMessage, { message, retryAfterSeconds }: Refusal, done: Parameters<AllowRequest>[1]): void {
-    const body = JSON.stringify({ _s: -429, _e: message });
-    const headers: Record<string, string> = {
-      'Content-Type': 'application/json; charset=utf-8',
-      'Content-Length': String(Buffer.byteLength(body)),
-      'Retry-After': String(retryAfterSeconds),
-      [REQUEST_ID_HEADER]: requestIdOf(req),
-    };
+    const answer = { status: 429, reason: 'Too Many Requests', code: ErrorCode.RateLimited, message };
+    const retryAfter = { 'Retry-After': String(retryAfterSeconds) };
     // Engine.IO sets `res` on the requests it answers over HTTP (long-polling), not on an upgrade.
     const res = (req as IncomingMessage & { res?: ServerResponse }).res;
     if (res) {
-      if (!res.headersSent) res.writeHead(429, headers).end(body);
+      if (!res.headersSent) {
+        const body = JSON.stringify({ _s: answer.code, _e: message });
+        res
+          .writeHead(429, {
+            'Content-Type': 'application/json; charset=utf-8',
+            'Content-Length': String(Buffer.byteLength(body)),
+            [REQUEST_ID_HEADER]: requestIdOf(req),
+            ...retryAfter,
+          })
+          .end(body);
+      }
       done(message, false);
       return;
     }
@@ -163,7 +170,6 @@ export class LiveSessionLimits {
       done(message, false);
       return;
     }
-    const head = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.end(`HTTP/1.1 429 Too Many Requests\r\n${head.join('')}\r\n${body}`, () => done(message, false));
+    socket.end(clientErrorResponse(answer, requestIdOf(req), retryAfter), () => done(message, false));
   }
 }
