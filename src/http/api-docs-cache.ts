@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { INestApplication } from '@nestjs/common';
+import etag from 'etag';
 import Negotiator from 'negotiator';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
@@ -109,9 +109,8 @@ export class ApiDocsCache {
 
   set(baseUrl: string, path: string, text: string, type: string): CachedDocsAnswer {
     const body = Buffer.from(text);
-    const etag = `W/"${body.length.toString(16)}-${createHash('sha1').update(body).digest('base64').substring(0, 27)}"`;
     // What res.send gives a string: its type with the charset it encodes it in.
-    const answer = { body, type: /;\s*charset=/i.test(type) ? type : `${type}; charset=utf-8`, etag, encoded: {} };
+    const answer = { body, type: /;\s*charset=/i.test(type) ? type : `${type}; charset=utf-8`, etag: etag(body, { weak: true }), encoded: {} };
     let answers = this.byBase.get(baseUrl);
     if (!answers) {
       while (this.byBase.size >= this.maxVariants) this.byBase.delete(this.byBase.keys().next().value as string);

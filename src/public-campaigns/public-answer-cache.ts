@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import etag from 'etag';
 import { CampaignChanges } from '../campaigns/campaign-changes';
 import { GoodsChangeHooks } from '../goods/goods-changes';
 
@@ -67,11 +67,6 @@ interface Entry extends KeptAnswer {
   until: number;
 }
 
-/** The weak ETag Express would compute for this body (etag package: length in hex, then the SHA-1's first 27 base64 characters). */
-function weakEtag(json: string, bytes: number): string {
-  return `W/"${bytes.toString(16)}-${createHash('sha1').update(json, 'utf8').digest('base64').substring(0, 27)}"`;
-}
-
 /**
  * The answers of the public campaign endpoints (no token, so anyone may repeat them at the per-IP rate
  * limit), kept as sent, JSON and ETag, for the max-age their Cache-Control already allows any cache on
@@ -121,7 +116,7 @@ export class PublicAnswerCache implements OnModuleInit {
     const json = JSON.stringify(body);
     const parts = json.split(USER_COUNT);
     if (parts.length !== campaignIds.length + 1) throw new Error(`an answer of ${campaignIds.length} campaigns holds ${parts.length - 1} userCount members`);
-    return { parts, campaignIds, etag: weakEtag(json, Buffer.byteLength(json)) };
+    return { parts, campaignIds, etag: etag(json, { weak: true }) };
   }
 
   /** The kept answer for `key`, or the one `compute` builds (kept when nothing of the customer changed meanwhile). */
