@@ -13,6 +13,7 @@ import {
   Min,
   MinLength,
   registerDecorator,
+  ValidateBy,
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
@@ -215,6 +216,11 @@ export function DecimalField(property: string, min: number, max: number, p: Pres
 
 /** Whole-number text, blanks around it allowed: an id sent as text. */
 const ID_TEXT = /^\s*\d+\s*$/;
+/** How the OpenAPI document describes an id a client sends: a number or that text. */
+const ID_SCHEMAS = [
+  { type: 'integer', format: 'int64', minimum: 1 },
+  { type: 'string', pattern: ID_TEXT.source, description: 'the id as text' },
+];
 
 /**
  * An id sent as text becomes a number, as numeric fields read text ("15", " 15 ", "15."); whole-number text
@@ -246,19 +252,13 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
   return applyDecorators(
     Transform(({ value }: { value: unknown }) => idOfText(value)),
     ...presence(p, property),
-    (target: object, key: string | symbol) =>
-      registerDecorator({
-        name: 'isPositiveId',
-        target: target.constructor,
-        propertyName: key as string,
-        validator: { validate: isPositiveId, defaultMessage: (args?: ValidationArguments) => idRefusal(property, args?.value) },
-      }),
+    ValidateBy({
+      name: 'isPositiveId',
+      validator: { validate: isPositiveId, defaultMessage: (args?: ValidationArguments) => idRefusal(property, args?.value) },
+    }),
     docs(p, {
       ...options,
-      oneOf: [
-        { type: 'integer', format: 'int64', minimum: 1 },
-        { type: 'string', pattern: '^\\s*\\d+\\s*$', description: 'the id as text' },
-      ],
+      oneOf: ID_SCHEMAS,
     }),
   );
 }
@@ -272,35 +272,28 @@ export function IdListField(property: string, minItems: number, maxItems: number
   return applyDecorators(
     Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map(idOfText) : value)),
     ...presence(p, property),
-    (target: object, key: string | symbol) =>
-      registerDecorator({
-        name: 'isIdList',
-        target: target.constructor,
-        propertyName: key as string,
-        validator: {
-          validate: (value: unknown) =>
-            Array.isArray(value) && value.length >= minItems && value.length <= maxItems && (value as unknown[]).every(isPositiveId),
-          defaultMessage: (args?: ValidationArguments) => {
-            const value: unknown = args?.value;
-            if (!Array.isArray(value)) return `${property} must be an array of ids; got ${sent(value)}`;
-            if (value.length < minItems) return `${property} must hold at least ${minItems} id${minItems === 1 ? '' : 's'}`;
-            if (value.length > maxItems)
-              return `${property} must hold at most ${maxItems.toLocaleString('en-US')} ids; got ${value.length.toLocaleString('en-US')}`;
-            const at = value.findIndex((v) => !isPositiveId(v));
-            return idRefusal(`${property}[${at}]`, value[at]);
-          },
+    ValidateBy({
+      name: 'isIdList',
+      validator: {
+        validate: (value: unknown) => Array.isArray(value) && value.length >= minItems && value.length <= maxItems && (value as unknown[]).every(isPositiveId),
+        defaultMessage: (args?: ValidationArguments) => {
+          const value: unknown = args?.value;
+          if (!Array.isArray(value)) return `${property} must be an array of ids; got ${sent(value)}`;
+          if (value.length < minItems) return `${property} must hold at least ${minItems} id${minItems === 1 ? '' : 's'}`;
+          if (value.length > maxItems)
+            return `${property} must hold at most ${maxItems.toLocaleString('en-US')} ids; got ${value.length.toLocaleString('en-US')}`;
+          const at = value.findIndex((v) => !isPositiveId(v));
+          return idRefusal(`${property}[${at}]`, value[at]);
         },
-      }),
+      },
+    }),
     docs(p, {
       ...options,
       type: 'array',
       minItems,
       maxItems,
       items: {
-        oneOf: [
-          { type: 'integer', format: 'int64', minimum: 1 },
-          { type: 'string', pattern: '^\\s*\\d+\\s*$', description: 'the id as text' },
-        ],
+        oneOf: ID_SCHEMAS,
       },
     } as ApiPropertyOptions),
   );
