@@ -120,6 +120,7 @@ export async function startServer(engine: Engine, port: number, name: string, op
           // connections, from one address.
           RATE_LIMIT_ENABLED: 'false',
           MAX_CONNECTIONS_PER_IP: '0',
+          LIVE_SESSIONS_PER_IP: '0',
           // BENCH_DB_PREFIX (default lgbench) keeps two checkouts benchmarking against one server apart.
           ...(engine === 'mysql' ? mysqlEnv(`${(process.env.BENCH_DB_PREFIX || 'lgbench').replace(/[^A-Za-z0-9_]/g, '_')}_${name}`) : {}),
         }),
