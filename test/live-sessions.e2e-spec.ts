@@ -135,6 +135,49 @@ describeEngines(
       expect((await pollHandshake(ip())).status).toBe(200);
     });
 
+    it('the requests Socket.IO answers outside a session count too: its client script, a sid no session has; past the limit 429 -429, and Socket.IO never sees them', async () => {
+      const from = ip();
+      const raw = (path: string) =>
+        new Promise<{ status: number; body: string; headers: Record<string, unknown> }>((resolve, reject) => {
+          const req = get(`${base}${path}`, { headers: { 'X-Forwarded-For': from }, agent: false }, (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+          });
+          req.on('error', reject);
+        });
+      for (let i = 0; i < RATE_LIMIT_IP / 2; i += 1) {
+        const script = await raw('/socket.io/socket.io.min.js');
+        expect([script.status, script.headers['x-request-id']]).toEqual([200, expect.any(String)]);
+      }
+      for (let i = 0; i < RATE_LIMIT_IP / 2 - 1; i += 1) {
+        // Socket.IO's own answer to a session it does not know.
+        expect(await raw(`/socket.io/?EIO=4&transport=polling&sid=nosuchsession${i}`)).toMatchObject({
+          status: 400,
+          body: expect.stringMatching(/Session ID unknown/),
+        });
+      }
+      // The last request of the window: a long-polling handshake, counted once (not again by allowRequest).
+      expect((await pollHandshake(from)).status).toBe(200);
+      const rate = /^Too many requests from your address \(20 per 60 s\); retry after \d+ s$/;
+      for (const path of ['/socket.io/socket.io.min.js', '/socket.io/?EIO=4&transport=polling&sid=nosuchsession', '/socket.io/?EIO=4&transport=nothing']) {
+        const refused = await raw(path);
+        expect({
+          status: refused.status,
+          retryAfter: Number(refused.headers['retry-after']) > 0,
+          id: refused.headers['x-request-id'],
+          cache: refused.headers['cache-control'],
+        }).toEqual({
+          status: 429,
+          retryAfter: true,
+          id: expect.any(String),
+          cache: 'no-store',
+        });
+        expect(JSON.parse(refused.body)).toEqual({ _s: -429, _e: expect.stringMatching(rate) });
+      }
+      expect((await ctx().http.get(`/v1/campaigns/${C.accessKey}`).set('X-Forwarded-For', from)).status).toBe(429);
+    });
+
     it('a long-polling viewer keeps working: the requests of its open session (with sid) are not counted', async () => {
       const from = ip();
       const session = await PollingSession.open(base, { 'X-Forwarded-For': from });

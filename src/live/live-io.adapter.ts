@@ -76,15 +76,25 @@ export class LiveIoAdapter extends IoAdapter {
   /**
    * Socket.IO answers its own HTTP requests (the client script /socket.io/socket.io.min.js, the Engine.IO
    * handshake and long-polling, its 400s) before Express sees them: Engine.IO and Socket.IO take the
-   * server's 'request' listeners over when they attach. A listener put first afterwards gives every
-   * request its id (the one requestIdMiddleware then reuses) and its response the X-Request-Id header;
-   * Engine.IO's 'headers' event does the same for the WebSocket upgrade's 101, which is no 'request'.
+   * server's 'request' listeners over when they attach. One listener then takes them over in turn: it
+   * gives every request its id (the one requestIdMiddleware then reuses) and its response the
+   * X-Request-Id header, and passes the requests under Socket.IO's path through the per-IP limit
+   * (LiveSessionLimits.gateHttp) before handing them on. Engine.IO's 'headers' event gives the id to the
+   * WebSocket upgrade's 101, which is no 'request'.
    */
   private tagHttpAnswers(server: Server): void {
     const http = this.httpServer as HttpServer | undefined;
     if (http && !TAGGED.has(http)) {
       TAGGED.add(http);
-      http.prependListener('request', (req: IncomingMessage, res: ServerResponse) => tagResponse(req, res));
+      const listeners = http.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+      http.removeAllListeners('request');
+      const prefix = `${server.path()}/`;
+      http.on('request', (req: IncomingMessage, res: ServerResponse) => {
+        tagResponse(req, res);
+        this.sessions.gateHttp(req, res, prefix, () => {
+          for (const listener of listeners) listener.call(http, req, res);
+        });
+      });
     }
     server.engine.on('headers', (headers: Record<string, string>, req: IncomingMessage) => {
       headers[REQUEST_ID_HEADER] = requestIdOf(req);

@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics/metrics.service';
 import { ErrorCode } from '../common/errors/error-codes';
 import { clientErrorResponse } from '../http/client-errors';
 import { REQUEST_ID_HEADER, requestIdOf } from '../http/request-id.middleware';
-import { clientIpOf, IP_LIMIT, RateLimiter } from '../rate-limit/rate-limiter';
+import { clientIpOf, COUNTED_PER_IP, IP_LIMIT, RateLimiter } from '../rate-limit/rate-limiter';
 
 /** The `limit` label of livegoods_connections_refused_total for a handshake refused by LIVE_SESSIONS_PER_IP. */
 export const SESSIONS_PER_IP_LIMIT = 'live-sessions-per-ip';
@@ -21,6 +21,7 @@ interface EngineServer {
 
 /** What of an Engine.IO session this needs. */
 interface EngineSession {
+  readonly id: string;
   readonly request: IncomingMessage;
   readonly readyState: string;
   once(event: 'close', listener: () => void): unknown;
@@ -29,7 +30,7 @@ interface EngineSession {
 /** Set on a handshake request that holds a place of its address until its session opens. */
 const HELD = Symbol('liveSessionHeld');
 
-type Held = IncomingMessage & { [HELD]?: string };
+type Held = IncomingMessage & { [HELD]?: string; [COUNTED_PER_IP]?: boolean };
 
 interface Refusal {
   message: string;
@@ -51,12 +52,16 @@ interface Refusal {
  *
  * A refused handshake is answered 429 in the API's error shape, with Retry-After (long-polling: the
  * response Engine.IO gave the request; WebSocket: written on the socket before the upgrade, which is then
- * closed). The requests of an open session (those with `sid`) are not counted: they are the transport of a
- * session already admitted, as the frames of a WebSocket are (see docs/live-protocol.md).
+ * closed). The requests of an open session (those with the `sid` of a session open on this node) are not
+ * counted: they are the transport of a session already admitted, as the frames of a WebSocket are (see
+ * docs/live-protocol.md). Every other HTTP request under Socket.IO's path (the client script, a `sid` no
+ * session has, an unknown transport) counts as an HTTP request does, through gateHttp.
  */
 export class LiveSessionLimits {
   private readonly logger = new Logger('LiveSessions');
   private readonly perAddress = new Map<string, number>();
+  /** The ids (`sid`) of the sessions open on this node. */
+  private readonly open = new Set<string>();
   private readonly refusals: RefusalLog;
 
   constructor(
@@ -89,6 +94,10 @@ export class LiveSessionLimits {
   /** Counts the sessions the server opens, until each closes (call once, on the server allowRequest was given to). */
   attach(engine: EngineServer): void {
     engine.on('connection', (session) => {
+      if (session.readyState !== 'closed') {
+        this.open.add(session.id);
+        session.once('close', () => this.open.delete(session.id));
+      }
       if (this.cap <= 0) return;
       const req = session.request as Held;
       let address = req[HELD];
@@ -99,12 +108,44 @@ export class LiveSessionLimits {
     });
   }
 
+  /**
+   * Socket.IO answers the HTTP requests under its path (`prefix`, e.g. `/socket.io/`) itself, before
+   * Express and its per-IP limit: the client script (about 50 KB to 160 KB for a request of a few bytes),
+   * long-polling, and its own 400s. Each such request that is not the transport of a session open on
+   * this node counts against its address's per-IP limit, in the same counter as every other request;
+   * over the limit it is answered 429 in the API's error shape with Retry-After, and Socket.IO never sees
+   * it. A long-polling handshake counted here is not counted again by allowRequest (a WebSocket one, an
+   * upgrade and no 'request', is counted there). `forward` hands the request on to Socket.IO and Express.
+   */
+  gateHttp(req: IncomingMessage, res: ServerResponse, prefix: string, forward: () => void): void {
+    const url = req.url ?? '';
+    if (!this.limiter.enabled || !url.startsWith(prefix)) return forward();
+    const query = url.indexOf('?');
+    const sid = query < 0 ? null : new URLSearchParams(url.slice(query + 1)).get('sid');
+    if (sid !== null && this.open.has(sid)) return forward();
+    (req as Held)[COUNTED_PER_IP] = true;
+    this.hitIp(req).then(
+      (refusal) => (refusal ? answerJson(req, res, 429, refusal.message, { 'Retry-After': String(refusal.retryAfterSeconds) }) : forward()),
+      (err: unknown) => {
+        this.logger.warn(`a Socket.IO request could not be checked: ${err instanceof Error ? err.message : String(err)}`);
+        answerJson(req, res, 503, 'The request could not be admitted now; try again shortly', { 'Retry-After': '5' });
+      },
+    );
+  }
+
+  /** Counts the request against its address's per-IP limit: the refusal when over it. */
+  private async hitIp(req: IncomingMessage): Promise<Refusal | null> {
+    const rate = await this.limiter.hitIp(clientIpOf(req, this.config.server.trustProxy));
+    if (rate.allowed) return null;
+    this.metrics.rateLimitRefusals.inc({ limit: IP_LIMIT });
+    return { message: this.limiter.ipRefusal(rate.retryAfterSeconds), retryAfterSeconds: rate.retryAfterSeconds };
+  }
+
   private async admit(req: Held): Promise<Refusal | null> {
     const address = clientIpOf(req, this.config.server.trustProxy);
-    const rate = await this.limiter.hitIp(address);
-    if (!rate.allowed) {
-      this.metrics.rateLimitRefusals.inc({ limit: IP_LIMIT });
-      return { message: this.limiter.ipRefusal(rate.retryAfterSeconds), retryAfterSeconds: rate.retryAfterSeconds };
+    if (!req[COUNTED_PER_IP]) {
+      const refusal = await this.hitIp(req);
+      if (refusal) return refusal;
     }
     if (this.cap <= 0) return null;
     if (this.sessionsOf(address) >= this.cap) {
@@ -151,17 +192,7 @@ export class LiveSessionLimits {
     // Engine.IO sets `res` on the requests it answers over HTTP (long-polling), not on an upgrade.
     const res = (req as IncomingMessage & { res?: ServerResponse }).res;
     if (res) {
-      if (!res.headersSent) {
-        const body = JSON.stringify({ _s: answer.code, _e: message });
-        res
-          .writeHead(429, {
-            'Content-Type': 'application/json; charset=utf-8',
-            'Content-Length': String(Buffer.byteLength(body)),
-            [REQUEST_ID_HEADER]: requestIdOf(req),
-            ...retryAfter,
-          })
-          .end(body);
-      }
+      answerJson(req, res, 429, message, retryAfter);
       done(message, false);
       return;
     }
@@ -172,4 +203,19 @@ export class LiveSessionLimits {
     }
     socket.end(clientErrorResponse(answer, requestIdOf(req), retryAfter), () => done(message, false));
   }
+}
+
+/** Answers an HTTP request Socket.IO would have answered with the API's error shape (429 or 503), unless an answer was begun. */
+function answerJson(req: IncomingMessage, res: ServerResponse, status: 429 | 503, message: string, headers: Record<string, string>): void {
+  if (res.headersSent) return;
+  const body = JSON.stringify({ _s: status === 429 ? ErrorCode.RateLimited : ErrorCode.Unavailable, _e: message });
+  res
+    .writeHead(status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': String(Buffer.byteLength(body)),
+      'Cache-Control': 'no-store',
+      [REQUEST_ID_HEADER]: requestIdOf(req),
+      ...headers,
+    })
+    .end(body);
 }
