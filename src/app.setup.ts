@@ -10,6 +10,7 @@ import { AppConfig } from './config/app-config';
 import { baseUrlOf } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
+import { answerConditionalRequests } from './http/conditional-requests';
 import { LiveSessionLimits } from './live/live-sessions';
 import { DataSource } from 'typeorm';
 import { corsMiddleware } from './http/cors';
@@ -55,6 +56,8 @@ export function configureApp(app: NestExpressApplication): void {
   app.use(corsMiddleware(config.server.corsOrigins));
   app.use(compressionMiddleware());
   app.disable('x-powered-by');
+  // A conditional GET gets its 304 also when it says Cache-Control: no-cache, as fetch() makes it.
+  answerConditionalRequests((app.getHttpAdapter().getInstance() as { request: object }).request);
   if (config.server.trustProxy) app.set('trust proxy', true);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new ApiValidationPipe());
