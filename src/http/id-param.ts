@@ -5,15 +5,22 @@ import { sent } from '../common/validation/decorators';
 
 const INT64_MAX = 9223372036854775807n;
 
+/** What each id path parameter names, for the 404 of an id no row can have. */
+const NOUNS: Record<string, string> = { goodsId: 'Goods', webhookId: 'Webhook endpoint', deliveryId: 'Webhook delivery', jobId: 'Import job' };
+
 /**
  * Parses an int64 path segment: a positive whole number, as text. One above 2^53 - 1 (the largest id this
- * service gives) is still an int64, so it is looked up like any other and found by none: the route's 404.
+ * service gives) is still an int64 but names nothing: 404 -404 naming it as sent (as a number it would
+ * lose its last digits, and the message would name another id).
  */
 export function parseIdSegment(name: string, raw: unknown): number {
   const ok = typeof raw === 'string' && /^\d{1,19}$/.test(raw) && BigInt(raw) >= 1n && BigInt(raw) <= INT64_MAX;
   if (!ok) {
     const message = `${name} must be a positive integer; got ${sent(raw)}`;
     throw ApiException.invalid(message, [{ field: name, message }]);
+  }
+  if (BigInt(raw) > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw ApiException.notFound(`${NOUNS[name] ?? name} not found: id ${raw} (ids go up to ${Number.MAX_SAFE_INTEGER})`);
   }
   return Number(raw);
 }
