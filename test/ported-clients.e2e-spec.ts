@@ -195,6 +195,22 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       await ctx().http.get(`${goods()}?searchKeyword=a&searchKeyword=b`).set('Authorization', C.auth()),
       /searchKeyword was given 2 times; give it once; got \["a","b"\]/,
     );
+    // A parameter in a bracketed form (qs, PHP) is no parameter the route reads: refused, not dropped.
+    for (const [query, name] of [
+      ['searchKeyword[]=zzqq', 'searchKeyword'],
+      ['searchKeyword[a]=zzqq', 'searchKeyword'],
+      ['count[]=5', 'count'],
+      [`${encodeURIComponent('page[]')}=2`, 'page'],
+    ]) {
+      const res = await ctx().http.get(`${goods()}?${query}`).set('Authorization', C.auth());
+      expect([res.status, res.body._s, res.body._e]).toEqual([
+        400,
+        -510,
+        expect.stringMatching(new RegExp(`^Invalid argument: ${name} was given as ${name}\\[`)),
+      ]);
+    }
+    // Bracketed names the route does not take are ignored, like any unknown parameter.
+    expect((await ctx().http.get(`${goods()}?utm[source]=mail`).set('Authorization', C.auth())).status).toBe(200);
     // Every query parameter given twice is told the same way, whatever its type.
     for (const [query, name] of [
       ['count=2&count=3', 'count'],
@@ -225,9 +241,10 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       /goodsId must be a positive integer; got '12.5'/,
     );
     // Any int64 is an id the path takes: one beyond the ids this service gives is simply not found.
-    for (const id of ['9007199254740992', '9223372036854775807']) {
+    for (const id of ['9007199254740992', '9007199254740993', '9223372036854775807']) {
       const res = await ctx().http.delete(`${goods()}/${id}`).set('Authorization', C.auth());
-      expect([res.status, res.body._s]).toEqual([404, -404]);
+      // Named as sent (as a number, 9007199254740993 would read as …992).
+      expect([res.status, res.body._s, res.body._e]).toEqual([404, -404, `Goods not found: id ${id} (ids go up to 9007199254740991)`]);
     }
     expectInvalid(
       await ctx().http.delete(`${goods()}/9223372036854775808`).set('Authorization', C.auth()),

@@ -401,7 +401,7 @@ describeEngines(
         await r.until('the job event', () => r.received.length >= 1, 60_000);
         expect(r.received[0].event.data).toMatchObject({
           source: 'job',
-          jobId: String(queued.body.jobId),
+          jobId: queued.body.jobId,
           state: 'succeeded',
           fileName: 'jobs.xlsx',
           total: 2,

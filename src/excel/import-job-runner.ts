@@ -480,7 +480,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       if (result.affected === 1) {
         await this.webhooks.record(job.customerId, em, 'import.completed', {
           source: 'job',
-          jobId: String(job.id),
+          jobId: job.id,
           state,
           fileName: job.fileName,
           total: job.rowsDone,

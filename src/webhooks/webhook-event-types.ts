@@ -29,7 +29,7 @@ export interface WebhookEventMap {
    */
   'import.completed': {
     source: 'spreadsheet' | 'job';
-    jobId?: string;
+    jobId?: number;
     state: 'succeeded' | 'failed';
     fileName: string | null;
     total: number;

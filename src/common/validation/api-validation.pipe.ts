@@ -1,4 +1,5 @@
 import { ArgumentMetadata, ValidationPipe } from '@nestjs/common';
+import { getMetadataStorage } from 'class-validator';
 import { ApiException } from '../errors/api.exception';
 import { validationException } from '../errors/validation';
 import { sent } from './decorators';
@@ -22,7 +23,10 @@ export class ApiValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'query') refuseRepeated(value, metadata.data);
+    if (metadata.type === 'query') {
+      refuseRepeated(value, metadata.data);
+      if (metadata.data === undefined && metadata.metatype) refuseBracketed(value, metadata.metatype);
+    }
     return super.transform(value, metadata);
   }
 }
@@ -35,5 +39,37 @@ export function refuseRepeated(value: unknown, name?: string): void {
     if (!Array.isArray(given)) continue;
     const message = `${param} was given ${given.length} times; give it once`;
     throw ApiException.invalid(`Invalid argument: ${message}; got ${sent(given)}`, [{ field: param, message }]);
+  }
+}
+
+/** The properties a query DTO validates (class-validator's metadata), by class. */
+const queryParams = new WeakMap<object, ReadonlySet<string>>();
+
+function paramsOf(metatype: object): ReadonlySet<string> {
+  let params = queryParams.get(metatype);
+  if (!params) {
+    const metadatas = getMetadataStorage().getTargetValidationMetadatas(metatype as new () => object, '', true, false);
+    params = new Set(metadatas.map((m) => m.propertyName));
+    queryParams.set(metatype, params);
+  }
+  return params;
+}
+
+/**
+ * 400 -510 for a parameter of the query's DTO sent in a bracketed form (`searchKeyword[]=x`,
+ * `count[a]=1`), as query-string libraries write lists and objects (qs, PHP). The query string is read
+ * flat, so such a key is no parameter the route knows and would be dropped without a word: the list
+ * answered unfiltered. Bracketed keys of names the route does not take are ignored, as unknown
+ * parameters are.
+ */
+export function refuseBracketed(value: unknown, metatype: object): void {
+  if (!value || typeof value !== 'object') return;
+  for (const key of Object.keys(value)) {
+    const open = key.indexOf('[');
+    if (open <= 0) continue;
+    const param = key.slice(0, open);
+    if (!paramsOf(metatype).has(param)) continue;
+    const message = `${param} was given as ${key}; give it once, as ${param}=…`;
+    throw ApiException.invalid(`Invalid argument: ${message}`, [{ field: param, message }]);
   }
 }
