@@ -233,6 +233,9 @@ describeEngines(
         expect(await refused([0])).toBe('goodsIds[0] must be a positive integer; got 0');
         expect(await refused(['2', 1.5])).toBe('goodsIds[1] must be a positive integer; got 1.5');
         expect(await refused(['9223372036854775807'])).toBe("goodsIds[0] is too large: ids go up to 9007199254740991; got '9223372036854775807'");
+        // An order names each item once: a repeat, as number or as text, is refused (adding skips repeats instead).
+        expect(await refused([listed[2], listed[1], Number(listed[2])])).toBe(`goodsIds[2] repeats goodsIds[0] (${listed[2]}); list each id once`);
+        expect((await con(A).goods(key)).body.results.map((r: Payload) => r.goodsId)).toEqual([listed[2], listed[0], listed[1], String(extra.id)]);
         const added = await con(A).addGoods(key, { goodsIds: ['2', null] });
         expect([added.status, added.body._e]).toEqual([400, 'Invalid argument: goodsIds[1] must be a positive integer; got null']);
       });

@@ -59,7 +59,7 @@ export class GoodsOrderDto {
   // As many ids as a campaign may ever hold (CAMPAIGN_MAX_GOODS's ceiling), so that a full order of any
   // campaign passes whatever the setting: the DTO's bounds are fixed when the class loads, before the
   // settings are read. A longer list than the campaign holds cannot pass anyway (an id not in it is 404
-  // -711; repeats count once), and 10,000 ids are checked in well under a millisecond.
+  // -711; an id listed twice is 400), and 10,000 ids are checked in well under a millisecond.
   @IdListField(
     'goodsIds',
     1,
@@ -67,8 +67,9 @@ export class GoodsOrderDto {
     { required: true },
     {
       example: [1025, 1024],
-      description: 'The new order, ids as numbers or as text ("1025"); ids not listed keep their relative order after these',
+      description: 'The new order, ids as numbers or as text ("1025"), each once; ids not listed keep their relative order after these',
     },
+    true,
   )
   goodsIds: number[];
 }

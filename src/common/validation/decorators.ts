@@ -268,14 +268,35 @@ export function IdField(property: string, p: Presence, options: ApiPropertyOptio
  * service gives ids in some answers: CampaignGoods' `goodsId` is text). The message names the first
  * element refused, by its index, and what was sent there.
  */
-export function IdListField(property: string, minItems: number, maxItems: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+/** The first element of a list that repeats an earlier one: its index and the earlier one's; undefined when none does. */
+function firstRepeat(list: unknown[]): { at: number; first: number } | undefined {
+  const seen = new Map<string, number>();
+  for (let at = 0; at < list.length; at += 1) {
+    const key = String(list[at]);
+    const first = seen.get(key);
+    if (first !== undefined) return { at, first };
+    seen.set(key, at);
+  }
+  return undefined;
+}
+
+/**
+ * A list of ids (each a number or numeric text), of minItems to maxItems of them; with `unique`, an id
+ * listed twice is refused, naming both places (a list that means an order cannot hold one item twice).
+ */
+export function IdListField(property: string, minItems: number, maxItems: number, p: Presence, options: ApiPropertyOptions, unique = false): PropertyDecorator {
   return applyDecorators(
     Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map(idOfText) : value)),
     ...presence(p, property),
     ValidateBy({
       name: 'isIdList',
       validator: {
-        validate: (value: unknown) => Array.isArray(value) && value.length >= minItems && value.length <= maxItems && (value as unknown[]).every(isPositiveId),
+        validate: (value: unknown) =>
+          Array.isArray(value) &&
+          value.length >= minItems &&
+          value.length <= maxItems &&
+          (value as unknown[]).every(isPositiveId) &&
+          !(unique && firstRepeat(value)),
         defaultMessage: (args?: ValidationArguments) => {
           const value: unknown = args?.value;
           if (!Array.isArray(value)) return `${property} must be an array of ids; got ${sent(value)}`;
@@ -283,7 +304,9 @@ export function IdListField(property: string, minItems: number, maxItems: number
           if (value.length > maxItems)
             return `${property} must hold at most ${maxItems.toLocaleString('en-US')} ids; got ${value.length.toLocaleString('en-US')}`;
           const at = value.findIndex((v) => !isPositiveId(v));
-          return idRefusal(`${property}[${at}]`, value[at]);
+          if (at >= 0) return idRefusal(`${property}[${at}]`, value[at]);
+          const repeat = firstRepeat(value) ?? { at: 0, first: 0 };
+          return `${property}[${repeat.at}] repeats ${property}[${repeat.first}] (${String(value[repeat.at])}); list each id once`;
         },
       },
     }),
@@ -292,6 +315,7 @@ export function IdListField(property: string, minItems: number, maxItems: number
       type: 'array',
       minItems,
       maxItems,
+      ...(unique ? { uniqueItems: true } : {}),
       items: {
         oneOf: ID_SCHEMAS,
       },
