@@ -54,6 +54,9 @@ describe('parseDateInput', () => {
     ['1970-01-01T09:00:00+09:00', 0],
     ['9999-12-31T23:59:59.999Z', MAX_EPOCH_MS],
     [' 2026-03-01T20:00:00Z ', Date.UTC(2026, 2, 1, 20)],
+    // A query string's unencoded `+` arrives as a space.
+    ['2026-03-01T20:00:15 09:00', Date.UTC(2026, 2, 1, 11, 0, 15)],
+    ['2026-03-01T20:00 05:30', Date.UTC(2026, 2, 1, 14, 30)],
   ])('reads ISO-8601 %p (no offset = UTC)', (text, expected) => {
     expect(ms(text)).toBe(expected);
   });
@@ -71,6 +74,9 @@ describe('parseDateInput', () => {
     ['2026-03-01T23:59:60Z', /second 60/],
     ['2026-03-01T20:00:00+24:00', /offset/],
     ['2026-03-01T20:00:00+09:60', /offset/],
+    ['2026-03-01T20:00:00 24:00', /offset \+24:00 does not exist/],
+    ['2026-03-01 20:00:00', /expected epoch milliseconds or an ISO-8601/],
+    ['2026-03-01T20:00:00  09:00', /expected epoch milliseconds or an ISO-8601/],
     ['1969-12-31T23:59:59.999Z', /between/],
     ['1970-01-01T08:59:59+09:00', /between/],
     ['9999-12-31T23:59:59-01:00', /between/],

@@ -6,7 +6,7 @@
  *   9999-12-31T23:59:59.999Z, which both engines store and read back unchanged (MySQL's DATETIME stops
  *   at year 9999; larger values used to fail there and come back altered from SQLite).
  * - ISO-8601 is the extended format `YYYY-MM-DD`, optionally followed by `THH:MM`, `:SS` and a
- *   fraction, then `Z` or an offset `±HH:MM`. The calendar is checked (month 01-12, the days of that
+ *   fraction, then `Z` or an offset `±HH:MM` (`+` may be a space: a query string's unencoded `+`). The calendar is checked (month 01-12, the days of that
  *   month, 29 February only in leap years, hour 00-23, minute and second 00-59): `2026-02-30` is
  *   refused, never rolled over to 2 March as `new Date()` would. A date or date-time without offset is
  *   UTC. Digits of the fraction beyond milliseconds are dropped.
@@ -17,7 +17,9 @@ export const MAX_EPOCH_MS = 253_402_300_799_999;
 
 export type DateInput = { ok: true; date: Date } | { ok: false; reason: string };
 
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+// The offset may follow the time after a space instead of `+`: an unencoded `+` in a query string
+// (`from=2026-03-01T20:00:00+09:00`) reaches the service as a space, and nothing else can be meant.
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2}| \d{2}:\d{2})?)?$/;
 const RANGE = 'between 1970-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z';
 
 const fail = (reason: string): DateInput => ({ ok: false, reason });
@@ -56,7 +58,7 @@ function fromIso(text: string): DateInput | undefined {
   if (offset !== 'Z') {
     const oh = Number(offset.slice(1, 3));
     const om = Number(offset.slice(4, 6));
-    if (oh > 23 || om > 59) return fail(`offset ${offset} does not exist`);
+    if (oh > 23 || om > 59) return fail(`offset ${offset.replace(' ', '+')} does not exist`);
     offsetMinutes = (offset[0] === '-' ? -1 : 1) * (oh * 60 + om);
   }
   // Date.UTC would read years 0-99 as 1900-1999; setUTCFullYear takes the year as written.

@@ -388,7 +388,7 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
 }
 
 /** Numeric text, or an ISO-8601 date or date-time in the extended format (dates.ts checks the calendar). */
-export const DATE_TEXT_PATTERN = '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})?)?)\\s*$';
+export const DATE_TEXT_PATTERN = '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}| \\d{2}:\\d{2})?)?)\\s*$';
 
 /**
  * The documented forms of a date input: epoch milliseconds as an integer, or text (numeric, or ISO-8601:
