@@ -7,7 +7,7 @@ import { requestIdMiddleware } from './http/request-id.middleware';
 import { answerClientErrors } from './http/client-errors';
 import type { Request } from 'express';
 import { AppConfig } from './config/app-config';
-import { baseUrlOf } from './http/base-url';
+import { baseUrlOf, ownBaseUrl } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { LiveIoAdapter } from './live/live-io.adapter';
 import { answerConditionalRequests } from './http/conditional-requests';
@@ -137,7 +137,7 @@ function setupSwagger(app: NestExpressApplication): void {
   const baseOf = (req: Request) => baseUrlOf(req, config);
   // The node's own base, which the cache answers with when it builds no more variants for a while (and
   // then sets on the request, for SwaggerModule's handler to build that one).
-  const ownBase = config.server.publicBaseUrl || `http://localhost:${config.server.port}`;
+  const ownBase = ownBaseUrl(config);
   const docsBaseOf = (req: Request) => (req as Request & { docsBaseUrl?: string }).docsBaseUrl ?? baseOf(req);
   // The answers that carry the whole document are built once per base URL and path, then sent from the
   // cache (registered first, so that they answer before SwaggerModule's own handlers).

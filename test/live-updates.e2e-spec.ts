@@ -119,6 +119,28 @@ describeEngines(
         expect(await lastSeq(key)).toBe(seq + 3);
       });
 
+      it("public answers name the client's Host in their links for at most 32 new Hosts a minute; past that, the node's own base (no answer built per Host)", async () => {
+        const { key, goods } = await liveCampaign(live.A, 1, { collectionVisible: true });
+        expectOk(await put('', { id: goods[0].id, mediaUrl: images().url1('/photo.jpg') }));
+        const imageUrls: string[] = [];
+        for (let i = 0; i < 40; i += 1) {
+          const res = await http().get(`/v1/campaigns/${live.A.accessKey}/${key}`).set('Host', `shop-${i}.hosts.example:8080`);
+          expect(res.status).toBe(200);
+          imageUrls.push(res.body.goods[0].imageUrl as string);
+        }
+        const named = imageUrls.map((url, i) => url.startsWith(`http://shop-${i}.hosts.example:8080/media/`));
+        const own = imageUrls.map((url) => /^http:\/\/localhost:\d+\/media\//.test(url));
+        expect(named.map((n, i) => n || own[i])).toEqual(imageUrls.map(() => true));
+        // Some Hosts named, then none: the later ones all get the node's own base.
+        const firstOwn = own.indexOf(true);
+        expect(firstOwn).toBeGreaterThan(0);
+        expect(firstOwn).toBeLessThanOrEqual(32);
+        expect(own.slice(firstOwn)).toEqual(imageUrls.slice(firstOwn).map(() => true));
+        // A Host admitted before keeps being named.
+        const again = await http().get(`/v1/campaigns/${live.A.accessKey}/${key}`).set('Host', 'shop-0.hosts.example:8080');
+        expect(again.body.goods[0].imageUrl).toMatch(/^http:\/\/shop-0\.hosts\.example:8080\/media\//);
+      });
+
       it('an image set, replaced or removed by an update or a sync reaches viewers as a goods.update with the new imageUrl', async () => {
         const { key, goods } = await liveCampaign(live.A, 2);
         const { v, seq } = await watching(key);

@@ -13,6 +13,7 @@ import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
 import { SharedSnapshot, SharedSnapshots } from './shared-snapshots';
 import { addressKey } from '../rate-limit/address-key';
+import { requestBaseUrl } from '../http/base-url';
 
 /**
  * Resync requests a socket may make: a bucket of RESYNC_BURST that refills one every RESYNC_REFILL_MS.
@@ -188,10 +189,10 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     return addressKey(this.forwarded(socket, 'x-forwarded-for') || socket.handshake.address || 'unknown');
   }
 
+  /** The base of the links a viewer is sent, as an HTTP answer's (requestBaseUrl): its Host, when admitted. */
   private baseUrlOf(socket: ViewerSocket): string {
-    if (this.config.server.publicBaseUrl) return this.config.server.publicBaseUrl;
     const proto = this.forwarded(socket, 'x-forwarded-proto') || (socket.handshake.secure ? 'https' : 'http');
-    return `${proto}://${socket.handshake.headers.host ?? `localhost:${this.config.server.port}`}`;
+    return requestBaseUrl(this.config, proto, socket.handshake.headers.host);
   }
 
   async handleConnection(socket: ViewerSocket): Promise<void> {
