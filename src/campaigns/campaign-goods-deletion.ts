@@ -38,10 +38,11 @@ export class CampaignGoodsDeletion implements OnModuleInit {
     // The places go here rather than by the foreign key's cascade, so that the goods after them move up
     // (sortOrder stays 1..n) in this transaction and the viewers' lists carry the new places.
     await em.delete(CampaignGoods, { goodsId });
+    for (const campaignId of campaignIds) await renumberCampaignGoods(em, campaignId);
+    // The campaigns' lists read together: goods they share are read once.
+    const lists = await this.views.summariesOf(em, campaignIds, tenant.currency, tenant.baseUrl, showingStock);
     for (const campaignId of campaignIds) {
-      await renumberCampaignGoods(em, campaignId);
-      const goods = await this.views.summaries(em, campaignId, tenant.currency, tenant.baseUrl, showingStock.has(campaignId));
-      recorded.push(...(await this.log.record(em, campaignId, [{ type: 'goods.list', payload: { goods } }])));
+      recorded.push(...(await this.log.record(em, campaignId, [{ type: 'goods.list', payload: { goods: lists.get(campaignId) ?? [] } }])));
     }
     return () => {
       for (const campaignId of campaignIds) this.writer.changed(tenant.id, campaignId);

@@ -62,7 +62,7 @@ export class CampaignGoodsUpdates implements OnModuleInit {
     const recorded = await this.db.run(async (em) => {
       // In id order, so that two writers never lock campaigns in opposite orders.
       for (const campaignId of holding) await lockRow(em, 'campaigns', campaignId);
-      const rows = await this.views.rowsOf(em, await this.places(em, holding, goodsIds, wanted));
+      const rows = await this.views.rowsOf(em, await this.places(em, holding, goodsIds, wanted), 'summary');
       const byCampaign = new Map<number, typeof rows>();
       for (const row of rows) {
         const list = byCampaign.get(row.link.campaignId) ?? [];

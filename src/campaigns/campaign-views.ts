@@ -12,30 +12,53 @@ export const SNAPSHOT_CHAT_LINES = 50;
 /** Goods ids per IN (...) list when reading many campaign places at once. */
 const GOODS_CHUNK = 1000;
 
+/**
+ * What of a goods item a campaign place is read with: `full` for the console's CampaignGoods (every
+ * field), `summary` for the viewers' form (toCampaignGoodsSummary), which needs neither the description
+ * (up to 10,000 characters) nor the search text: read for 1,000 goods of 20 campaigns, they were most
+ * of what a public answer or a live snapshot cost.
+ */
+export type GoodsForm = 'full' | 'summary';
+
+const SUMMARY_GOODS_COLUMNS = {
+  id: true,
+  name: true,
+  brand: true,
+  url: true,
+  sku: true,
+  originalPrice: true,
+  discountedPrice: true,
+  discountPercentage: true,
+} as const;
+
 /** Read side of campaigns shared by the console, the public endpoints and the viewer channel. */
 @Injectable()
 export class CampaignViews {
   /** The campaign's goods in sortOrder, each with its goods item and media. */
-  async goodsRows(em: EntityManager, campaignId: number, goodsIds?: number[]): Promise<CampaignGoodsRow[]> {
+  async goodsRows(em: EntityManager, campaignId: number, goodsIds?: number[], form: GoodsForm = 'full'): Promise<CampaignGoodsRow[]> {
     const links = await em.find(CampaignGoods, {
       where: goodsIds ? { campaignId, goodsId: In(goodsIds) } : { campaignId },
       order: { sortOrder: 'ASC', goodsId: 'ASC' },
     });
-    return this.rowsOf(em, links);
+    return this.rowsOf(em, links, form);
   }
 
   /**
    * These campaign places (of one campaign or several), in the order given, each with its goods item and
-   * media: two IN queries per GOODS_CHUNK distinct goods, whatever the number of campaigns.
+   * media: two IN queries per GOODS_CHUNK distinct goods, whatever the number of campaigns. In the
+   * `summary` form the goods item has only the fields the viewers' form reads.
    */
-  async rowsOf(em: EntityManager, links: CampaignGoods[]): Promise<CampaignGoodsRow[]> {
+  async rowsOf(em: EntityManager, links: CampaignGoods[], form: GoodsForm = 'full'): Promise<CampaignGoodsRow[]> {
     if (!links.length) return [];
     const ids = [...new Set(links.map((l) => l.goodsId))];
     const goodsById = new Map<number, Goods>();
     const mediaByGoods = new Map<number, Media>();
     for (let i = 0; i < ids.length; i += GOODS_CHUNK) {
       const chunk = ids.slice(i, i + GOODS_CHUNK);
-      const [goods, media] = await Promise.all([em.find(Goods, { where: { id: In(chunk) } }), em.find(Media, { where: { goodsId: In(chunk) } })]);
+      const [goods, media] = await Promise.all([
+        em.find(Goods, { ...(form === 'summary' ? { select: SUMMARY_GOODS_COLUMNS } : {}), where: { id: In(chunk) } }),
+        em.find(Media, { where: { goodsId: In(chunk) } }),
+      ]);
       for (const g of goods) goodsById.set(g.id, g);
       for (const m of media) mediaByGoods.set(m.goodsId, m);
     }
@@ -47,7 +70,32 @@ export class CampaignViews {
   /** The viewers' form of the campaign's goods; `showStock` is read from the campaign when not given. */
   async summaries(em: EntityManager, campaignId: number, currency: string, baseUrl: string, showStock?: boolean): Promise<CampaignGoodsSummary[]> {
     const shown = showStock ?? (await this.showsStock(em, [campaignId])).has(campaignId);
-    return (await this.goodsRows(em, campaignId)).map((row) => toCampaignGoodsSummary(row, currency, baseUrl, shown));
+    return (await this.goodsRows(em, campaignId, undefined, 'summary')).map((row) => toCampaignGoodsSummary(row, currency, baseUrl, shown));
+  }
+
+  /**
+   * The viewers' form of the goods of several campaigns, by campaign: their places in one query, and
+   * each goods item read once however many of the campaigns hold it (the same 1,000 goods in 20
+   * campaigns are 1,000 rows read, not 20,000). `showingStock`: the campaigns whose viewers see the stock.
+   */
+  async summariesOf(
+    em: EntityManager,
+    campaignIds: number[],
+    currency: string,
+    baseUrl: string,
+    showingStock: ReadonlySet<number>,
+  ): Promise<Map<number, CampaignGoodsSummary[]>> {
+    const byCampaign = new Map<number, CampaignGoodsSummary[]>(campaignIds.map((id) => [id, []]));
+    if (!campaignIds.length) return byCampaign;
+    const links = await em.find(CampaignGoods, {
+      where: { campaignId: In(campaignIds) },
+      order: { campaignId: 'ASC', sortOrder: 'ASC', goodsId: 'ASC' },
+    });
+    for (const row of await this.rowsOf(em, links, 'summary')) {
+      const campaignId = row.link.campaignId;
+      byCampaign.get(campaignId)?.push(toCampaignGoodsSummary(row, currency, baseUrl, showingStock.has(campaignId)));
+    }
+    return byCampaign;
   }
 
   /** Those of these campaigns whose viewers see the stock (showStock on). */
