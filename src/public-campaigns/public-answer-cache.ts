@@ -58,6 +58,11 @@ export interface FreshAnswer {
   keep?: boolean;
 }
 
+/** An answer body already written as JSON (a large one, written a campaign at a time between turns of the event loop). */
+export class SerializedAnswer {
+  constructor(readonly json: string) {}
+}
+
 interface Entry extends KeptAnswer {
   key: string;
   customerId: number;
@@ -113,7 +118,7 @@ export class PublicAnswerCache implements OnModuleInit {
 
   /** An answer as kept (see KeptAnswer); `campaignIds` are the campaigns of its records, in order (their userCount is cut out). */
   static kept(body: unknown, campaignIds: number[]): KeptAnswer {
-    const json = JSON.stringify(body);
+    const json = body instanceof SerializedAnswer ? body.json : JSON.stringify(body);
     const parts = json.split(USER_COUNT);
     if (parts.length !== campaignIds.length + 1) throw new Error(`an answer of ${campaignIds.length} campaigns holds ${parts.length - 1} userCount members`);
     return { parts, campaignIds, etag: etag(json, { weak: true }) };

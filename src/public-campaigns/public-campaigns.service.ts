@@ -8,7 +8,18 @@ import { CampaignViews } from '../campaigns/campaign-views';
 import { Transactions } from '../database/transactions';
 import { ViewerCounter } from '../live/viewer-counter';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
-import { CachedAnswer, FreshAnswer, KeptAnswer, PublicAnswerCache, withCounts } from './public-answer-cache';
+import { CachedAnswer, FreshAnswer, KeptAnswer, PublicAnswerCache, SerializedAnswer, withCounts } from './public-answer-cache';
+import { ApiException } from '../common/errors/api.exception';
+import { TimeSlicer } from '../common/util/time-slicer';
+import { WorkGate, WorkGateError } from '../common/util/work-gate';
+import { Metrics } from '../metrics/metrics.service';
+
+/** Public answers with goods a node builds at once (see PublicCampaignsService.gated). */
+export const PUBLIC_BUILDS_AT_ONCE = 2;
+/** Public answers with goods that may wait for a turn to be built. */
+export const PUBLIC_BUILDS_WAITING = 32;
+/** How long a public answer with goods may wait for its turn and be built. */
+export const PUBLIC_BUILD_DEADLINE_MS = 10_000;
 
 /** The goods ids an answer shows (its summaries give them as text). */
 function goodsIdsOf(campaigns: Array<CampaignResponse | NotExistResponse>): number[] {
@@ -23,50 +34,85 @@ function goodsIdsOf(campaigns: Array<CampaignResponse | NotExistResponse>): numb
  */
 @Injectable()
 export class PublicCampaignsService {
+  private readonly builds = new WorkGate(PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING);
+
   constructor(
     private readonly db: Transactions,
     private readonly customers: CustomersService,
     private readonly views: CampaignViews,
     private readonly counter: ViewerCounter,
     private readonly cache: PublicAnswerCache,
-  ) {}
+    private readonly metrics: Metrics,
+  ) {
+    metrics.countGate('public-answer', () => ({ active: this.builds.active, queued: this.builds.queued, limit: this.builds.limit }));
+  }
 
   async answerList(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.list(accessKey, baseUrl, query), []));
     const status = query.status?.length ? [...new Set(query.status)].sort().join(',') : '*';
     const key = ['list', baseUrl, status, query.from?.getTime() ?? '', query.to?.getTime() ?? '', query.page, query.count, query.detail ? 1 : 0].join('\u0000');
-    const kept = await this.cache.answer(customer.id, key, async (): Promise<FreshAnswer> => {
-      const body = await this.list(accessKey, baseUrl, query);
-      return { body, campaignId: null, campaignIds: body.results.map((c) => Number(c.campaignId)), goodsIds: goodsIdsOf(body.results) };
-    });
+    const build = async (): Promise<FreshAnswer> => {
+      const slicer = new TimeSlicer();
+      const body = await this.list(accessKey, baseUrl, query, query.detail ? slicer : undefined);
+      const campaignIds = body.results.map((c) => Number(c.campaignId));
+      const goodsIds = goodsIdsOf(body.results);
+      if (!query.detail) return { body, campaignId: null, campaignIds, goodsIds };
+      // Written a campaign at a time (JSON.stringify of 20 campaigns of 1,000 goods is 15 MB in one go).
+      const parts: string[] = [];
+      for (const result of body.results) {
+        parts.push(JSON.stringify(result));
+        await slicer.pause();
+      }
+      const json = `{"results":[${parts.join(',')}],"totalCount":${body.totalCount},"_s":0}`;
+      return { body: new SerializedAnswer(json), campaignId: null, campaignIds, goodsIds };
+    };
+    // Only lists with goods are costly to build.
+    const kept = await this.cache.answer(customer.id, key, query.detail ? () => this.gated(build) : build);
     return this.withCounts(kept);
   }
 
   async answerOne(accessKey: string, campaignKey: string, baseUrl: string): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.one(accessKey, campaignKey, baseUrl), []));
-    const kept = await this.cache.answer(customer.id, ['one', baseUrl, campaignKey].join('\u0000'), async (): Promise<FreshAnswer> => {
-      const campaign = await findCampaignByKey(this.db.manager, customer.id, campaignKey);
-      if (!campaign) return { body: { campaignKey, campaignStatus: 'NOT_EXIST' }, campaignId: null, campaignIds: [], goodsIds: [], keep: false };
-      const body = await this.detail(campaign, customer.currency, baseUrl);
-      return { body, campaignId: campaign.id, campaignIds: [campaign.id], goodsIds: goodsIdsOf([body]) };
-    });
+    const kept = await this.cache.answer(customer.id, ['one', baseUrl, campaignKey].join('\u0000'), () =>
+      this.gated(async (): Promise<FreshAnswer> => {
+        const campaign = await findCampaignByKey(this.db.manager, customer.id, campaignKey);
+        if (!campaign) return { body: { campaignKey, campaignStatus: 'NOT_EXIST' }, campaignId: null, campaignIds: [], goodsIds: [], keep: false };
+        const body = await this.detail(campaign, customer.currency, baseUrl);
+        return { body, campaignId: campaign.id, campaignIds: [campaign.id], goodsIds: goodsIdsOf([body]) };
+      }),
+    );
     return this.withCounts(kept);
   }
 
   async answerUpcoming(accessKey: string, baseUrl: string, query: UpcomingQuery): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.upcoming(accessKey, baseUrl, query), []));
-    const kept = await this.cache.answer(
-      customer.id,
-      ['upcoming', baseUrl, query.includeOnAir !== false ? 1 : 0].join('\u0000'),
-      async (): Promise<FreshAnswer> => {
+    const kept = await this.cache.answer(customer.id, ['upcoming', baseUrl, query.includeOnAir !== false ? 1 : 0].join('\u0000'), () =>
+      this.gated(async (): Promise<FreshAnswer> => {
         const body = await this.upcoming(accessKey, baseUrl, query);
         return { body, campaignId: null, campaignIds: 'campaignId' in body ? [Number(body.campaignId)] : [], goodsIds: goodsIdsOf([body]) };
-      },
+      }),
     );
     return this.withCounts(kept);
+  }
+
+  /**
+   * Builds an answer that carries campaigns' goods in a turn of the node's build gate: anyone may ask
+   * for them (no token), each new query value is a new answer, and one answer may hold up to 100
+   * campaigns of CAMPAIGN_MAX_GOODS goods each, so at most PUBLIC_BUILDS_AT_ONCE are built at a time
+   * (what they hold in memory while built is bounded so), PUBLIC_BUILDS_WAITING more wait, and past
+   * that, or after PUBLIC_BUILD_DEADLINE_MS, the request is 503 with Retry-After.
+   */
+  private async gated(build: () => Promise<FreshAnswer>): Promise<FreshAnswer> {
+    try {
+      return await this.builds.run(Date.now() + PUBLIC_BUILD_DEADLINE_MS, build);
+    } catch (err) {
+      if (!(err instanceof WorkGateError)) throw err;
+      this.metrics.workRefusals.inc({ work: 'public-answer', reason: err.reason });
+      throw ApiException.unavailable('The server is building other public campaign answers right now; try again shortly', 2);
+    }
   }
 
   /** The kept answer with the current viewer counts of its campaigns (read on every request, as before the cache). */
@@ -79,7 +125,8 @@ export class PublicCampaignsService {
     );
   }
 
-  async list(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CampaignListResponse> {
+  /** The list; with `slicer`, the campaigns' goods are read one campaign after another, between turns of the event loop. */
+  async list(accessKey: string, baseUrl: string, query: PublicCampaignListQuery, slicer?: TimeSlicer): Promise<CampaignListResponse> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return { results: [], totalCount: 0, _s: 0 };
     const where: FindOptionsWhere<Campaign> = { customerId: customer.id, collectionVisible: true };
@@ -99,18 +146,14 @@ export class PublicCampaignsService {
       .limit(query.count)
       .getManyAndCount();
     const counts = await this.counter.counts(rows.map((c) => c.id));
-    // With detail, the goods of every campaign of the page in one read (not a read per campaign at once,
-    // which took as many pooled connections as the page has campaigns); goods they share are read once.
-    const goods = query.detail
-      ? await this.views.summariesOf(
-          this.db.manager,
-          rows.map((c) => c.id),
-          customer.currency,
-          baseUrl,
-          new Set(rows.filter((c) => c.showStock).map((c) => c.id)),
-        )
-      : undefined;
-    const results = rows.map((c) => toCampaignResponse(c, counts.get(c.id) ?? 0, { description: !!query.detail, goods: goods?.get(c.id) }));
+    // With detail, one campaign's goods after another (not a read per campaign all at once, which took as
+    // many pooled connections as the page has campaigns), yielding between them when sliced.
+    const results: CampaignResponse[] = [];
+    for (const c of rows) {
+      const goods = query.detail ? await this.views.summaries(this.db.manager, c.id, customer.currency, baseUrl, c.showStock) : undefined;
+      results.push(toCampaignResponse(c, counts.get(c.id) ?? 0, { description: !!query.detail, goods }));
+      await slicer?.pause();
+    }
     return { results, totalCount, _s: 0 };
   }
 
