@@ -31,6 +31,14 @@ describeEngines('health and API docs', __filename, (ctx) => {
   it('echoes a caller X-Request-Id', async () => {
     const res = await ctx().http.get('/health').set('X-Request-Id', 'trace-abc.123').expect(200);
     expect(res.headers['x-request-id']).toBe('trace-abc.123');
+    // Trace ids of load balancers and base64 ids pass as they are.
+    for (const id of ['Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1', 'q83vEjRWeJA+/A==', 'a,b']) {
+      expect((await ctx().http.get('/health').set('X-Request-Id', id).expect(200)).headers['x-request-id']).toBe(id);
+    }
+    // Anything else (spaces, quotes, over 128 characters) gets an id of the service's own.
+    for (const id of ['has space', 'quote"d', 'x'.repeat(129)]) {
+      expect((await ctx().http.get('/health').set('X-Request-Id', id).expect(200)).headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    }
   });
 
   it('serves Swagger UI at /docs and OpenAPI JSON at /docs-json', async () => {

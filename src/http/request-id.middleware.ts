@@ -4,7 +4,8 @@ import type { NextFunction, Request, Response } from 'express';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
-const ACCEPTABLE = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** Letters, digits and the punctuation trace ids use (`Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1`, base64), up to 128 characters. */
+const ACCEPTABLE = /^[A-Za-z0-9._:@=;/+,-]{1,128}$/;
 
 /**
  * The id of a request: the caller's `X-Request-Id` when it is a sane token, else a new UUID. Given once
