@@ -654,6 +654,25 @@ describeEngines('goods API', __filename, (ctx) => {
       expect(res.body).toEqual(item);
     });
 
+    it("by id returns one Goods with mediaUrl; an unknown id, another customer's item or a bad id is refused", async () => {
+      const res = await ctx()
+        .http.get(`/v1/goods/${c.accessKey}/${String(item.id)}`)
+        .set('Authorization', c.auth());
+      expect(res.status).toBe(200);
+      expectGoodsShape(res.body, 'EUR');
+      expect(res.body).toEqual(item);
+      expectNotFound(await ctx().http.get(`/v1/goods/${c.accessKey}/999999999`).set('Authorization', c.auth()));
+      const other = await ctx().createCustomer('Lookups elsewhere');
+      expectNotFound(
+        await ctx()
+          .http.get(`/v1/goods/${other.accessKey}/${String(item.id)}`)
+          .set('Authorization', other.auth()),
+      );
+      expectInvalid(await ctx().http.get(`/v1/goods/${c.accessKey}/abc`).set('Authorization', c.auth()), 'goodsId');
+      // The sku and url lookups keep their paths.
+      expect((await api(c).bySku('LOOK 1/ä')).status).toBe(200);
+    });
+
     it('unknown sku or url → 404 -404', async () => {
       expectNotFound(await api(c).bySku('NOPE'));
       expectNotFound(await api(c).byUrl('https://shop.example.com/nope'));

@@ -169,6 +169,8 @@ describeEngines(
         expectStatus(await call('get', goods('/sku'), { auth: C, query: { value: 'OA-1' } }), 200);
         expectStatus(await call('get', goods('/sku'), { auth: C, query: { sku: 'OA-1' } }), 200);
         expectStatus(await call('get', goods('/url'), { auth: C, query: { url: 'https://shop.example.com/goods/OA-1' } }), 200);
+        expectStatus(await call('get', goods(`/${String(registered.id)}`), { auth: C }), 200);
+        expectStatus(await call('get', goods('/999999999'), { auth: C }), 404);
       });
 
       it('the three updates', async () => {

@@ -54,6 +54,19 @@ export class GoodsController {
     return this.goods.findByUrl(tenant, query.key);
   }
 
+  // After the sku and url lookups, so that those two words are not read as ids.
+  @Get(':goodsId')
+  @ApiOperation({
+    summary: 'Look up one item by its id',
+    description: 'Answers the item with mediaUrl, as the sku and url lookups do; 404 -404 when no item of this customer has that id.',
+  })
+  @IdPathParam('goodsId', 'Id of the goods item')
+  @ApiOkResponse({ type: GoodsResponse })
+  @ApiErrors(400, 404)
+  findById(@CurrentTenant() tenant: Tenant, @IdParam('goodsId') goodsId: number): Promise<GoodsResponse> {
+    return this.goods.findById(tenant, goodsId);
+  }
+
   @Post()
   @HttpCode(200)
   @ApiOperation({

@@ -120,6 +120,10 @@ export class GoodsService {
     };
   }
 
+  async findById(tenant: Tenant, id: number): Promise<GoodsResponse> {
+    return this.withMedia(tenant, await this.locate(tenant, { by: 'id', id }));
+  }
+
   async findBySku(tenant: Tenant, sku: string): Promise<GoodsResponse> {
     return this.withMedia(tenant, await this.locate(tenant, { by: 'sku', sku }));
   }
