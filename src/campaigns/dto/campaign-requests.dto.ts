@@ -33,11 +33,8 @@ class CampaignFields {
   @SafeLinkText('liveUrl')
   liveUrl?: string | null;
 
-  @ApiPropertyOptional({ nullable: true, type: String, maxLength: 255, example: 'Mina' })
-  @ValidateIf((o: CampaignFields) => o.operatorName !== undefined && o.operatorName !== null)
-  @IsString()
-  @MaxLength(255)
-  @WellFormedText('operatorName')
+  // Trimmed, and not blank (null clears it), as a goods item's brand.
+  @TextField('operatorName', 255, { nullable: true }, { example: 'Mina', description: 'Default name on operator messages and status changes; null clears it' })
   operatorName?: string | null;
 
   // Not nullable: null is refused (400) rather than stored into a NOT NULL column.
