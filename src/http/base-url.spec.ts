@@ -19,6 +19,16 @@ describe('the base URL of links in answers', () => {
     expect(requestBaseUrl(AppConfig.fromEnv({ DATA_DIR: '/tmp/x' }), 'http', 'one-too-many.example')).toBe('http://one-too-many.example');
   });
 
+  it('a Host naming the port the connection came in on counts as its host name alone; another port is another base', () => {
+    const config = AppConfig.fromEnv({ PORT: '4321', DATA_DIR: '/tmp/x' });
+    for (let port = 40_000; port < 40_000 + NEW_BASES_PER_MINUTE * 2; port += 1) {
+      expect(requestBaseUrl(config, 'http', `127.0.0.1:${port}`, port)).toBe(`http://127.0.0.1:${port}`);
+    }
+    for (let i = 1; i < NEW_BASES_PER_MINUTE; i += 1) expect(requestBaseUrl(config, 'http', `127.0.0.1:${i}`, 3000)).toBe(`http://127.0.0.1:${i}`);
+    expect(requestBaseUrl(config, 'http', '127.0.0.1:9999', 3000)).toBe('http://localhost:4321');
+    expect(requestBaseUrl(config, 'http', '127.0.0.1:50000', 50000)).toBe('http://127.0.0.1:50000');
+  });
+
   it('the budget is per minute, and the most recently used bases are kept', () => {
     const bases = new AdmittedBases();
     let now = 1_000_000;

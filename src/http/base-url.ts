@@ -55,15 +55,23 @@ export function ownBaseUrl(config: AppConfig): string {
   return config.server.publicBaseUrl || `http://localhost:${config.server.port}`;
 }
 
-/** Absolute base for links in answers: PUBLIC_BASE_URL, else `proto://host` when admitted (see AdmittedBases), else the node's own. */
-export function requestBaseUrl(config: AppConfig, proto: string, host: string | undefined): string {
+/**
+ * Absolute base for links in answers: PUBLIC_BASE_URL, else `proto://host` when admitted (see
+ * AdmittedBases), else the node's own. A Host naming the port the connection really came in on
+ * (`localPort`) counts as its host name alone: a node listens on one port, so that adds no variants,
+ * and a client reaching the node directly (each test's own server, a port of a development machine) is
+ * named as it asked.
+ */
+export function requestBaseUrl(config: AppConfig, proto: string, host: string | undefined, localPort?: number): string {
   if (config.server.publicBaseUrl) return config.server.publicBaseUrl;
   if (!host) return ownBaseUrl(config);
   const base = `${proto}://${host.toLowerCase()}`;
-  return admittedOf(config).admit(base) ? base : ownBaseUrl(config);
+  const suffix = localPort ? `:${localPort}` : undefined;
+  const admission = suffix && base.endsWith(suffix) ? base.slice(0, -suffix.length) : base;
+  return admittedOf(config).admit(admission) ? base : ownBaseUrl(config);
 }
 
-/** Absolute base for links in an HTTP answer (requestBaseUrl with the request's scheme and Host). */
+/** Absolute base for links in an HTTP answer (requestBaseUrl with the request's scheme, Host and local port). */
 export function baseUrlOf(req: Request, config: AppConfig): string {
-  return requestBaseUrl(config, req.protocol, req.get('host'));
+  return requestBaseUrl(config, req.protocol, req.get('host'), req.socket?.localPort);
 }

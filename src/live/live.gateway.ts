@@ -192,7 +192,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   /** The base of the links a viewer is sent, as an HTTP answer's (requestBaseUrl): its Host, when admitted. */
   private baseUrlOf(socket: ViewerSocket): string {
     const proto = this.forwarded(socket, 'x-forwarded-proto') || (socket.handshake.secure ? 'https' : 'http');
-    return requestBaseUrl(this.config, proto, socket.handshake.headers.host);
+    return requestBaseUrl(this.config, proto, socket.handshake.headers.host, socket.request?.socket?.localPort);
   }
 
   async handleConnection(socket: ViewerSocket): Promise<void> {
