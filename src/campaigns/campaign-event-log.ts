@@ -46,10 +46,11 @@ export class CampaignEventLog {
     const now = new Date();
     // Each event keeps its own type and payload, now with its seq.
     const recorded = events.map((e, i) => ({ campaignId, seq: first + i, type: e.type, payload: { seq: first + i, ...e.payload } }) as LiveEvent);
-    await em.insert(
-      CampaignEvent,
-      recorded.map((e) => Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload: this.logged(e), createdAt: now })),
-    );
+    const rows = recorded.map((e) => {
+      const payload = this.logged(e);
+      return Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload, payloadBytes: Buffer.byteLength(payload), createdAt: now });
+    });
+    await em.insert(CampaignEvent, rows);
     // Trim the log now and then (every 100 events), keeping the last EVENTS_KEPT.
     if (Math.floor(last / 100) !== Math.floor((first - 1) / 100) && last > EVENTS_KEPT) {
       await em.query('DELETE FROM campaign_events WHERE campaignId = ? AND seq <= ?', [campaignId, last - EVENTS_KEPT]);
@@ -95,18 +96,28 @@ export class CampaignEventLog {
    * together they are bigger than `maxBytes` (of JSON): then a snapshot is the cheaper answer. The last
    * EVENTS_KEPT are kept: a viewer further behind gets null even while older rows wait for the next trim,
    * so what a resync answers does not depend on when the log was last trimmed.
+   *
+   * Whether the events are all kept and fit `maxBytes` is decided from their sizes (payloadBytes) before
+   * any payload is read: a resync from far back must not load up to EVENTS_KEPT payloads to learn that
+   * they are too big.
    */
   async since(em: EntityManager, campaignId: number, sinceSeq: number, lastSeq: number, maxBytes = Infinity): Promise<LiveEvent[] | null> {
     if (sinceSeq >= lastSeq) return [];
     if (lastSeq - sinceSeq > EVENTS_KEPT) return null;
+    const count = lastSeq - sinceSeq;
+    const [sizes]: Array<{ events: number | string; bytes: number | string | null; smallest: number | string | null }> = await em.query(
+      'SELECT COUNT(*) AS events, SUM(payloadBytes) AS bytes, MIN(payloadBytes) AS smallest FROM campaign_events WHERE campaignId = ? AND seq > ? AND seq <= ?',
+      [campaignId, sinceSeq, lastSeq],
+    );
+    // Some no longer kept, one too large to keep (an empty payload: MAX_LOGGED_PAYLOAD_BYTES), or too
+    // many bytes together: a snapshot instead.
+    if (Number(sizes?.events ?? 0) !== count || Number(sizes?.smallest ?? 0) === 0 || Number(sizes?.bytes ?? 0) > maxBytes) return null;
     const rows = await em.find(CampaignEvent, {
       where: { campaignId, seq: Between(sinceSeq + 1, lastSeq) },
       order: { seq: 'ASC' },
     });
-    if (!rows.length || rows[0].seq !== sinceSeq + 1 || rows[rows.length - 1].seq !== lastSeq) return null;
-    let bytes = 0;
-    // An empty payload was too large to keep (MAX_LOGGED_PAYLOAD_BYTES): a snapshot instead.
-    for (const r of rows) if (r.payload === '' || (bytes += r.payload.length) > maxBytes) return null;
+    // Trimmed since the sizes were read (by another write): a snapshot as well.
+    if (rows.length !== count || rows.some((r) => r.payload === '')) return null;
     return rows.map((r) => ({ campaignId, seq: r.seq, type: r.type, payload: JSON.parse(r.payload) as unknown }) as LiveEvent);
   }
 
