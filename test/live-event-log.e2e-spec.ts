@@ -1,3 +1,4 @@
+import { BYTES_KEPT, EVENTS_KEPT } from '../src/campaigns/campaign-event-log';
 import { CampaignEvent } from '../src/campaigns/entities/campaign-event.entity';
 import { Transactions } from '../src/database/transactions';
 import { RESYNC_MAX_REPLAY_BYTES } from '../src/live/live.gateway';
@@ -7,8 +8,8 @@ import { describeEngines } from './support/test-app';
 
 /**
  * The event log behind `resync` weighed by bytes (docs/live-protocol.md, Resync): a resync whose missed
- * events are over the replay limit (256 KB) is answered with a snapshot without their payloads being read.
- * The events
+ * events are over the replay limit (256 KB) is answered with a snapshot without their payloads being read,
+ * and each campaign keeps at most BYTES_KEPT bytes of payloads, whatever the number of events. The events
  * here are goods.list of a campaign of goods with long fields (~50 KB each): what an operator toggling
  * showingNow makes, one per toggle.
  */
@@ -83,6 +84,40 @@ describeEngines('live campaigns: the event log weighed by bytes', __filename, (c
     } finally {
       find.mockRestore();
     }
+    await v.settle(200);
+    expect(v.unread).toEqual([]);
+  });
+
+  it(`each campaign keeps at most BYTES_KEPT (${BYTES_KEPT}) bytes of events: the newest; a resync from before them gets a snapshot`, async () => {
+    const toggles = 40;
+    const { key, campaignId, lastSeq } = await campaignWithToggles(toggles);
+    const log = await logged(campaignId);
+    const kept = log.reduce((sum, e) => sum + e.bytes, 0);
+    expect(kept).toBeLessThanOrEqual(BYTES_KEPT);
+    // The newest are kept, in an unbroken run up to the last.
+    expect(log.map((e) => e.seq)).toEqual(Array.from({ length: log.length }, (_, i) => lastSeq - log.length + 1 + i));
+    expect(log.length).toBeGreaterThanOrEqual(3);
+    expect(log.length).toBeLessThan(toggles);
+    // payloadBytes is what the log weighs: the payloads' sizes.
+    const sizes: Array<{ payloadBytes: number | string }> = await ctx().dataSource.query(
+      'SELECT payloadBytes FROM campaign_events WHERE campaignId = ? ORDER BY seq',
+      [campaignId],
+    );
+    expect(sizes.map((r) => Number(r.payloadBytes))).toEqual(log.map((e) => e.bytes));
+
+    const v = await viewer(live.A, key);
+    expect((await v.next('campaign.snapshot')).seq).toBe(lastSeq);
+    v.resync(lastSeq - 2);
+    expect((await v.take(2)).map((e) => [e.type, e.payload.seq])).toEqual([
+      ['goods.list', lastSeq - 1],
+      ['goods.list', lastSeq],
+    ]);
+    // Trimming by bytes never takes what a replay could send (it always ends at the newest event).
+    expect(BYTES_KEPT).toBeGreaterThanOrEqual(REPLAY_LIMIT);
+    // Less than EVENTS_KEPT behind, but no longer kept: a snapshot.
+    expect(toggles).toBeLessThan(EVENTS_KEPT);
+    v.resync(lastSeq - toggles + 1);
+    expect((await v.next('campaign.snapshot')).seq).toBe(lastSeq);
     await v.settle(200);
     expect(v.unread).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { CampaignEventLog, MAX_LOGGED_PAYLOAD_BYTES } from './campaign-event-log';
+import { BYTES_KEPT, CampaignEventLog, EVENTS_KEPT, MAX_LOGGED_PAYLOAD_BYTES } from './campaign-event-log';
 import { CampaignEvent } from './entities/campaign-event.entity';
 
 /**
@@ -106,5 +106,26 @@ describe('CampaignEventLog: weighing events by their sizes, not their payloads',
     rows.splice(0, 1);
     expect(await log.since(em, 7, 0, 3)).toBeNull();
     expect(reads.payloads).toBe(0);
+  });
+
+  it(`keeps at most BYTES_KEPT (${BYTES_KEPT}) bytes of payloads: the newest events that fit`, async () => {
+    const rows: CampaignEvent[] = [];
+    const em = fakeManager(rows);
+    const log = new CampaignEventLog();
+    const size = 300 * 1024;
+    for (let i = 0; i < 20; i += 1) await log.record(em, 7, [chat('x'.repeat(size))]);
+    const kept = rows.reduce((sum, r) => sum + r.payloadBytes, 0);
+    expect(kept).toBeLessThanOrEqual(BYTES_KEPT);
+    expect(rows.map((r) => r.seq)).toEqual([18, 19, 20]); // three of ~300 KB fit 1 MB, four do not
+  });
+
+  it('small events are still trimmed by count only, every 100 (EVENTS_KEPT)', async () => {
+    const rows: CampaignEvent[] = [];
+    const em = fakeManager(rows);
+    const log = new CampaignEventLog();
+    for (let i = 0; i < EVENTS_KEPT + 150; i += 1) await log.record(em, 7, [chat(`m${i}`)]);
+    // Trimmed at 600 to the last 500; 50 more since.
+    expect(rows.length).toBe(EVENTS_KEPT + 50);
+    expect(rows[0].seq).toBe(101);
   });
 });

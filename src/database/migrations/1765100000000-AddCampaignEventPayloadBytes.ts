@@ -2,9 +2,9 @@ import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
 
 /**
  * campaign_events.payloadBytes: the size of each logged payload in bytes (UTF-8), so that a resync can tell
- * from the sizes alone whether the events it asks for fit its limit without reading the payloads
- * (src/campaigns/campaign-event-log.ts): a resync from 500 events back used to load all of them (up to
- * 360 MB) before finding them too big. Existing events get their
+ * from the sizes alone whether the events it asks for fit its limit, and the log can be trimmed by bytes
+ * (BYTES_KEPT), without reading the payloads (src/campaigns/campaign-event-log.ts): a resync from 500
+ * events back used to load all of them (up to 360 MB) before finding them too big. Existing events get their
  * sizes here (LENGTH counts bytes on MySQL/MariaDB; SQLite counts characters, but bytes of a BLOB).
  *
  * On SQLite the table is rebuilt with the column before `payload`: SQLite keeps a record's columns in
