@@ -30,17 +30,14 @@ describeEngines('live channel abuse', __filename, (ctx) => {
     const ds = ctx().dataSource;
     const now = new Date();
     const stamp = now.toISOString().replace('T', ' ').replace('Z', '');
-    const rows = Array.from({ length: LOGGED }, (_, i) => [
-      campaignId,
-      i + 1,
-      'chat.message',
-      JSON.stringify({ seq: i + 1, id: String(i + 1), message: `line ${i + 1} ${'x'.repeat(60)}`, adminName: 'op', createdAt: now.getTime() }),
-      stamp,
-    ]);
+    const rows = Array.from({ length: LOGGED }, (_, i) => {
+      const payload = JSON.stringify({ seq: i + 1, id: String(i + 1), message: `line ${i + 1} ${'x'.repeat(60)}`, adminName: 'op', createdAt: now.getTime() });
+      return [campaignId, i + 1, 'chat.message', payload, Buffer.byteLength(payload), stamp];
+    });
     for (let i = 0; i < rows.length; i += 100) {
       const chunk = rows.slice(i, i + 100);
       await ds.query(
-        `INSERT INTO campaign_events (campaignId, seq, type, payload, createdAt) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+        `INSERT INTO campaign_events (campaignId, seq, type, payload, payloadBytes, createdAt) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
         chunk.flat(),
       );
     }

@@ -312,6 +312,51 @@ for (const engine of ENGINES) {
       await d.query('DELETE FROM customers WHERE id = ?', [id]);
     });
 
+    it('the payloadBytes migration gives logged events their sizes in UTF-8 bytes, as the log records them (SQLite rebuilds the table)', async () => {
+      const d = current();
+      expect(MIGRATION_NAMES).toContain('AddCampaignEventPayloadBytes1765100000000');
+      while ((await appliedMigrations(d)).includes('AddCampaignEventPayloadBytes1765100000000')) await d.undoLastMigration({ transaction: 'each' });
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-event-sizes-00000000',
+        'c2VjcmV0',
+        'Sizes',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-event-sizes-00000000']);
+      await d.query('INSERT INTO campaigns (customerId, campaignKey, title, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)', [
+        id,
+        'SizesCampaignKey1',
+        'T',
+        now,
+        now,
+      ]);
+      const [{ id: campaignId }] = await d.query('SELECT id FROM campaigns WHERE campaignKey = ?', ['SizesCampaignKey1']);
+      const payloads = [JSON.stringify({ seq: 1, message: 'plain' }), JSON.stringify({ seq: 2, message: '한글 메시지 \u0001' }), ''];
+      for (const [i, payload] of payloads.entries()) {
+        await d.query('INSERT INTO campaign_events (campaignId, seq, type, payload, createdAt) VALUES (?, ?, ?, ?, ?)', [
+          campaignId,
+          i + 1,
+          'chat.message',
+          payload,
+          now,
+        ]);
+      }
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+      const rows: Array<{ seq: number | string; payload: string; payloadBytes: number | string }> = await d.query(
+        'SELECT seq, payload, payloadBytes FROM campaign_events WHERE campaignId = ? ORDER BY seq',
+        [campaignId],
+      );
+      expect(rows.map((r) => [Number(r.seq), r.payload, Number(r.payloadBytes)])).toEqual(payloads.map((p, i) => [i + 1, p, Buffer.byteLength(p)]));
+      expect(Buffer.byteLength(payloads[1])).toBeGreaterThan(payloads[1].length);
+      await d.query('DELETE FROM customers WHERE id = ?', [id]);
+      expect(await d.query('SELECT seq FROM campaign_events WHERE campaignId = ?', [campaignId])).toEqual([]); // the foreign key still cascades
+      expect(await pendingSchemaChanges(d)).toEqual([]);
+    });
+
     it('the results migration packs the row results of existing jobs into groups of 1,000, and its revert unpacks them', async () => {
       const d = current();
       expect(MIGRATION_NAMES).toContain('PackImportJobResults1764600000000');

@@ -9,6 +9,24 @@ import { isMysql } from '../database/engine';
 export const EVENTS_KEPT = 500;
 
 /**
+ * Bytes of payload (JSON) kept per campaign for resync, besides EVENTS_KEPT: the newest events whose
+ * payloads add up to at most this (or the newest alone, when it is larger: up to MAX_LOGGED_PAYLOAD_BYTES).
+ * Counting events alone kept 500 of any size: 500 goods.list of a campaign of 1,000 goods (~720 KB each,
+ * one per showingNow toggle) took 360 MB. A resync replays at most 256 KB (RESYNC_MAX_REPLAY_BYTES,
+ * src/live/live.gateway.ts), always up to the newest event, so it never reaches past what this keeps
+ * (four times as much); a resync from further back gets a snapshot, as for events past EVENTS_KEPT.
+ * Between two trims the log grows by less than BYTES_KEPT (TRIM_EVERY), so a campaign's log stays under
+ * 2 MB of payloads (more only when its newest event alone is larger).
+ */
+export const BYTES_KEPT = 1024 * 1024;
+
+/**
+ * The log is trimmed every TRIM_EVERY events, and after every write of events that add up to at least
+ * BYTES_KEPT / TRIM_EVERY bytes: fewer than TRIM_EVERY smaller ones come in between, under BYTES_KEPT.
+ */
+const TRIM_EVERY = 100;
+
+/**
  * The largest payload (bytes of JSON) the log keeps; a larger one is recorded with an empty payload (it
  * still takes its seq and is pushed whole to the viewers): a resync that reaches it gets a snapshot, as
  * for events no longer kept. The recording transaction thus never fails on the payload's size.
@@ -46,15 +64,36 @@ export class CampaignEventLog {
     const now = new Date();
     // Each event keeps its own type and payload, now with its seq.
     const recorded = events.map((e, i) => ({ campaignId, seq: first + i, type: e.type, payload: { seq: first + i, ...e.payload } }) as LiveEvent);
-    await em.insert(
-      CampaignEvent,
-      recorded.map((e) => Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload: this.logged(e), createdAt: now })),
-    );
-    // Trim the log now and then (every 100 events), keeping the last EVENTS_KEPT.
-    if (Math.floor(last / 100) !== Math.floor((first - 1) / 100) && last > EVENTS_KEPT) {
-      await em.query('DELETE FROM campaign_events WHERE campaignId = ? AND seq <= ?', [campaignId, last - EVENTS_KEPT]);
-    }
+    const rows = recorded.map((e) => {
+      const payload = this.logged(e);
+      return Object.assign(new CampaignEvent(), { campaignId, seq: e.seq, type: e.type, payload, payloadBytes: Buffer.byteLength(payload), createdAt: now });
+    });
+    await em.insert(CampaignEvent, rows);
+    const bytes = rows.reduce((sum, r) => sum + r.payloadBytes, 0);
+    const counted = Math.floor(last / TRIM_EVERY) !== Math.floor((first - 1) / TRIM_EVERY);
+    if (counted || bytes >= BYTES_KEPT / TRIM_EVERY) await this.trim(em, campaignId, last, counted);
     return recorded;
+  }
+
+  /**
+   * Drops the events past BYTES_KEPT (the newest whose payloads add up to at most that stay), and with
+   * `counted` those past EVENTS_KEPT. Reads the sizes of the last EVENTS_KEPT events, not their payloads.
+   */
+  private async trim(em: EntityManager, campaignId: number, last: number, counted: boolean): Promise<void> {
+    const sizes: Array<{ seq: number | string; payloadBytes: number | string }> = await em.query(
+      'SELECT seq, payloadBytes FROM campaign_events WHERE campaignId = ? AND seq > ? ORDER BY seq DESC',
+      [campaignId, last - EVENTS_KEPT],
+    );
+    let through = counted ? last - EVENTS_KEPT : 0;
+    let bytes = 0;
+    for (const { seq, payloadBytes } of sizes) {
+      // The newest event stays even when it alone is larger (up to MAX_LOGGED_PAYLOAD_BYTES).
+      if ((bytes += Number(payloadBytes)) > BYTES_KEPT && Number(seq) !== last) {
+        through = Number(seq);
+        break;
+      }
+    }
+    if (through > 0) await em.query('DELETE FROM campaign_events WHERE campaignId = ? AND seq <= ?', [campaignId, through]);
   }
 
   /** The payload's JSON as the log keeps it: empty past MAX_LOGGED_PAYLOAD_BYTES (see there). */
@@ -94,19 +133,31 @@ export class CampaignEventLog {
    * too large to keep), or when
    * together they are bigger than `maxBytes` (of JSON): then a snapshot is the cheaper answer. The last
    * EVENTS_KEPT are kept: a viewer further behind gets null even while older rows wait for the next trim,
-   * so what a resync answers does not depend on when the log was last trimmed.
+   * so what a resync answers does not depend on when the log was last trimmed. (Nor does BYTES_KEPT's
+   * trimming change it when `maxBytes` is below BYTES_KEPT, as the viewer channel's is: it drops only
+   * events that a resync up to `lastSeq` could not replay within `maxBytes` anyway.)
+   *
+   * Whether the events are all kept and fit `maxBytes` is decided from their sizes (payloadBytes) before
+   * any payload is read: a resync from far back must not load up to EVENTS_KEPT payloads to learn that
+   * they are too big.
    */
   async since(em: EntityManager, campaignId: number, sinceSeq: number, lastSeq: number, maxBytes = Infinity): Promise<LiveEvent[] | null> {
     if (sinceSeq >= lastSeq) return [];
     if (lastSeq - sinceSeq > EVENTS_KEPT) return null;
+    const count = lastSeq - sinceSeq;
+    const [sizes]: Array<{ events: number | string; bytes: number | string | null; smallest: number | string | null }> = await em.query(
+      'SELECT COUNT(*) AS events, SUM(payloadBytes) AS bytes, MIN(payloadBytes) AS smallest FROM campaign_events WHERE campaignId = ? AND seq > ? AND seq <= ?',
+      [campaignId, sinceSeq, lastSeq],
+    );
+    // Some no longer kept, one too large to keep (an empty payload: MAX_LOGGED_PAYLOAD_BYTES), or too
+    // many bytes together: a snapshot instead.
+    if (Number(sizes?.events ?? 0) !== count || Number(sizes?.smallest ?? 0) === 0 || Number(sizes?.bytes ?? 0) > maxBytes) return null;
     const rows = await em.find(CampaignEvent, {
       where: { campaignId, seq: Between(sinceSeq + 1, lastSeq) },
       order: { seq: 'ASC' },
     });
-    if (!rows.length || rows[0].seq !== sinceSeq + 1 || rows[rows.length - 1].seq !== lastSeq) return null;
-    let bytes = 0;
-    // An empty payload was too large to keep (MAX_LOGGED_PAYLOAD_BYTES): a snapshot instead.
-    for (const r of rows) if (r.payload === '' || (bytes += r.payload.length) > maxBytes) return null;
+    // Trimmed since the sizes were read (by another write): a snapshot as well.
+    if (rows.length !== count || rows.some((r) => r.payload === '')) return null;
     return rows.map((r) => ({ campaignId, seq: r.seq, type: r.type, payload: JSON.parse(r.payload) as unknown }) as LiveEvent);
   }
 

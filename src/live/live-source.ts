@@ -28,7 +28,8 @@ export interface LiveSource {
   lastSeqs(campaignIds: number[]): Promise<Map<number, number>>;
   /**
    * The events after `sinceSeq` up to `lastSeq`, in order; null when the log no longer holds some of
-   * them, or when together they are bigger than `maxBytes` of JSON (a snapshot is then the answer).
+   * them, or when together they are bigger than `maxBytes` of JSON in UTF-8 bytes (a snapshot is then the
+   * answer), which is told without reading the events.
    */
   eventsSince(campaignId: number, sinceSeq: number, lastSeq: number, maxBytes?: number): Promise<LiveEvent[] | null>;
 }

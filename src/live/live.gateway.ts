@@ -32,8 +32,11 @@ export const RESYNC_ABUSE = 30;
  */
 export const MAX_LIVE_SOCKETS_PER_CONNECTION = 10;
 export const TOO_MANY_SOCKETS_MESSAGE = `too many /live sockets on this connection (at most ${MAX_LIVE_SOCKETS_PER_CONNECTION}); open another connection`;
-/** A resync whose missed events are bigger than this (JSON) is answered with a snapshot instead. */
-const RESYNC_MAX_REPLAY_BYTES = 256 * 1024;
+/**
+ * A resync whose missed events are bigger than this (JSON, UTF-8 bytes) is answered with a snapshot
+ * instead, decided from the sizes the event log stores (it must stay under its BYTES_KEPT).
+ */
+export const RESYNC_MAX_REPLAY_BYTES = 256 * 1024;
 
 interface ViewerData {
   campaignId: number;

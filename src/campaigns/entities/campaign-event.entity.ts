@@ -26,6 +26,13 @@ export class CampaignEvent {
   type: string;
 
   /**
+   * The size of `payload` in bytes (UTF-8; 0 when it is empty): what resync and trimming read to weigh
+   * events without loading their payloads (1765100000000-AddCampaignEventPayloadBytes).
+   */
+  @Column({ type: 'integer' })
+  payloadBytes: number;
+
+  /**
    * The event's payload as sent to viewers (JSON); empty when it was over MAX_LOGGED_PAYLOAD_BYTES (a
    * resync past it gets a snapshot). MEDIUMTEXT on MySQL/MariaDB (MYSQL_COLUMN_TYPES).
    */

@@ -12,6 +12,7 @@ import { AddImportJobStalledClaims1764700000000 } from './1764700000000-AddImpor
 import { AddWebhookEndpointBreaker1764800000000 } from './1764800000000-AddWebhookEndpointBreaker';
 import { RenumberCampaignGoods1764900000000 } from './1764900000000-RenumberCampaignGoods';
 import { WidenCampaignEventPayload1765000000000 } from './1765000000000-WidenCampaignEventPayload';
+import { AddCampaignEventPayloadBytes1765100000000 } from './1765100000000-AddCampaignEventPayloadBytes';
 
 /** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   AddWebhookEndpointBreaker1764800000000,
   RenumberCampaignGoods1764900000000,
   WidenCampaignEventPayload1765000000000,
+  AddCampaignEventPayloadBytes1765100000000,
 ];
