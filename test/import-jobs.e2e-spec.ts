@@ -1,6 +1,8 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Response } from 'supertest';
+import { ImportJob } from '../src/excel/entities/import-job.entity';
+import { ImportJobRunner } from '../src/excel/import-job-runner';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
 import { insertCustomer, ServerProcess } from './support/server-process';
 import { csv, xlsx } from './support/sheet-fixtures';
@@ -303,6 +305,50 @@ describeEngines(
       const list = await ctx().http.get(`/v1/goods/${c.accessKey}/excel/jobs`).set('Authorization', c.auth()).expect(200);
       expect(list.body.results.map((j: Job) => j.jobId)).toEqual([accepted.body.jobId]);
     }, 60_000);
+
+    it("claims fairly across customers: another customer's job queued behind one customer's many is taken before that customer's next ones", async () => {
+      const a = await ctx().createCustomer();
+      const b = await ctx().createCustomer();
+      // The runner's claims, in order; the first job is held until all the others are queued (one job at a
+      // time: IMPORT_JOB_CONCURRENCY is 1), so what is claimed next is the runner's choice alone.
+      const runner: { start: (job: ImportJob) => Promise<void>; run: (job: ImportJob) => Promise<void> } = ctx().app.get<ImportJobRunner, unknown>(
+        ImportJobRunner,
+      ) as never;
+      const { start, run } = runner;
+      const claims: number[] = [];
+      let release = (): void => undefined;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      runner.start = (job) => {
+        claims.push(job.id);
+        return start.call(runner, job);
+      };
+      runner.run = async (job) => {
+        await held;
+        return run.call(runner, job);
+      };
+      try {
+        const queue = async (c: TestCustomer, name: string) => (await upload(c, sheet(name, 3), `${name}.csv`, '?async=true').expect(202)).body.jobId as number;
+        const a1 = await queue(a, 'FAIR-A1');
+        await eventually(
+          async () => claims,
+          (ids) => ids.includes(a1),
+          10_000,
+          20,
+        );
+        const a2 = await queue(a, 'FAIR-A2');
+        const a3 = await queue(a, 'FAIR-A3');
+        const b1 = await queue(b, 'FAIR-B1');
+        const b2 = await queue(b, 'FAIR-B2');
+        release();
+        for (const [c, jobId] of [[a, a3] as const, [b, b2] as const]) expect(await finished(c, jobId)).toMatchObject({ state: 'succeeded', rowsDone: 3 });
+        // B never served goes before A's second job; then the two take turns.
+        expect(claims).toEqual([a1, b1, a2, b2, a3]);
+      } finally {
+        release();
+        runner.start = start;
+        runner.run = run;
+      }
+    });
 
     it('a job whose runs end without a trace is failed after IMPORT_JOB_MAX_ATTEMPTS of them instead of claimed again; fewer, it runs', async () => {
       const a = await ctx().createCustomer();

@@ -34,6 +34,9 @@ const MAX_RESULT_BYTES = 60_000;
 /** An upload file in DATA_DIR/imports that no queued or running job names is removed after this long. */
 const ORPHAN_AGE_MS = 60 * 60 * 1000;
 
+/** Reads of the queue one poll makes while other nodes win the claims (the next poll tries again). */
+const MAX_CLAIM_ATTEMPTS = 5;
+
 /** The node's claim on the job was lost (its lease ran out and another node took it): stop, write nothing more. */
 class LeaseLost extends Error {}
 
@@ -63,7 +66,8 @@ interface ValidatedChunk {
  * default; docs/decisions/0009): an idle node polls for a queued job (or a running one whose lease ran
  * out: its node died) and claims it with a conditional UPDATE, so exactly one node runs it. At most
  * IMPORT_JOB_CONCURRENCY jobs run per process, and never two of one customer at once (a customer's
- * second job waits while others' jobs run).
+ * second job waits while others' jobs run). The next job is chosen fairly, not oldest first: the oldest of
+ * the customer served least recently (see claimable), so customers who wait take turns.
  *
  * A job's file is read on a worker thread (readJobSheet, docs/decisions/0013): first checked whole (type,
  * header, limits, row count; nothing written, so a refused file writes nothing), then its rows, handed
@@ -195,16 +199,41 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /**
-   * Claims the oldest job that may run, of a customer with no job running under a live lease (a
-   * customer's second job waits while others run).
+   * Jobs that may be claimed now, fairest first: those of customers with no job running under a live
+   * lease (a customer's second job waits while its first runs), the customer served least recently first
+   * (never served, then the oldest last claim: round-robin over the customers waiting), each customer's
+   * oldest job first. So a customer who queued many big jobs holds up another's job by at most one of
+   * them per slot, not by all of them.
+   */
+  private claimable(now: number, limit: number): Promise<ImportJob[]> {
+    return (
+      this.transactions.manager
+        .createQueryBuilder(ImportJob, 'j')
+        .where("(j.state = 'queued' OR (j.state = 'running' AND (j.leaseUntil IS NULL OR j.leaseUntil < :now)))", { now })
+        .andWhere((qb) => {
+          const busy = qb.subQuery().select('b.customerId').from(ImportJob, 'b').where("b.state = 'running' AND b.leaseUntil >= :now", { now }).getQuery();
+          return `j.customerId NOT IN ${busy}`;
+        })
+        // When the customer was last served: its latest claim (startedAt is set by every claim).
+        .addSelect((qb) => qb.subQuery().select('MAX(s.startedAt)').from(ImportJob, 's').where('s.customerId = j.customerId'), 'servedAt')
+        .orderBy('CASE WHEN servedAt IS NULL THEN 0 ELSE 1 END', 'ASC')
+        .addOrderBy('servedAt', 'ASC')
+        .addOrderBy('j.id', 'ASC')
+        .limit(limit)
+        .getMany()
+    );
+  }
+
+  /**
+   * Claims the fairest job that may run (see claimable). A claim lost to another node reads the queue
+   * again: the job's customer is busy now, so its next job must not be taken on the strength of the
+   * earlier read.
    */
   private async claim(): Promise<ImportJob | null> {
-    const now = Date.now();
-    const candidates = await this.waiting(now);
-    if (!candidates.length) return null;
-    const busy = await this.busyCustomers(now);
-    for (const job of candidates) {
-      if (busy.has(job.customerId)) continue;
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
+      const now = Date.now();
+      const [job] = await this.claimable(now, 1);
+      if (!job) return null;
       const claimed = await this.tryClaim(job.id, now);
       if (claimed) return claimed;
     }
@@ -252,6 +281,9 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
       return { kind: 'later', delayMs: Math.max(retry, job.leaseUntil - now + 100) };
     }
     if ((await this.busyCustomers(now)).has(job.customerId)) return { kind: 'later', delayMs: retry };
+    // BullMQ hands jobs out oldest first: one of another customer who was served less recently goes first.
+    const [fairest] = await this.claimable(now, 1);
+    if (fairest && fairest.customerId !== job.customerId) return { kind: 'later', delayMs: retry };
     const claimed = await this.tryClaim(jobId, now);
     if (!claimed) return { kind: 'later', delayMs: retry };
     await this.start(claimed);
