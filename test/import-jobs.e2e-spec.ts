@@ -348,7 +348,7 @@ describeEngines(
         runner.start = start;
         runner.run = run;
       }
-    });
+    }, 120_000);
 
     it('a job whose runs end without a trace is failed after IMPORT_JOB_MAX_ATTEMPTS of them instead of claimed again; fewer, it runs', async () => {
       const a = await ctx().createCustomer();
