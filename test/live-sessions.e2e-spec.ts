@@ -31,12 +31,18 @@ describeEngines(
 
     /** A long-polling handshake (GET /socket.io/?EIO=4&transport=polling) from `from`: its status, body and Retry-After. */
     const pollHandshake = (from: string) =>
-      new Promise<{ status: number; body: string; retryAfter?: string }>((resolve, reject) => {
-        const req = get(`${base}/socket.io/?EIO=4&transport=polling`, { headers: { 'X-Forwarded-For': from }, agent: false }, (res) => {
-          let body = '';
-          res.on('data', (d: Buffer) => (body += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body, retryAfter: res.headers['retry-after'] }));
-        });
+      new Promise<{ status: number; body: string; retryAfter?: string; allowOrigin?: string }>((resolve, reject) => {
+        const req = get(
+          `${base}/socket.io/?EIO=4&transport=polling`,
+          { headers: { 'X-Forwarded-For': from, Origin: 'https://player.example' }, agent: false },
+          (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, body, retryAfter: res.headers['retry-after'], allowOrigin: res.headers['access-control-allow-origin'] }),
+            );
+          },
+        );
         req.on('error', reject);
       });
 
@@ -123,6 +129,8 @@ describeEngines(
       const rate = /^Too many requests from your address \(20 per 60 s\); retry after \d+ s$/;
       const refusedPoll = await pollHandshake(from);
       expect(refusedPoll.retryAfter).toBeDefined();
+      // A page of another origin can read the refusal, as it reads Socket.IO's own answers.
+      expect(refusedPoll.allowOrigin).toBe('https://player.example');
       expectRefusal(refusedPoll, rate);
       expectRefusal(await wsHandshake({ from }), rate);
       // The HTTP requests are refused too: one counter.

@@ -205,10 +205,19 @@ export class LiveSessionLimits {
   }
 }
 
-/** Answers an HTTP request Socket.IO would have answered with the API's error shape (429 or 503), unless an answer was begun. */
+/**
+ * Answers an HTTP request Socket.IO would have answered with the API's error shape (429 or 503), unless
+ * an answer was begun; with the CORS headers Socket.IO gives (the /live gateway takes every origin), so
+ * that a page can read the status.
+ */
 function answerJson(req: IncomingMessage, res: ServerResponse, status: 429 | 503, message: string, headers: Record<string, string>): void {
   if (res.headersSent) return;
   const body = JSON.stringify({ _s: status === 429 ? ErrorCode.RateLimited : ErrorCode.Unavailable, _e: message });
+  const origin = req.headers.origin;
+  if (origin) {
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Vary', 'Origin');
+  }
   res
     .writeHead(status, {
       'Content-Type': 'application/json; charset=utf-8',
