@@ -1,24 +1,27 @@
 /**
  * npm run bench:abuse — sends the hostile inputs of the attack report to the real server (built, own
  * process) while a probe calls GET /health every 50 ms, and prints, per payload, its answer and how
- * long it took, the probe's worst latency while it ran, and at the end the probe's max latency overall
+ * long it took, the probe's worst latency and the server's longest event-loop stall while it ran, and at the end the probe's max latency overall
  * (goal < 250 ms) and the server's peak RSS.
  * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, strings dense in
  * escapes or tiny, 30 MB without a token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
  * reads), CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines), and inputs that regular
  * expressions of quadratic time took seconds over (an .xlsx of unclosed relationship tags, prices of
- * blanks or of 200,000 digits, a request path that the log's credential redaction scanned).
- * Options: --engines=sqlite,mysql (default sqlite)
+ * blanks or of 200,000 digits, a request path that the log's credential redaction scanned), and the
+ * console's answers about a campaign at the caps (1,000 goods of 30 KB descriptions: about 30 MB each).
+ * Options: --engines=sqlite,mysql (default sqlite); --only=<text>: only the payloads whose name holds it.
  */
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import { RawViewer } from '../test/support/raw-viewer';
-import { BenchServer, Engine, peakRssMb, startServer } from './support';
+import { BenchServer, Engine, goodsElement, peakRssMb, startServer } from './support';
 
 const ENGINES = (process.argv
   .find((a) => a.startsWith('--engines='))
   ?.slice('--engines='.length)
   .split(',') ?? ['sqlite']) as Engine[];
+
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 
 interface Probe {
   samples: number[];
@@ -60,9 +63,16 @@ interface Outcome {
   answer: string;
   ms: number;
   probeMaxMs: number;
+  /** The server's longest event-loop stall meanwhile (its loop probe). */
+  stallMs: number;
 }
 
+/** Reads (and restarts) the running server's longest event-loop stall; set by run(). */
+let loopStall: () => Promise<number> = () => Promise.resolve(NaN);
+
 async function measure(p: Probe, name: string, work: () => Promise<string>): Promise<Outcome> {
+  if (ONLY && !name.includes(ONLY)) return { name, answer: 'skipped', ms: 0, probeMaxMs: 0, stallMs: 0 };
+  await loopStall();
   const from = p.samples.length;
   const started = performance.now();
   let answer: string;
@@ -74,7 +84,7 @@ async function measure(p: Probe, name: string, work: () => Promise<string>): Pro
   const ms = performance.now() - started;
   await new Promise((r) => setTimeout(r, 150)); // the probe's next sample covers the tail of the work
   const window = p.samples.slice(from);
-  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN };
+  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN, stallMs: await loopStall() };
 }
 
 async function post(base: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<string> {
@@ -94,7 +104,8 @@ function manyArrays(bytes: number): string {
 }
 
 async function run(engine: Engine): Promise<void> {
-  const server: BenchServer = await startServer(engine, engine === 'sqlite' ? 3601 : 3602, 'abuse');
+  const server: BenchServer = await startServer(engine, engine === 'sqlite' ? 3601 : 3602, 'abuse', { loopProbe: true });
+  loopStall = () => server.loopStallMs();
   const { baseUrl: base, accessKey, auth } = server;
   const json = { authorization: auth, 'content-type': 'application/json' };
   try {
@@ -231,15 +242,61 @@ async function run(engine: Engine): Promise<void> {
       }),
     );
 
+    // A campaign at the caps: 1,000 goods with 10,000-character descriptions of Hangul (about 30 MB of
+    // goods text). Every console answer about its goods carries them all.
+    const big = !ONLY || ONLY.includes('console') ? await bigCampaign(base, accessKey, json) : { campaignKey: '', goodsIds: [] };
+    const sized = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}/v1/console/${accessKey}/campaigns/${big.campaignKey}${path}`, {
+        method,
+        headers: json,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const bytes = (await res.arrayBuffer()).byteLength;
+      return `${res.status}, ${(bytes / 1024 / 1024).toFixed(1)} MB`;
+    };
+    outcomes.push(
+      await measure(p, 'console: PUT showing, campaign of 1,000 goods × 30 KB', () =>
+        sized('PUT', `/goods/${big.goodsIds[500]}/showing`, { showingNow: true }),
+      ),
+    );
+    outcomes.push(await measure(p, 'console: GET its goods', () => sized('GET', '/goods')));
+    outcomes.push(await measure(p, 'console: GET the campaign with its goods', () => sized('GET', '')));
+    outcomes.push(
+      await measure(p, 'console: PUT goods/order, 1,000 ids reversed', () => sized('PUT', '/goods/order', { goodsIds: [...big.goodsIds].reverse() })),
+    );
+    outcomes.push(await measure(p, 'console: DELETE one of its goods', () => sized('DELETE', `/goods/${big.goodsIds[0]}`)));
+
     p.stop();
     const max = Math.max(...p.samples);
-    console.log(`\n[${engine}] payload | answer | time | worst /health latency meanwhile`);
-    for (const o of outcomes) console.log(`  ${o.name} | ${o.answer} | ${Math.round(o.ms)} ms | ${Math.round(o.probeMaxMs)} ms`);
+    console.log(`\n[${engine}] payload | answer | time | worst /health latency meanwhile | longest event-loop stall meanwhile`);
+    for (const o of outcomes.filter((x) => x.answer !== 'skipped')) {
+      console.log(`  ${o.name} | ${o.answer} | ${Math.round(o.ms)} ms | ${Math.round(o.probeMaxMs)} ms | ${Math.round(o.stallMs)} ms`);
+    }
     console.log(`[${engine}] /health probe: ${p.samples.length} calls, ${p.failures} failed, max latency ${Math.round(max)} ms (goal < 250 ms)`);
     console.log(`[${engine}] server peak RSS: ${peakRssMb(server.pid)} MB (${rssBefore} MB before the payloads)`);
   } finally {
     await server.stop();
   }
+}
+
+/** A campaign holding 1,000 goods whose descriptions are 10,000 Hangul characters (30 KB of UTF-8) each. */
+async function bigCampaign(base: string, accessKey: string, json: Record<string, string>): Promise<{ campaignKey: string; goodsIds: number[] }> {
+  const goodsIds: number[] = [];
+  for (let from = 0; from < 1000; from += 100) {
+    const elements = Array.from({ length: 100 }, (_, k) => ({ ...goodsElement(900_000 + from + k), description: '가나다라마바사아자차'.repeat(1000) }));
+    const res = await fetch(`${base}/v1/goods/${accessKey}/sync`, { method: 'POST', headers: json, body: JSON.stringify(elements) });
+    const { results } = (await res.json()) as { results: Array<{ id: number }> };
+    goodsIds.push(...results.map((r) => r.id));
+  }
+  const created = await fetch(`${base}/v1/console/${accessKey}/campaigns`, { method: 'POST', headers: json, body: JSON.stringify({ title: 'At the caps' }) });
+  const { campaignKey } = (await created.json()) as { campaignKey: string };
+  const added = await fetch(`${base}/v1/console/${accessKey}/campaigns/${campaignKey}/goods`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ goodsIds }),
+  });
+  if (added.status !== 200) throw new Error(`adding 1,000 goods answered ${added.status}`);
+  return { campaignKey, goodsIds };
 }
 
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';

@@ -259,6 +259,45 @@ describeEngines(
         expectError(await con(A).showing(key, g[0].id, 'perhaps'), 400, -510);
       });
 
+      it('answers the goods whole, long descriptions included, as one JSON body; a conditional GET of the list is 304', async () => {
+        const campaign = await createCampaign(A);
+        const key = campaign.campaignKey as string;
+        // 100 goods, every other one with a description of 10,000 Hangul characters (30 KB of UTF-8): the
+        // answer is read a few goods at a time and written in many chunks.
+        const goods: Payload[] = [];
+        for (let i = 0; i < 100; i += 1)
+          goods.push(await register(A, i % 2 ? {} : { description: `${i}${'가나다라마바사아자차'.repeat(1000)}`.slice(0, 10_000) }));
+        const ids = goods.map((g) => g.id as number);
+        const added = await con(A).addGoods(key, { goodsIds: ids });
+        expectOk(added);
+        const shown = await con(A).showing(key, ids[42], true);
+        const listed = await con(A).goods(key);
+        for (const res of [added, shown, listed]) {
+          expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+          expect(res.body.totalCount).toBe(100);
+          expect(res.body.results.map((r: Payload) => r.goodsId)).toEqual(ids.map(String));
+          expect(res.body.results.map((r: Payload) => (r.goods as Payload).description)).toEqual(goods.map((g) => g.description));
+        }
+        expect(shown.body.results.filter((r: Payload) => r.showingNow).map((r: Payload) => r.goodsId)).toEqual([String(ids[42])]);
+        expect(listed.body).toEqual(shown.body);
+        const etag = listed.headers.etag as string;
+        expect(etag).toMatch(/^W\/"[0-9a-f]+-/);
+        const again = await con(A).goods(key).set('If-None-Match', etag);
+        expect(again.status).toBe(304);
+        expect(again.text ?? '').toBe('');
+        // Uncompressed, the answer says its length; HEAD says the same without the body.
+        const plain = await con(A).goods(key).set('Accept-Encoding', 'identity');
+        expect(Number(plain.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(plain.body)));
+        expect(plain.headers.etag).toBe(etag);
+        const head = await http()
+          .head(cpath(A, `/${key}/goods`))
+          .set('Authorization', A.auth())
+          .set('Accept-Encoding', 'identity');
+        expect(head.status).toBe(200);
+        expect(head.headers['content-length']).toBe(plain.headers['content-length']);
+        expect(head.headers.etag).toBe(etag);
+      });
+
       it('removes an item from the campaign; afterwards it is not in the campaign (404 -711); an unknown id is 404 -404', async () => {
         const { key, goods: g } = await liveCampaign(A, 3);
         const res = await con(A).removeGoods(key, g[1].id);

@@ -1,14 +1,23 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Res, StreamableFile } from '@nestjs/common';
+import type { Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { CampaignKeyParam } from '../campaigns/console.controller';
 import { CampaignGoodsListResponse } from '../campaigns/dto/campaign-response.dto';
 import { ApiErrors, IdPathParam, TenantRoute } from '../http/api-docs.decorators';
 import { IdParam } from '../http/id-param';
+import { largeJsonAnswer } from '../http/sliced-json';
 import { CampaignGoodsService } from './campaign-goods.service';
 import { CampaignGoodsRefsDto, GoodsOrderDto, ShowingDto } from './dto/campaign-goods-requests.dto';
 
-/** The goods of a campaign in the console: add, list, reorder, the item showing now, remove. */
+/** A CampaignGoodsListResponse as largeJsonAnswer sends it. */
+type Answer = Promise<StreamableFile | string>;
+
+/**
+ * The goods of a campaign in the console: add, list, reorder, the item showing now, remove. Each answers
+ * the campaign's goods whole (descriptions included: up to about 30 MB at the caps), serialised in time
+ * slices and sent a chunk at a time (largeJsonAnswer).
+ */
 @ApiTags('Campaign goods')
 @TenantRoute()
 @CampaignKeyParam
@@ -27,8 +36,13 @@ export class CampaignGoodsController {
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)
-  addGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Body() body: CampaignGoodsRefsDto): Promise<CampaignGoodsListResponse> {
-    return this.campaignGoods.add(tenant, key, body);
+  async addGoods(
+    @CurrentTenant() tenant: Tenant,
+    @Param('campaignKey') key: string,
+    @Body() body: CampaignGoodsRefsDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Answer {
+    return largeJsonAnswer(res, await this.campaignGoods.add(tenant, key, body));
   }
 
   @Get()
@@ -38,8 +52,8 @@ export class CampaignGoodsController {
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(404)
-  listGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string): Promise<CampaignGoodsListResponse> {
-    return this.campaignGoods.list(tenant, key);
+  async listGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Res({ passthrough: true }) res: Response): Answer {
+    return largeJsonAnswer(res, await this.campaignGoods.list(tenant, key));
   }
 
   @Put('order')
@@ -51,8 +65,13 @@ export class CampaignGoodsController {
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)
-  reorder(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Body() body: GoodsOrderDto): Promise<CampaignGoodsListResponse> {
-    return this.campaignGoods.reorder(tenant, key, body);
+  async reorder(
+    @CurrentTenant() tenant: Tenant,
+    @Param('campaignKey') key: string,
+    @Body() body: GoodsOrderDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Answer {
+    return largeJsonAnswer(res, await this.campaignGoods.reorder(tenant, key, body));
   }
 
   @Put(':goodsId/showing')
@@ -63,13 +82,14 @@ export class CampaignGoodsController {
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)
-  setShowing(
+  async setShowing(
     @CurrentTenant() tenant: Tenant,
     @Param('campaignKey') key: string,
     @IdParam('goodsId') goodsId: number,
     @Body() body: ShowingDto,
-  ): Promise<CampaignGoodsListResponse> {
-    return this.campaignGoods.setShowing(tenant, key, goodsId, body.showingNow);
+    @Res({ passthrough: true }) res: Response,
+  ): Answer {
+    return largeJsonAnswer(res, await this.campaignGoods.setShowing(tenant, key, goodsId, body.showingNow));
   }
 
   @Delete(':goodsId')
@@ -80,7 +100,12 @@ export class CampaignGoodsController {
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404)
-  removeGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @IdParam('goodsId') goodsId: number): Promise<CampaignGoodsListResponse> {
-    return this.campaignGoods.remove(tenant, key, goodsId);
+  async removeGoods(
+    @CurrentTenant() tenant: Tenant,
+    @Param('campaignKey') key: string,
+    @IdParam('goodsId') goodsId: number,
+    @Res({ passthrough: true }) res: Response,
+  ): Answer {
+    return largeJsonAnswer(res, await this.campaignGoods.remove(tenant, key, goodsId));
   }
 }

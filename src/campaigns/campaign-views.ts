@@ -7,10 +7,19 @@ import { Campaign } from './entities/campaign.entity';
 import { Goods } from '../goods/entities/goods.entity';
 import { Media } from '../media/entities/media.entity';
 import { LiveEventMap } from '../live/live-events';
+import type { TimeSlicer } from '../common/util/time-slicer';
 
 export const SNAPSHOT_CHAT_LINES = 50;
 /** Goods ids per IN (...) list when reading many campaign places at once. */
 const GOODS_CHUNK = 1000;
+/**
+ * Goods ids per read when the full goods are read in time slices: a goods item is up to about 32 KB
+ * with its description (10,000 characters of Hangul), so a read stays near 1 MB. (On SQLite a read holds
+ * the event loop: one of 1,000 such goods took about 150 ms.)
+ */
+const SLICED_GOODS_CHUNK = 32;
+/** The same for the summary form (no description: a few hundred bytes per goods item). */
+const SLICED_SUMMARY_CHUNK = 250;
 
 /**
  * What of a goods item a campaign place is read with: `full` for the console's CampaignGoods (every
@@ -34,27 +43,34 @@ const SUMMARY_GOODS_COLUMNS = {
 /** Read side of campaigns shared by the console, the public endpoints and the viewer channel. */
 @Injectable()
 export class CampaignViews {
-  /** The campaign's goods in sortOrder, each with its goods item and media. */
-  async goodsRows(em: EntityManager, campaignId: number, goodsIds?: number[], form: GoodsForm = 'full'): Promise<CampaignGoodsRow[]> {
+  /**
+   * The campaign's goods in sortOrder, each with its goods item and media. With `slicer`, the goods are
+   * read a few at a time, the event loop free between the reads (see rowsOf).
+   */
+  async goodsRows(em: EntityManager, campaignId: number, goodsIds?: number[], form: GoodsForm = 'full', slicer?: TimeSlicer): Promise<CampaignGoodsRow[]> {
     const links = await em.find(CampaignGoods, {
       where: goodsIds ? { campaignId, goodsId: In(goodsIds) } : { campaignId },
       order: { sortOrder: 'ASC', goodsId: 'ASC' },
     });
-    return this.rowsOf(em, links, form);
+    return this.rowsOf(em, links, form, slicer);
   }
 
   /**
    * These campaign places (of one campaign or several), in the order given, each with its goods item and
    * media: two IN queries per GOODS_CHUNK distinct goods, whatever the number of campaigns. In the
-   * `summary` form the goods item has only the fields the viewers' form reads.
+   * `summary` form the goods item has only the fields the viewers' form reads. With `slicer` (a
+   * campaign's full goods for the console: up to about 30 MB), SLICED_GOODS_CHUNK goods per read
+   * (SLICED_SUMMARY_CHUNK in the summary form), and `slicer` pauses between the reads.
    */
-  async rowsOf(em: EntityManager, links: CampaignGoods[], form: GoodsForm = 'full'): Promise<CampaignGoodsRow[]> {
+  async rowsOf(em: EntityManager, links: CampaignGoods[], form: GoodsForm = 'full', slicer?: TimeSlicer): Promise<CampaignGoodsRow[]> {
     if (!links.length) return [];
     const ids = [...new Set(links.map((l) => l.goodsId))];
     const goodsById = new Map<number, Goods>();
     const mediaByGoods = new Map<number, Media>();
-    for (let i = 0; i < ids.length; i += GOODS_CHUNK) {
-      const chunk = ids.slice(i, i + GOODS_CHUNK);
+    const step = !slicer ? GOODS_CHUNK : form === 'full' ? SLICED_GOODS_CHUNK : SLICED_SUMMARY_CHUNK;
+    for (let i = 0; i < ids.length; i += step) {
+      if (i) await slicer?.pause();
+      const chunk = ids.slice(i, i + step);
       const [goods, media] = await Promise.all([
         em.find(Goods, { ...(form === 'summary' ? { select: SUMMARY_GOODS_COLUMNS } : {}), where: { id: In(chunk) } }),
         em.find(Media, { where: { goodsId: In(chunk) } }),
@@ -67,10 +83,20 @@ export class CampaignViews {
       .map((link) => ({ link, goods: goodsById.get(link.goodsId) as Goods, media: mediaByGoods.get(link.goodsId) ?? null }));
   }
 
-  /** The viewers' form of the campaign's goods; `showStock` is read from the campaign when not given. */
-  async summaries(em: EntityManager, campaignId: number, currency: string, baseUrl: string, showStock?: boolean): Promise<CampaignGoodsSummary[]> {
+  /**
+   * The viewers' form of the campaign's goods; `showStock` is read from the campaign when not given.
+   * With `slicer`, read a few hundred goods at a time (see rowsOf).
+   */
+  async summaries(
+    em: EntityManager,
+    campaignId: number,
+    currency: string,
+    baseUrl: string,
+    showStock?: boolean,
+    slicer?: TimeSlicer,
+  ): Promise<CampaignGoodsSummary[]> {
     const shown = showStock ?? (await this.showsStock(em, [campaignId])).has(campaignId);
-    return (await this.goodsRows(em, campaignId, undefined, 'summary')).map((row) => toCampaignGoodsSummary(row, currency, baseUrl, shown));
+    return (await this.goodsRows(em, campaignId, undefined, 'summary', slicer)).map((row) => toCampaignGoodsSummary(row, currency, baseUrl, shown));
   }
 
   /**

@@ -87,7 +87,7 @@ export class ExcelController {
     @UploadedFile() file: UploadedSheet | undefined,
     @Query() query: ExcelUploadQuery,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<StreamableFile | ImportJobResponse> {
+  ): Promise<StreamableFile | string | ImportJobResponse> {
     const result = await this.excel.import(tenant, file, query);
     if (result.kind === 'job') {
       res.status(202);

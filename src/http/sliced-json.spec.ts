@@ -101,11 +101,15 @@ describe('stringifyInSlices', () => {
       { results: [], totalCount: 0, _s: 0 },
       { a: undefined, results: [undefined, null, 1], f: () => 1, nested: { list: [1, 2] }, when: new Date(0), _s: 0 },
       {},
+      // Large elements (a goods item with a 10,000-character description) among small ones: groups of one.
+      { results: Array.from({ length: 300 }, (_, i) => ({ i, text: i % 7 ? 'x' : '가나다라마'.repeat(2000 + i) })), _s: 0 },
     ];
     for (const body of bodies) {
-      const { bytes, etag } = await stringifyInSlices(body, eager());
+      const { chunks, length, etag } = await stringifyInSlices(body, eager());
+      const bytes = Buffer.concat(chunks);
       const expected = Buffer.from(JSON.stringify(body));
       expect(bytes.equals(expected)).toBe(true);
+      expect(length).toBe(expected.length);
       expect(etag).toBe(etagOf(expected));
     }
   });

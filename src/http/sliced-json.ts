@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, Hash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
 import { TimeSlicer } from '../common/util/time-slicer';
@@ -20,6 +21,7 @@ import { checkJsonShape, JsonShapeLimits, JsonTextScanner } from './json-shape';
 const GROUP_BYTES = 64 * 1024;
 /** Array elements serialised per JSON.stringify call. */
 const GROUP_ELEMENTS = 100;
+const JSON_TYPE = 'application/json; charset=utf-8';
 /** Bytes the text scan covers between two looks at the clock. */
 const SCAN_STEP = 256 * 1024;
 
@@ -97,23 +99,38 @@ function parseText(text: string): unknown {
 
 /**
  * The UTF-8 bytes of `JSON.stringify(value)`, as chunks of about GROUP_BYTES, built in time slices: a
- * top-level array, or an array-valued property of a top-level object, a group of elements at a time
- * with `slicer` pausing between groups. (Anything else, and a value with its own toJSON, in one call.)
+ * top-level array, or an array-valued property of a top-level object, an element at a time (a group
+ * of up to GROUP_ELEMENTS small ones per JSON.stringify call), with `slicer` pausing between them.
+ * (Anything else, and a value with its own toJSON, in one call.) `onChunk` sees each chunk as it is made.
  */
-export async function jsonChunksInSlices(value: unknown, slicer: TimeSlicer): Promise<Buffer[]> {
+export async function jsonChunksInSlices(value: unknown, slicer: TimeSlicer, onChunk?: (chunk: Buffer) => void): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
   let pending = '';
+  const flush = () => {
+    const chunk = Buffer.from(pending);
+    pending = '';
+    chunks.push(chunk);
+    onChunk?.(chunk);
+  };
   const emit = (text: string) => {
     pending += text;
-    if (pending.length < GROUP_BYTES) return;
-    chunks.push(Buffer.from(pending));
-    pending = '';
+    if (pending.length >= GROUP_BYTES) flush();
   };
   const array = async (items: unknown[]) => {
     emit('[');
-    for (let i = 0; i < items.length; i += GROUP_ELEMENTS) {
-      emit(`${i ? ',' : ''}${JSON.stringify(items.slice(i, i + GROUP_ELEMENTS)).slice(1, -1)}`);
-      await slicer.pause();
+    let i = 0;
+    while (i < items.length) {
+      // A group of elements whose text stays near GROUP_BYTES: one element first (it may be 30 KB: a
+      // goods item with its description), then as many more as the first one's size lets in.
+      const first = JSON.stringify(items.slice(i, i + 1)).slice(1, -1);
+      emit(`${i ? ',' : ''}${first}`);
+      i += 1;
+      const more = Math.min(GROUP_ELEMENTS - 1, Math.floor(GROUP_BYTES / Math.max(1, first.length)), items.length - i);
+      if (more > 0) {
+        emit(`,${JSON.stringify(items.slice(i, i + more)).slice(1, -1)}`);
+        i += more;
+      }
+      if (slicer.due()) await slicer.yield();
     }
     emit(']');
   };
@@ -136,29 +153,42 @@ export async function jsonChunksInSlices(value: unknown, slicer: TimeSlicer): Pr
     }
     emit('}');
   }
-  if (pending) chunks.push(Buffer.from(pending));
+  if (pending) flush();
   return chunks;
+}
+
+/** The weak ETag Express gives a body, of its hash (SHA-1, base64) and byte length. */
+function expressEtag(hash: Hash, length: number): string {
+  return `W/"${length.toString(16)}-${hash.digest('base64').substring(0, 27)}"`;
 }
 
 /**
  * Serialises `body` (an object, its values JSON as `res.json` would send them) to the bytes
- * `JSON.stringify(body)` gives, in time slices (jsonChunksInSlices); and the weak ETag Express would
- * give them.
+ * `JSON.stringify(body)` gives, in time slices (jsonChunksInSlices), as chunks; and the weak ETag
+ * Express would give them (hashed a chunk at a time as they are made).
  */
-export async function stringifyInSlices(body: Record<string, unknown>, slicer: TimeSlicer): Promise<{ bytes: Buffer; etag: string }> {
-  const chunks = await jsonChunksInSlices(body, slicer);
+export async function stringifyInSlices(body: Record<string, unknown>, slicer: TimeSlicer): Promise<{ chunks: Buffer[]; length: number; etag: string }> {
   const hash = createHash('sha1');
-  for (const chunk of chunks) hash.update(chunk);
-  const bytes = Buffer.concat(chunks);
-  return { bytes, etag: `W/"${bytes.length.toString(16)}-${hash.digest('base64').substring(0, 27)}"` };
+  let length = 0;
+  const chunks = await jsonChunksInSlices(body, slicer, (chunk) => {
+    hash.update(chunk);
+    length += chunk.length;
+  });
+  return { chunks, length, etag: expressEtag(hash, length) };
 }
 
 /**
- * A large JSON answer for a route to return: serialised in slices (stringifyInSlices), sent as
- * `application/json; charset=utf-8` with its length and the ETag `res.json` would have given it.
+ * A large JSON answer for a route to return: serialised in slices (stringifyInSlices), sent a chunk at
+ * a time (never one write of the whole body) as `application/json; charset=utf-8` with its length and
+ * the ETag `res.json` would have given it. A conditional GET or HEAD whose copy is still current gets
+ * its 304 as from `res.json`: the answer is then an empty string, which Express turns into the 304.
  */
-export async function largeJsonAnswer(res: Response, body: object): Promise<StreamableFile> {
-  const { bytes, etag } = await stringifyInSlices(body as Record<string, unknown>, new TimeSlicer());
+export async function largeJsonAnswer(res: Response, body: object, slicer = new TimeSlicer()): Promise<StreamableFile | string> {
+  const { chunks, length, etag } = await stringifyInSlices(body as Record<string, unknown>, slicer);
   res.setHeader('ETag', etag);
-  return new StreamableFile(bytes, { type: 'application/json; charset=utf-8', length: bytes.length });
+  if (res.req?.fresh) {
+    res.setHeader('Content-Type', JSON_TYPE);
+    return '';
+  }
+  return new StreamableFile(Readable.from(chunks, { objectMode: false }), { type: JSON_TYPE, length });
 }

@@ -45,7 +45,7 @@ export class SyncController {
     @Body() body: unknown,
     @Query() query: BatchQuery,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<StreamableFile> {
+  ): Promise<StreamableFile | string> {
     // A SyncResponse, serialised in time slices (10,000 rows are about 4 MB of JSON).
     return largeJsonAnswer(res, await this.syncService.sync(tenant, body, query));
   }
