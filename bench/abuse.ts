@@ -1,7 +1,7 @@
 /**
  * npm run bench:abuse — sends the hostile inputs of the attack report to the real server (built, own
  * process) while a probe calls GET /health every 50 ms, and prints, per payload, its answer and how
- * long it took, the probe's worst latency and the server's longest event-loop stall while it ran, and at the end the probe's max latency overall
+ * long it took, the probe's worst latency and the server's longest event-loop stall while it ran, the server's peak RSS so far, and at the end the probe's max latency overall
  * (goal < 250 ms) and the server's peak RSS.
  * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, strings dense in
  * escapes or tiny, 30 MB without a token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
@@ -65,13 +65,17 @@ interface Outcome {
   probeMaxMs: number;
   /** The server's longest event-loop stall meanwhile (its loop probe). */
   stallMs: number;
+  /** The server's peak RSS so far, in MB. */
+  peakRssMb: number;
 }
 
 /** Reads (and restarts) the running server's longest event-loop stall; set by run(). */
 let loopStall: () => Promise<number> = () => Promise.resolve(NaN);
+/** The running server's peak RSS so far; set by run(). */
+let peakRss: () => number = () => NaN;
 
 async function measure(p: Probe, name: string, work: () => Promise<string>): Promise<Outcome> {
-  if (ONLY && !name.includes(ONLY)) return { name, answer: 'skipped', ms: 0, probeMaxMs: 0, stallMs: 0 };
+  if (ONLY && !name.includes(ONLY)) return { name, answer: 'skipped', ms: 0, probeMaxMs: 0, stallMs: 0, peakRssMb: 0 };
   await loopStall();
   const from = p.samples.length;
   const started = performance.now();
@@ -84,7 +88,7 @@ async function measure(p: Probe, name: string, work: () => Promise<string>): Pro
   const ms = performance.now() - started;
   await new Promise((r) => setTimeout(r, 150)); // the probe's next sample covers the tail of the work
   const window = p.samples.slice(from);
-  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN, stallMs: await loopStall() };
+  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN, stallMs: await loopStall(), peakRssMb: peakRss() };
 }
 
 async function post(base: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<string> {
@@ -106,6 +110,7 @@ function manyArrays(bytes: number): string {
 async function run(engine: Engine): Promise<void> {
   const server: BenchServer = await startServer(engine, engine === 'sqlite' ? 3601 : 3602, 'abuse', { loopProbe: true });
   loopStall = () => server.loopStallMs();
+  peakRss = () => peakRssMb(server.pid);
   const { baseUrl: base, accessKey, auth } = server;
   const json = { authorization: auth, 'content-type': 'application/json' };
   try {
@@ -244,7 +249,7 @@ async function run(engine: Engine): Promise<void> {
 
     // A campaign at the caps: 1,000 goods with 10,000-character descriptions of Hangul (about 30 MB of
     // goods text). Every console answer about its goods carries them all.
-    const big = !ONLY || ONLY.includes('console') ? await bigCampaign(base, accessKey, json) : { campaignKey: '', goodsIds: [] };
+    const big = !ONLY || ONLY.includes('console') || ONLY.includes('public') ? await bigCampaign(base, accessKey, json) : { campaignKey: '', goodsIds: [] };
     const sized = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${base}/v1/console/${accessKey}/campaigns/${big.campaignKey}${path}`, {
         method,
@@ -266,11 +271,24 @@ async function run(engine: Engine): Promise<void> {
     );
     outcomes.push(await measure(p, 'console: DELETE one of its goods', () => sized('DELETE', `/goods/${big.goodsIds[0]}`)));
 
+    // The public list with goods at its largest kept size: 40 listed campaigns of 999 goods (about 14 MB).
+    if (!ONLY || ONLY.includes('public')) await listedCampaigns(base, accessKey, json, big.goodsIds.slice(1), 40);
+    const publicList = async () => {
+      const res = await fetch(`${base}/v1/campaigns/${accessKey}?detail=true&count=40`);
+      const bytes = (await res.arrayBuffer()).byteLength;
+      return `${res.status}, ${(bytes / 1024 / 1024).toFixed(1)} MB`;
+    };
+    outcomes.push(await measure(p, 'public: GET detail=true&count=40, 40 campaigns × 999 goods, built', publicList));
+    outcomes.push(await measure(p, 'public: the same, kept', publicList));
+    outcomes.push(
+      await measure(p, 'public: the same, kept, 5 at once', async () => (await Promise.all(Array.from({ length: 5 }, () => publicList()))).join('; ')),
+    );
+
     p.stop();
     const max = Math.max(...p.samples);
-    console.log(`\n[${engine}] payload | answer | time | worst /health latency meanwhile | longest event-loop stall meanwhile`);
+    console.log(`\n[${engine}] payload | answer | time | worst /health latency meanwhile | longest event-loop stall meanwhile | server's peak RSS so far`);
     for (const o of outcomes.filter((x) => x.answer !== 'skipped')) {
-      console.log(`  ${o.name} | ${o.answer} | ${Math.round(o.ms)} ms | ${Math.round(o.probeMaxMs)} ms | ${Math.round(o.stallMs)} ms`);
+      console.log(`  ${o.name} | ${o.answer} | ${Math.round(o.ms)} ms | ${Math.round(o.probeMaxMs)} ms | ${Math.round(o.stallMs)} ms | ${o.peakRssMb} MB`);
     }
     console.log(`[${engine}] /health probe: ${p.samples.length} calls, ${p.failures} failed, max latency ${Math.round(max)} ms (goal < 250 ms)`);
     console.log(`[${engine}] server peak RSS: ${peakRssMb(server.pid)} MB (${rssBefore} MB before the payloads)`);
@@ -297,6 +315,24 @@ async function bigCampaign(base: string, accessKey: string, json: Record<string,
   });
   if (added.status !== 200) throw new Error(`adding 1,000 goods answered ${added.status}`);
   return { campaignKey, goodsIds };
+}
+
+/** `n` publicly listed campaigns, each holding these goods. */
+async function listedCampaigns(base: string, accessKey: string, json: Record<string, string>, goodsIds: number[], n: number): Promise<void> {
+  for (let i = 0; i < n; i += 1) {
+    const created = await fetch(`${base}/v1/console/${accessKey}/campaigns`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ title: `Listed ${i}`, collectionVisible: true, scheduledAt: Date.now() + (i + 1) * 3_600_000 }),
+    });
+    const { campaignKey } = (await created.json()) as { campaignKey: string };
+    const added = await fetch(`${base}/v1/console/${accessKey}/campaigns/${campaignKey}/goods`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ goodsIds }),
+    });
+    if (added.status !== 200) throw new Error(`adding goods answered ${added.status}`);
+  }
 }
 
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';

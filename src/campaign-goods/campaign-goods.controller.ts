@@ -6,17 +6,17 @@ import { CampaignKeyParam } from '../campaigns/console.controller';
 import { CampaignGoodsListResponse } from '../campaigns/dto/campaign-response.dto';
 import { ApiErrors, IdPathParam, TenantRoute } from '../http/api-docs.decorators';
 import { IdParam } from '../http/id-param';
-import { largeJsonAnswer } from '../http/sliced-json';
+import { jsonChunksAnswer } from '../http/sliced-json';
 import { CampaignGoodsService } from './campaign-goods.service';
 import { CampaignGoodsRefsDto, GoodsOrderDto, ShowingDto } from './dto/campaign-goods-requests.dto';
 
-/** A CampaignGoodsListResponse as largeJsonAnswer sends it. */
+/** A CampaignGoodsListResponse as jsonChunksAnswer sends it. */
 type Answer = Promise<StreamableFile | string>;
 
 /**
  * The goods of a campaign in the console: add, list, reorder, the item showing now, remove. Each answers
- * the campaign's goods whole (descriptions included: up to about 30 MB at the caps), serialised in time
- * slices and sent a chunk at a time (largeJsonAnswer).
+ * the campaign's goods whole (descriptions included: up to about 30 MB at the caps), written in time
+ * slices as they are read and sent a chunk at a time (jsonChunksAnswer).
  */
 @ApiTags('Campaign goods')
 @TenantRoute()
@@ -42,7 +42,7 @@ export class CampaignGoodsController {
     @Body() body: CampaignGoodsRefsDto,
     @Res({ passthrough: true }) res: Response,
   ): Answer {
-    return largeJsonAnswer(res, await this.campaignGoods.add(tenant, key, body));
+    return jsonChunksAnswer(res, await this.campaignGoods.add(tenant, key, body));
   }
 
   @Get()
@@ -53,7 +53,7 @@ export class CampaignGoodsController {
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(404)
   async listGoods(@CurrentTenant() tenant: Tenant, @Param('campaignKey') key: string, @Res({ passthrough: true }) res: Response): Answer {
-    return largeJsonAnswer(res, await this.campaignGoods.list(tenant, key));
+    return jsonChunksAnswer(res, await this.campaignGoods.list(tenant, key));
   }
 
   @Put('order')
@@ -71,7 +71,7 @@ export class CampaignGoodsController {
     @Body() body: GoodsOrderDto,
     @Res({ passthrough: true }) res: Response,
   ): Answer {
-    return largeJsonAnswer(res, await this.campaignGoods.reorder(tenant, key, body));
+    return jsonChunksAnswer(res, await this.campaignGoods.reorder(tenant, key, body));
   }
 
   @Put(':goodsId/showing')
@@ -89,7 +89,7 @@ export class CampaignGoodsController {
     @Body() body: ShowingDto,
     @Res({ passthrough: true }) res: Response,
   ): Answer {
-    return largeJsonAnswer(res, await this.campaignGoods.setShowing(tenant, key, goodsId, body.showingNow));
+    return jsonChunksAnswer(res, await this.campaignGoods.setShowing(tenant, key, goodsId, body.showingNow));
   }
 
   @Delete(':goodsId')
@@ -106,6 +106,6 @@ export class CampaignGoodsController {
     @IdParam('goodsId') goodsId: number,
     @Res({ passthrough: true }) res: Response,
   ): Answer {
-    return largeJsonAnswer(res, await this.campaignGoods.remove(tenant, key, goodsId));
+    return jsonChunksAnswer(res, await this.campaignGoods.remove(tenant, key, goodsId));
   }
 }

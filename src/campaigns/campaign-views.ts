@@ -13,13 +13,10 @@ export const SNAPSHOT_CHAT_LINES = 50;
 /** Goods ids per IN (...) list when reading many campaign places at once. */
 const GOODS_CHUNK = 1000;
 /**
- * Goods ids per read when the full goods are read in time slices: a goods item is up to about 32 KB
- * with its description (10,000 characters of Hangul), so a read stays near 1 MB. (On SQLite a read holds
- * the event loop: one of 1,000 such goods took about 150 ms.)
+ * Goods ids per read when they are read in time slices (on SQLite a read holds the event loop; the
+ * summary form is a few hundred bytes per goods item, and one read of 1,000 with their places took 35 ms).
  */
-const SLICED_GOODS_CHUNK = 32;
-/** The same for the summary form (no description: a few hundred bytes per goods item). */
-const SLICED_SUMMARY_CHUNK = 250;
+const SLICED_GOODS_CHUNK = 250;
 
 /**
  * What of a goods item a campaign place is read with: `full` for the console's CampaignGoods (every
@@ -58,16 +55,15 @@ export class CampaignViews {
   /**
    * These campaign places (of one campaign or several), in the order given, each with its goods item and
    * media: two IN queries per GOODS_CHUNK distinct goods, whatever the number of campaigns. In the
-   * `summary` form the goods item has only the fields the viewers' form reads. With `slicer` (a
-   * campaign's full goods for the console: up to about 30 MB), SLICED_GOODS_CHUNK goods per read
-   * (SLICED_SUMMARY_CHUNK in the summary form), and `slicer` pauses between the reads.
+   * `summary` form the goods item has only the fields the viewers' form reads. With `slicer`,
+   * SLICED_GOODS_CHUNK goods per read, and `slicer` pauses between the reads.
    */
   async rowsOf(em: EntityManager, links: CampaignGoods[], form: GoodsForm = 'full', slicer?: TimeSlicer): Promise<CampaignGoodsRow[]> {
     if (!links.length) return [];
     const ids = [...new Set(links.map((l) => l.goodsId))];
     const goodsById = new Map<number, Goods>();
     const mediaByGoods = new Map<number, Media>();
-    const step = !slicer ? GOODS_CHUNK : form === 'full' ? SLICED_GOODS_CHUNK : SLICED_SUMMARY_CHUNK;
+    const step = slicer ? SLICED_GOODS_CHUNK : GOODS_CHUNK;
     for (let i = 0; i < ids.length; i += step) {
       if (i) await slicer?.pause();
       const chunk = ids.slice(i, i + step);

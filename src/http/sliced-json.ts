@@ -1,4 +1,4 @@
-import { createHash, Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
@@ -97,94 +97,122 @@ function parseText(text: string): unknown {
   }
 }
 
+/** JSON as UTF-8 chunks, its length and the weak ETag Express would give it. */
+export interface JsonBytes {
+  chunks: Buffer[];
+  length: number;
+  etag: string;
+}
+
 /**
- * The UTF-8 bytes of `JSON.stringify(value)`, as chunks of about GROUP_BYTES, built in time slices: a
- * top-level array, or an array-valued property of a top-level object, an element at a time (a group
- * of up to GROUP_ELEMENTS small ones per JSON.stringify call), with `slicer` pausing between them.
- * (Anything else, and a value with its own toJSON, in one call.) `onChunk` sees each chunk as it is made.
+ * JSON text written a piece at a time, kept as UTF-8 chunks of about GROUP_BYTES (never one string or
+ * Buffer of the whole), and hashed as the chunks are cut, for the weak ETag Express gives the whole.
  */
-export async function jsonChunksInSlices(value: unknown, slicer: TimeSlicer, onChunk?: (chunk: Buffer) => void): Promise<Buffer[]> {
-  const chunks: Buffer[] = [];
-  let pending = '';
-  const flush = () => {
-    const chunk = Buffer.from(pending);
-    pending = '';
-    chunks.push(chunk);
-    onChunk?.(chunk);
-  };
-  const emit = (text: string) => {
-    pending += text;
-    if (pending.length >= GROUP_BYTES) flush();
-  };
+export class JsonChunks {
+  private readonly chunks: Buffer[] = [];
+  private readonly hash = createHash('sha1');
+  private length = 0;
+  private pending = '';
+
+  write(text: string): void {
+    this.pending += text;
+    if (this.pending.length >= GROUP_BYTES) this.cut();
+  }
+
+  end(): JsonBytes {
+    if (this.pending) this.cut();
+    return { chunks: this.chunks, length: this.length, etag: `W/"${this.length.toString(16)}-${this.hash.digest('base64').substring(0, 27)}"` };
+  }
+
+  private cut(): void {
+    const chunk = Buffer.from(this.pending);
+    this.pending = '';
+    this.chunks.push(chunk);
+    this.hash.update(chunk);
+    this.length += chunk.length;
+  }
+}
+
+/**
+ * Writes `JSON.stringify(value)` to `out` in time slices: a top-level array, or an array-valued property
+ * of a top-level object, an element at a time (a group of up to GROUP_ELEMENTS small ones per
+ * JSON.stringify call), with `slicer` pausing between them. (Anything else, and a value with its own
+ * toJSON, in one call.)
+ */
+async function writeJsonInSlices(value: unknown, out: JsonChunks, slicer: TimeSlicer): Promise<void> {
   const array = async (items: unknown[]) => {
-    emit('[');
+    out.write('[');
     let i = 0;
     while (i < items.length) {
       // A group of elements whose text stays near GROUP_BYTES: one element first (it may be 30 KB: a
       // goods item with its description), then as many more as the first one's size lets in.
       const first = JSON.stringify(items.slice(i, i + 1)).slice(1, -1);
-      emit(`${i ? ',' : ''}${first}`);
+      out.write(`${i ? ',' : ''}${first}`);
       i += 1;
       const more = Math.min(GROUP_ELEMENTS - 1, Math.floor(GROUP_BYTES / Math.max(1, first.length)), items.length - i);
       if (more > 0) {
-        emit(`,${JSON.stringify(items.slice(i, i + more)).slice(1, -1)}`);
+        out.write(`,${JSON.stringify(items.slice(i, i + more)).slice(1, -1)}`);
         i += more;
       }
       if (slicer.due()) await slicer.yield();
     }
-    emit(']');
+    out.write(']');
   };
   const hasToJson = (v: object) => typeof (v as { toJSON?: unknown }).toJSON === 'function';
   if (Array.isArray(value)) await array(value);
-  else if (value === null || typeof value !== 'object' || hasToJson(value)) emit(JSON.stringify(value) ?? '');
+  else if (value === null || typeof value !== 'object' || hasToJson(value)) out.write(JSON.stringify(value) ?? '');
   else {
     let comma = '';
-    emit('{');
+    out.write('{');
     for (const [key, item] of Object.entries(value)) {
       if (Array.isArray(item)) {
-        emit(`${comma}${JSON.stringify(key)}:`);
+        out.write(`${comma}${JSON.stringify(key)}:`);
         await array(item);
       } else {
         const text = JSON.stringify(item);
         if (text === undefined) continue; // undefined, a function: JSON.stringify leaves the key out
-        emit(`${comma}${JSON.stringify(key)}:${text}`);
+        out.write(`${comma}${JSON.stringify(key)}:${text}`);
       }
       comma = ',';
     }
-    emit('}');
+    out.write('}');
   }
-  if (pending) flush();
-  return chunks;
 }
 
-/** The weak ETag Express gives a body, of its hash (SHA-1, base64) and byte length. */
-function expressEtag(hash: Hash, length: number): string {
-  return `W/"${length.toString(16)}-${hash.digest('base64').substring(0, 27)}"`;
+/** The UTF-8 bytes of `JSON.stringify(value)`, as chunks of about GROUP_BYTES, built in time slices (writeJsonInSlices). */
+export async function jsonChunksInSlices(value: unknown, slicer: TimeSlicer): Promise<Buffer[]> {
+  const out = new JsonChunks();
+  await writeJsonInSlices(value, out, slicer);
+  return out.end().chunks;
 }
 
 /**
  * Serialises `body` (an object, its values JSON as `res.json` would send them) to the bytes
- * `JSON.stringify(body)` gives, in time slices (jsonChunksInSlices), as chunks; and the weak ETag
- * Express would give them (hashed a chunk at a time as they are made).
+ * `JSON.stringify(body)` gives, in time slices (writeJsonInSlices), as chunks; and the weak ETag
+ * Express would give them.
  */
-export async function stringifyInSlices(body: Record<string, unknown>, slicer: TimeSlicer): Promise<{ chunks: Buffer[]; length: number; etag: string }> {
-  const hash = createHash('sha1');
-  let length = 0;
-  const chunks = await jsonChunksInSlices(body, slicer, (chunk) => {
-    hash.update(chunk);
-    length += chunk.length;
-  });
-  return { chunks, length, etag: expressEtag(hash, length) };
+export async function stringifyInSlices(body: Record<string, unknown>, slicer: TimeSlicer): Promise<JsonBytes> {
+  const out = new JsonChunks();
+  await writeJsonInSlices(body, out, slicer);
+  return out.end();
 }
 
 /**
- * A large JSON answer for a route to return: serialised in slices (stringifyInSlices), sent a chunk at
- * a time (never one write of the whole body) as `application/json; charset=utf-8` with its length and
- * the ETag `res.json` would have given it. A conditional GET or HEAD whose copy is still current gets
- * its 304 as from `res.json`: the answer is then an empty string, which Express turns into the 304.
+ * A large JSON answer for a route to return: serialised in slices (stringifyInSlices) and sent a chunk
+ * at a time (jsonChunksAnswer: never one write of the whole body), with the ETag `res.json` would have
+ * given it.
  */
 export async function largeJsonAnswer(res: Response, body: object, slicer = new TimeSlicer()): Promise<StreamableFile | string> {
-  const { chunks, length, etag } = await stringifyInSlices(body as Record<string, unknown>, slicer);
+  return jsonChunksAnswer(res, await stringifyInSlices(body as Record<string, unknown>, slicer));
+}
+
+/**
+ * JSON already in UTF-8 chunks, for a route to return: sent a chunk at a time as
+ * `application/json; charset=utf-8` with its length and this ETag. A conditional GET or HEAD whose copy
+ * is still current gets its 304 as from `res.json`: the answer is then an empty string, which Express
+ * turns into the 304.
+ */
+export function jsonChunksAnswer(res: Response, { chunks, length, etag }: JsonBytes): StreamableFile | string {
   res.setHeader('ETag', etag);
   if (res.req?.fresh) {
     res.setHeader('Content-Type', JSON_TYPE);

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import etag from 'etag';
+import type { TimeSlicer } from '../common/util/time-slicer';
 import { CampaignChanges } from '../campaigns/campaign-changes';
 import { GoodsChangeHooks } from '../goods/goods-changes';
 
@@ -16,10 +17,17 @@ export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 /** What noting one goods id of an entry costs (a Set entry), counted with its bytes. */
 const BYTES_PER_GOODS_ID = 16;
 
-/** A public answer as sent: its JSON and its (weak) ETag. */
+/**
+ * A public answer as sent: its JSON as UTF-8 chunks (the kept parts and the counts between them, never
+ * joined: a list with goods is up to MAX_ENTRY_BYTES, and joining and encoding it took a turn of the
+ * event loop on every request), their length, and its (weak) ETag.
+ */
 export interface CachedAnswer {
-  json: string;
+  chunks: Buffer[];
+  length: number;
   etag: string;
+  /** The JSON as one string (tests, small answers). */
+  readonly json: string;
 }
 
 /**
@@ -27,8 +35,8 @@ export interface CachedAnswer {
  * answers the current counts (as before the cache) without building or hashing the rest again.
  */
 export interface KeptAnswer {
-  /** The JSON before, between and after the userCount members (one more than `campaignIds`). */
-  parts: string[];
+  /** The JSON before, between and after the userCount members (one more than `campaignIds`), in UTF-8. */
+  parts: Buffer[];
   /** The campaign of each userCount, in order. */
   campaignIds: number[];
   /** The weak ETag of the JSON with every count 0 (the counts are added to it). */
@@ -40,9 +48,21 @@ const USER_COUNT = /"userCount":\d+/;
 
 /** The answer with these counts (in the order of kept.campaignIds). */
 export function withCounts(kept: KeptAnswer, counts: number[]): CachedAnswer {
-  let json = kept.parts[0];
-  for (let i = 0; i < counts.length; i += 1) json += `"userCount":${counts[i]}${kept.parts[i + 1]}`;
-  return { json, etag: counts.length ? `${kept.etag.slice(0, -1)}-${counts.join('.')}"` : kept.etag };
+  const chunks = [kept.parts[0]];
+  let length = kept.parts[0].length;
+  for (let i = 0; i < counts.length; i += 1) {
+    const count = Buffer.from(`"userCount":${counts[i]}`);
+    chunks.push(count, kept.parts[i + 1]);
+    length += count.length + kept.parts[i + 1].length;
+  }
+  return {
+    chunks,
+    length,
+    etag: counts.length ? `${kept.etag.slice(0, -1)}-${counts.join('.')}"` : kept.etag,
+    get json() {
+      return Buffer.concat(chunks, length).toString();
+    },
+  };
 }
 
 /** What a computed answer tells the cache besides itself. */
@@ -56,11 +76,17 @@ export interface FreshAnswer {
   goodsIds: Iterable<number>;
   /** False: answer it, but do not keep it (NOT_EXIST for a key of anyone's choosing would only push out others). */
   keep?: boolean;
+  /** The time slicer the answer was built with, if any: cutting and hashing it pause with it too. */
+  slicer?: TimeSlicer;
 }
 
-/** An answer body already written as JSON (a large one, written a campaign at a time between turns of the event loop). */
+/**
+ * An answer body already written as JSON, in pieces that together are the JSON (a large one, written a
+ * campaign at a time between turns of the event loop). No campaign's `"userCount":n` member is cut
+ * between two pieces.
+ */
 export class SerializedAnswer {
-  constructor(readonly json: string) {}
+  constructor(readonly pieces: string[]) {}
 }
 
 interface Entry extends KeptAnswer {
@@ -116,12 +142,37 @@ export class PublicAnswerCache implements OnModuleInit {
     });
   }
 
-  /** An answer as kept (see KeptAnswer); `campaignIds` are the campaigns of its records, in order (their userCount is cut out). */
-  static kept(body: unknown, campaignIds: number[]): KeptAnswer {
-    const json = body instanceof SerializedAnswer ? body.json : JSON.stringify(body);
-    const parts = json.split(USER_COUNT);
+  /**
+   * An answer as kept (see KeptAnswer); `campaignIds` are the campaigns of its records, in order (their
+   * userCount is cut out). Its ETag is the one Express gives the JSON as built. A SerializedAnswer is
+   * cut, encoded and hashed a piece at a time, `slicer` pausing between the pieces.
+   */
+  static async kept(body: unknown, campaignIds: number[], slicer?: TimeSlicer): Promise<KeptAnswer> {
+    const pieces = body instanceof SerializedAnswer ? body.pieces : [JSON.stringify(body)];
+    const hash = createHash('sha1');
+    const parts: Buffer[] = [];
+    let length = 0;
+    let current: string[] = [];
+    const cut = () => {
+      const part = Buffer.from(current.join(''));
+      parts.push(part);
+      current = [];
+    };
+    for (const piece of pieces) {
+      hash.update(piece);
+      length += Buffer.byteLength(piece);
+      const [first, ...rest] = piece.split(USER_COUNT);
+      current.push(first);
+      for (const segment of rest) {
+        cut();
+        current.push(segment);
+      }
+      await slicer?.pause();
+    }
+    cut();
     if (parts.length !== campaignIds.length + 1) throw new Error(`an answer of ${campaignIds.length} campaigns holds ${parts.length - 1} userCount members`);
-    return { parts, campaignIds, etag: etag(json, { weak: true }) };
+    // What the `etag` package (Express's) gives the whole JSON: weak, its length and SHA-1.
+    return { parts, campaignIds, etag: `W/"${length.toString(16)}-${hash.digest('base64').substring(0, 27)}"` };
   }
 
   /** The kept answer for `key`, or the one `compute` builds (kept when nothing of the customer changed meanwhile). */
@@ -151,8 +202,8 @@ export class PublicAnswerCache implements OnModuleInit {
   /** Builds the answer; keeps it until PUBLIC_MAX_AGE_SECONDS after `startedAt` (before its first read). */
   private async build(customerId: number, fullKey: string, generation: number, startedAt: number, compute: () => Promise<FreshAnswer>): Promise<KeptAnswer> {
     const fresh = await compute();
-    const answer = PublicAnswerCache.kept(fresh.body, fresh.campaignIds);
-    const length = answer.parts.reduce((sum, part) => sum + Buffer.byteLength(part), 0);
+    const answer = await PublicAnswerCache.kept(fresh.body, fresh.campaignIds, fresh.slicer);
+    const length = answer.parts.reduce((sum, part) => sum + part.length, 0);
     if (fresh.keep === false || (this.generations.get(customerId) ?? 0) !== generation) return answer;
     const goodsIds = new Set(fresh.goodsIds);
     const bytes = length + goodsIds.size * BYTES_PER_GOODS_ID;

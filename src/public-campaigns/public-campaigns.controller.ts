@@ -1,4 +1,4 @@
-import { Controller, Get, Header, Param, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Header, Param, Query, Req, Res, StreamableFile } from '@nestjs/common';
 import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { dateInputSchemas } from '../common/validation/decorators';
 import type { Request, Response } from 'express';
@@ -6,6 +6,7 @@ import { Public } from '../auth/decorators';
 import { CAMPAIGN_OR_NOT_EXIST, CampaignListResponse, CampaignResponse, NoticeResponse, NotExistResponse } from '../campaigns/dto/campaign-response.dto';
 import { AccessKeyParam, ApiErrors, PublicRoute } from '../http/api-docs.decorators';
 import { baseUrlOf } from '../http/base-url';
+import { jsonChunksAnswer } from '../http/sliced-json';
 import { AppConfig } from '../config/app-config';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
 import { CachedAnswer, PUBLIC_CACHE_CONTROL, PUBLIC_MAX_AGE_SECONDS } from './public-answer-cache';
@@ -20,8 +21,16 @@ const CACHE_HEADER = {
   },
 };
 
-/** Sends a kept answer as it is: its JSON (the return value) and its ETag (computed once, not per request). */
-function send(res: Response, answer: CachedAnswer): string {
+/** Answers up to this size are sent as one string; larger ones as a stream of their kept chunks. */
+const INLINE_MAX_BYTES = 64 * 1024;
+
+/**
+ * Sends a kept answer as it is, with its ETag (computed once, not per request): a small one as its JSON
+ * text; a large one (a list with goods: up to 16 MB) as its chunks, never joined nor encoded again, nor
+ * written in one go. A conditional GET or HEAD whose copy is current gets its 304 either way.
+ */
+function send(res: Response, answer: CachedAnswer): string | StreamableFile {
+  if (answer.length > INLINE_MAX_BYTES) return jsonChunksAnswer(res, answer);
   res.setHeader('ETag', answer.etag);
   return answer.json;
 }
@@ -82,7 +91,7 @@ export class PublicCampaignsController {
     @Query() query: PublicCampaignListQuery,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<string> {
+  ): Promise<string | StreamableFile> {
     return send(res, await this.campaigns.answerList(accessKey, baseUrlOf(req, this.config), query));
   }
 
@@ -102,7 +111,7 @@ export class PublicCampaignsController {
     @Query() query: UpcomingQuery,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<string> {
+  ): Promise<string | StreamableFile> {
     return send(res, await this.campaigns.answerUpcoming(accessKey, baseUrlOf(req, this.config), query));
   }
 
@@ -122,7 +131,7 @@ export class PublicCampaignsController {
     @Param('campaignKey') campaignKey: string,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<string> {
+  ): Promise<string | StreamableFile> {
     return send(res, await this.campaigns.answerOne(accessKey, campaignKey, baseUrlOf(req, this.config)));
   }
 }

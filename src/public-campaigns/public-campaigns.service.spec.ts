@@ -7,7 +7,9 @@ import type { Transactions } from '../database/transactions';
 import { GoodsChangeHooks } from '../goods/goods-changes';
 import type { ViewerCounter } from '../live/viewer-counter';
 import type { Metrics } from '../metrics/metrics.service';
-import { PublicAnswerCache, SerializedAnswer } from './public-answer-cache';
+import etag from 'etag';
+import { TimeSlicer } from '../common/util/time-slicer';
+import { PublicAnswerCache, SerializedAnswer, withCounts } from './public-answer-cache';
 import { PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING, PublicCampaignsService } from './public-campaigns.service';
 
 /**
@@ -60,8 +62,33 @@ describe('PublicCampaignsService: the build gate', () => {
     expect(getOne).toHaveBeenCalledTimes(PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING);
   });
 
-  it('an answer written ahead as JSON is kept as the same answer JSON.stringify would give', () => {
+  it('an answer written ahead as JSON is kept as the same answer JSON.stringify would give', async () => {
     const body = { results: [{ campaignId: '1', userCount: 0, title: 'a' }], totalCount: 1, _s: 0 };
-    expect(PublicAnswerCache.kept(new SerializedAnswer(JSON.stringify(body)), [1])).toEqual(PublicAnswerCache.kept(body, [1]));
+    expect(await PublicAnswerCache.kept(new SerializedAnswer([JSON.stringify(body)]), [1])).toEqual(await PublicAnswerCache.kept(body, [1]));
+  });
+
+  it('an answer written ahead in pieces, counts anywhere in them, is kept as the whole JSON would be, with the ETag Express gives it', async () => {
+    const results = Array.from({ length: 5 }, (_, i) => ({
+      campaignId: String(i),
+      userCount: 0,
+      title: `캠페인 ${i} "userCount":9`,
+      goods: [{ name: '가'.repeat(i * 100) }],
+    }));
+    const body = { results, totalCount: 5, _s: 0 };
+    const whole = JSON.stringify(body);
+    // Pieces cut every 37 characters, except inside a userCount member (SerializedAnswer never cuts one).
+    const members = [...whole.matchAll(/"userCount":\d+/g)].map((m) => [m.index, m.index + m[0].length]);
+    const cuts = [0];
+    for (let at = 37; at < whole.length; at += 37) if (!members.some(([from, to]) => at > from && at < to)) cuts.push(at);
+    cuts.push(whole.length);
+    const pieces = cuts.slice(1).map((end, i) => whole.slice(cuts[i], end));
+    expect(pieces.length).toBeGreaterThan(20);
+    const kept = await PublicAnswerCache.kept(new SerializedAnswer(pieces), [0, 1, 2, 3, 4], new TimeSlicer(0, 0));
+    expect(kept).toEqual(await PublicAnswerCache.kept(body, [0, 1, 2, 3, 4]));
+    expect(kept.etag).toBe(etag(whole, { weak: true }));
+    const answer = withCounts(kept, [3, 1, 4, 1, 5]);
+    expect(JSON.parse(answer.json)).toEqual({ ...body, results: results.map((r, i) => ({ ...r, userCount: [3, 1, 4, 1, 5][i] })) });
+    expect(answer.length).toBe(Buffer.byteLength(answer.json));
+    expect(Buffer.concat(answer.chunks).toString()).toBe(answer.json);
   });
 });

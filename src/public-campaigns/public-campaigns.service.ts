@@ -49,7 +49,7 @@ export class PublicCampaignsService {
 
   async answerList(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
-    if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.list(accessKey, baseUrl, query), []));
+    if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.list(accessKey, baseUrl, query), []));
     const status = query.status?.length ? [...new Set(query.status)].sort().join(',') : '*';
     const key = ['list', baseUrl, status, query.from?.getTime() ?? '', query.to?.getTime() ?? '', query.page, query.count, query.detail ? 1 : 0].join('\u0000');
     const build = async (): Promise<FreshAnswer> => {
@@ -58,14 +58,15 @@ export class PublicCampaignsService {
       const campaignIds = body.results.map((c) => Number(c.campaignId));
       const goodsIds = goodsIdsOf(body.results);
       if (!query.detail) return { body, campaignId: null, campaignIds, goodsIds };
-      // Written a campaign at a time (JSON.stringify of 20 campaigns of 1,000 goods is 15 MB in one go).
-      const parts: string[] = [];
-      for (const result of body.results) {
-        parts.push(JSON.stringify(result));
+      // Written a campaign at a time (JSON.stringify of 20 campaigns of 1,000 goods is 15 MB in one go),
+      // and kept in those pieces (see PublicAnswerCache.kept).
+      const pieces = ['{"results":['];
+      for (const [i, result] of body.results.entries()) {
+        pieces.push(`${i ? ',' : ''}${JSON.stringify(result)}`);
         await slicer.pause();
       }
-      const json = `{"results":[${parts.join(',')}],"totalCount":${body.totalCount},"_s":0}`;
-      return { body: new SerializedAnswer(json), campaignId: null, campaignIds, goodsIds };
+      pieces.push(`],"totalCount":${body.totalCount},"_s":0}`);
+      return { body: new SerializedAnswer(pieces), campaignId: null, campaignIds, goodsIds, slicer };
     };
     // Only lists with goods are costly to build.
     const kept = await this.cache.answer(customer.id, key, query.detail ? () => this.gated(build) : build);
@@ -74,7 +75,7 @@ export class PublicCampaignsService {
 
   async answerOne(accessKey: string, campaignKey: string, baseUrl: string): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
-    if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.one(accessKey, campaignKey, baseUrl), []));
+    if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.one(accessKey, campaignKey, baseUrl), []));
     const kept = await this.cache.answer(customer.id, ['one', baseUrl, campaignKey].join('\u0000'), () =>
       this.gated(async (): Promise<FreshAnswer> => {
         const campaign = await findCampaignByKey(this.db.manager, customer.id, campaignKey);
@@ -88,7 +89,7 @@ export class PublicCampaignsService {
 
   async answerUpcoming(accessKey: string, baseUrl: string, query: UpcomingQuery): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
-    if (!customer) return this.withCounts(PublicAnswerCache.kept(await this.upcoming(accessKey, baseUrl, query), []));
+    if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.upcoming(accessKey, baseUrl, query), []));
     const kept = await this.cache.answer(customer.id, ['upcoming', baseUrl, query.includeOnAir !== false ? 1 : 0].join('\u0000'), () =>
       this.gated(async (): Promise<FreshAnswer> => {
         const body = await this.upcoming(accessKey, baseUrl, query);
