@@ -314,6 +314,7 @@ async function bigCampaign(base: string, accessKey: string, json: Record<string,
     body: JSON.stringify({ goodsIds }),
   });
   if (added.status !== 200) throw new Error(`adding 1,000 goods answered ${added.status}`);
+  await added.arrayBuffer();
   return { campaignKey, goodsIds };
 }
 
@@ -332,6 +333,7 @@ async function listedCampaigns(base: string, accessKey: string, json: Record<str
       body: JSON.stringify({ goodsIds }),
     });
     if (added.status !== 200) throw new Error(`adding goods answered ${added.status}`);
+    await added.arrayBuffer(); // (a body left unread holds the server's answer in its buffers)
   }
 }
 

@@ -162,7 +162,7 @@ export class CampaignGoodsService {
    */
   private async listOf(tenant: Tenant, campaignId: number): Promise<JsonBytes> {
     const em = this.db.manager;
-    const slicer = new TimeSlicer();
+    const slicer = TimeSlicer.forRequest();
     const links = await em.find(CampaignGoods, { where: { campaignId }, order: { sortOrder: 'ASC', goodsId: 'ASC' } });
     const out = new JsonChunks();
     out.write('{"results":[');
@@ -187,7 +187,7 @@ export class CampaignGoodsService {
     if (!changed) return { result: campaign.id, events: [] };
     // Read a few hundred goods at a time: on SQLite, the transaction's statements would otherwise run
     // in one turn of the event loop, and for 1,000 goods they held it for 60–75 ms.
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock, new TimeSlicer());
+    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock, TimeSlicer.forRequest());
     return { result: campaign.id, events: [{ type: 'goods.list', payload: { goods } }] };
   }
 

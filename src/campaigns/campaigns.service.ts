@@ -123,7 +123,7 @@ export class CampaignsService {
     const em = this.db.manager;
     const campaign = await this.store.find(em, tenant, campaignKey);
     // Up to CAMPAIGN_MAX_GOODS goods: read a few hundred at a time (one read of 1,000 held the event loop 35 ms).
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock, new TimeSlicer());
+    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock, TimeSlicer.forRequest());
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 

@@ -53,7 +53,7 @@ export class PublicCampaignsService {
     const status = query.status?.length ? [...new Set(query.status)].sort().join(',') : '*';
     const key = ['list', baseUrl, status, query.from?.getTime() ?? '', query.to?.getTime() ?? '', query.page, query.count, query.detail ? 1 : 0].join('\u0000');
     const build = async (): Promise<FreshAnswer> => {
-      const slicer = new TimeSlicer();
+      const slicer = TimeSlicer.forRequest();
       const body = await this.list(accessKey, baseUrl, query, query.detail ? slicer : undefined);
       const campaignIds = body.results.map((c) => Number(c.campaignId));
       const goodsIds = goodsIdsOf(body.results);
@@ -148,10 +148,11 @@ export class PublicCampaignsService {
       .getManyAndCount();
     const counts = await this.counter.counts(rows.map((c) => c.id));
     // With detail, one campaign's goods after another (not a read per campaign all at once, which took as
-    // many pooled connections as the page has campaigns), yielding between them when sliced.
+    // many pooled connections as the page has campaigns), yielding between them, and between reads of a
+    // few hundred of their goods, when sliced.
     const results: CampaignResponse[] = [];
     for (const c of rows) {
-      const goods = query.detail ? await this.views.summaries(this.db.manager, c.id, customer.currency, baseUrl, c.showStock) : undefined;
+      const goods = query.detail ? await this.views.summaries(this.db.manager, c.id, customer.currency, baseUrl, c.showStock, slicer) : undefined;
       results.push(toCampaignResponse(c, counts.get(c.id) ?? 0, { description: !!query.detail, goods }));
       await slicer?.pause();
     }
@@ -189,7 +190,8 @@ export class PublicCampaignsService {
   }
 
   private async detail(campaign: Campaign, currency: string, baseUrl: string): Promise<CampaignResponse> {
-    const goods = await this.views.summaries(this.db.manager, campaign.id, currency, baseUrl, campaign.showStock);
+    // Up to CAMPAIGN_MAX_GOODS goods: read a few hundred at a time.
+    const goods = await this.views.summaries(this.db.manager, campaign.id, currency, baseUrl, campaign.showStock, TimeSlicer.forRequest());
     return toCampaignResponse(campaign, await this.counter.count(campaign.id), { description: true, goods });
   }
 }

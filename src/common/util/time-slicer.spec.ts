@@ -99,4 +99,20 @@ describe('TimeSlicer with interactive requests in flight', () => {
       foreground.leave(request);
     }
   });
+
+  it('forRequest (a request’s own large answer) takes its turn but holds for no request, itself included', async () => {
+    const request = {};
+    foreground.enter(request);
+    try {
+      const slicer = TimeSlicer.forRequest();
+      let resumed = false;
+      const paused = slicer.yield().then(() => (resumed = true));
+      for (let i = 0; i < 3 && !resumed; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(resumed).toBe(true);
+      expect(foreground.busy).toBe(true);
+      await paused;
+    } finally {
+      foreground.leave(request);
+    }
+  });
 });

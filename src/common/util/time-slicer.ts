@@ -42,7 +42,7 @@ function nextTurn(): Promise<void> {
  * `due()` is a clock read; `yield()` lets the event loop run everything that is ready and waits for its
  * turn among the process's bulk work (one slice per turn of the event loop, see nextTurn), then, while
  * an interactive request is in flight (see ForegroundRequests), waits for it to be answered, for at most
- * `holdMs`; then starts a new slice.
+ * `holdMs` (0: not at all, see forRequest); then starts a new slice.
  */
 export class TimeSlicer {
   private sliceStart = performance.now();
@@ -52,13 +52,23 @@ export class TimeSlicer {
     private readonly holdMs = 10,
   ) {}
 
+  /**
+   * For an interactive request's own large answer (a campaign's 1,000 goods, a public list with goods):
+   * it gives up the event loop between slices and takes its turn among the bulk work, but holds for no
+   * request in flight. Other requests are its peers, and the request itself counts as one (for its
+   * first INTERACTIVE_MS), so holding made it wait up to `holdMs` at each slice for itself.
+   */
+  static forRequest(): TimeSlicer {
+    return new TimeSlicer(5, 0);
+  }
+
   due(): boolean {
     return performance.now() - this.sliceStart >= this.budgetMs;
   }
 
   async yield(): Promise<void> {
     await nextTurn();
-    if (foreground.busy) {
+    if (this.holdMs > 0 && foreground.busy) {
       await foreground.idle(this.holdMs);
       // Resumed by a timer or by a request leaving: take a turn of its own again.
       await nextTurn();
