@@ -280,6 +280,64 @@ describeEngines(
         expect((await pub('/upcoming')).body.title).toBe('Written behind its back');
       });
 
+      it('a large answer (over 64 KB, sent as its kept chunks) is the same JSON, its ETag moves with userCount, 304 on If-None-Match, HEAD', async () => {
+        const elements = Array.from({ length: 100 }, (_, i) => ({
+          name: `Large ${i} ${'가'.repeat(200)}`,
+          sku: `LARGE-${i}`,
+          url: `https://shop.example.com/large/${i}/${'x'.repeat(1000)}`,
+          originalPrice: 1000,
+          discountedPrice: 900,
+        }));
+        const synced = await http().post(`/v1/goods/${Q.accessKey}/sync`).set('Authorization', Q.auth()).send(elements);
+        expectOk(synced);
+        const campaign = await createCampaign(Q, { title: 'Large', collectionVisible: true, scheduledAt: Date.now() + 3 * DAY });
+        const key = campaign.campaignKey as string;
+        expectOk(await con(Q).addGoods(key, { goodsIds: synced.body.results.map((r: Payload) => r.id) }));
+        for (const [path, query] of [
+          [`/${key}`, {}],
+          ['', { detail: true, count: 100 }],
+        ] as Array<[string, Body]>) {
+          const first = await pub(path, query).set('Accept-Encoding', 'identity');
+          expectOk(first);
+          const length = Number(first.headers['content-length']);
+          expect(length).toBeGreaterThan(64 * 1024);
+          expect(length).toBe(Buffer.byteLength(JSON.stringify(first.body)));
+          expect(first.headers['content-type']).toBe('application/json; charset=utf-8');
+          expect(first.headers['cache-control']).toBe('public, max-age=5, stale-while-revalidate=30');
+          const record = (body: Payload) => (path ? body : (body.results as Payload[]).find((c) => c.campaignKey === key)) as Payload;
+          expect(record(first.body).userCount).toBe(0);
+          expect((record(first.body).goods as Payload[]).map((g) => g.name)).toEqual(elements.map((e) => e.name));
+          // Compressed, it decodes to the same.
+          expect((await pub(path, query)).body).toEqual(first.body);
+          expect((await pub(path, query).set('If-None-Match', first.headers.etag)).status).toBe(304);
+          const head = await http().head(`/v1/campaigns/${Q.accessKey}${path}`).query(query).set('Accept-Encoding', 'identity');
+          expect(head.status).toBe(200);
+          expect(head.headers['content-length']).toBe(String(length));
+          expect(head.headers.etag).toBe(first.headers.etag);
+
+          const watching = await viewer(Q, key);
+          try {
+            const seen = await eventually(
+              () => pub(path, query),
+              (res) => record(res.body).userCount === 1,
+            );
+            expect(seen.headers.etag).not.toBe(first.headers.etag);
+            expect(seen.body).toEqual(
+              path
+                ? { ...first.body, userCount: 1 }
+                : { ...first.body, results: first.body.results.map((c: Payload) => (c.campaignKey === key ? { ...c, userCount: 1 } : c)) },
+            );
+            expect((await pub(path, query).set('If-None-Match', first.headers.etag)).status).toBe(200);
+          } finally {
+            watching.close();
+          }
+          await eventually(
+            () => pub(path, query),
+            (res) => record(res.body).userCount === 0,
+          );
+        }
+      });
+
       it('every change of a campaign, its goods or their catalog entries shows at once', async () => {
         const c = await liveCampaign(Q, 3, { title: 'Moving', collectionVisible: true, showStock: true, scheduledAt: Date.now() + 2 * DAY });
         const [g1, g2, g3] = c.goods;
