@@ -39,6 +39,18 @@ describe('ReadGuard', () => {
     await expect(guard.race(never<number>())).rejects.toBe(failure);
   });
 
+  it('breathe gives the event loop a turn after 5 ms of continuous work (a stream step between two looks must stay short)', async () => {
+    guard = new ReadGuard(60_000);
+    const started = performance.now();
+    while (performance.now() - started < 6) {
+      /* continuous work */
+    }
+    let turned = false;
+    setImmediate(() => (turned = true));
+    await guard.breathe();
+    expect(turned).toBe(true);
+  });
+
   it('the deadline rejects a step that never settles', async () => {
     guard = new ReadGuard(200);
     const err = await guard.race(never<number>()).catch((e: unknown) => e);
