@@ -111,6 +111,27 @@ describeEngines('live channel abuse', __filename, (ctx) => {
     expect(RESYNC_ABUSE).toBeGreaterThan(RESYNC_BURST);
   });
 
+  it('resync requests with odd bodies (none, text, a list, null, nested, ahead) get a snapshot each, one after another', async () => {
+    // Each is let through (and the socket marked busy) before Nest's pipeline: one that stopped there would
+    // leave the socket busy, and every later resync ignored.
+    const raw = await RawViewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+    const snapshots = async () => raw.events.filter((e) => e.startsWith('42/live,["campaign.snapshot"')).length;
+    const bodies = [
+      '["resync"]',
+      '["resync","text"]',
+      '["resync",[1,2]]',
+      '["resync",null]',
+      '["resync",{"sinceSeq":{"a":[1]}}]',
+      `["resync",{"sinceSeq":${LOGGED + 5}}]`,
+    ];
+    for (const [i, body] of bodies.entries()) {
+      raw.send(`42/live,${body}`);
+      expect(await eventually(snapshots, (n) => n === i + 2)).toBe(i + 2);
+    }
+    expect(raw.closed).toBe(false);
+    raw.close();
+  });
+
   it('a resync whose missed events are too big to replay (over 256 KB) gets a snapshot instead', async () => {
     const v = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
     const snap = await v.next('campaign.snapshot');

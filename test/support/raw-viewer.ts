@@ -46,6 +46,11 @@ export class RawViewer {
     this.ws.send(`42/live,${JSON.stringify([event, payload])}`);
   }
 
+  /** Sends one raw Engine.IO frame (`42/live,[...]` is a Socket.IO event on /live). */
+  send(frame: string): void {
+    this.ws.send(frame);
+  }
+
   /** Stops reading from the TCP socket: the server's writes pile up in its buffers. */
   pause(): void {
     (this.ws as unknown as { _socket: { pause(): void } })._socket.pause();
