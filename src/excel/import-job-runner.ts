@@ -37,6 +37,15 @@ const ORPHAN_AGE_MS = 60 * 60 * 1000;
 /** Reads of the queue one poll makes while other nodes win the claims (the next poll tries again). */
 const MAX_CLAIM_ATTEMPTS = 5;
 
+/**
+ * The SQL condition of a job that may run now: queued, or running under a lease that ran out (`:now`);
+ * its columns under `alias` (none in an UPDATE).
+ */
+function mayRun(alias?: string): string {
+  const c = alias ? `${alias}.` : '';
+  return `(${c}state = 'queued' OR (${c}state = 'running' AND (${c}leaseUntil IS NULL OR ${c}leaseUntil < :now)))`;
+}
+
 /** The node's claim on the job was lost (its lease ran out and another node took it): stop, write nothing more. */
 class LeaseLost extends Error {}
 
@@ -182,20 +191,10 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
   private waiting(now: number): Promise<ImportJob[]> {
     return this.transactions.manager
       .createQueryBuilder(ImportJob, 'j')
-      .where("j.state = 'queued' OR (j.state = 'running' AND (j.leaseUntil IS NULL OR j.leaseUntil < :now))", { now })
+      .where(mayRun('j'), { now })
       .orderBy('j.id', 'ASC')
       .limit(50)
       .getMany();
-  }
-
-  /** Customers with a job running under a live lease (on any node). */
-  private async busyCustomers(now: number): Promise<Set<number>> {
-    const rows = await this.transactions.manager
-      .createQueryBuilder(ImportJob, 'j')
-      .select('j.customerId', 'customerId')
-      .where("j.state = 'running' AND j.leaseUntil >= :now", { now })
-      .getRawMany<{ customerId: number | string }>();
-    return new Set(rows.map((r) => Number(r.customerId)));
   }
 
   /**
@@ -209,7 +208,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     return (
       this.transactions.manager
         .createQueryBuilder(ImportJob, 'j')
-        .where("(j.state = 'queued' OR (j.state = 'running' AND (j.leaseUntil IS NULL OR j.leaseUntil < :now)))", { now })
+        .where(mayRun('j'), { now })
         .andWhere((qb) => {
           const busy = qb.subQuery().select('b.customerId').from(ImportJob, 'b').where("b.state = 'running' AND b.leaseUntil >= :now", { now }).getQuery();
           return `j.customerId NOT IN ${busy}`;
@@ -255,7 +254,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
           stalledClaims: () => 'stalledClaims + 1',
           startedAt: new Date(),
         })
-        .where("id = :id AND (state = 'queued' OR (state = 'running' AND (leaseUntil IS NULL OR leaseUntil < :now)))", { id: jobId, now })
+        .where(`id = :id AND ${mayRun()}`, { id: jobId, now })
         .execute(),
     );
     if (claimed.affected !== 1) return null;
@@ -280,10 +279,11 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     if (job.state === 'running' && job.leaseUntil !== null && job.leaseUntil >= now) {
       return { kind: 'later', delayMs: Math.max(retry, job.leaseUntil - now + 100) };
     }
-    if ((await this.busyCustomers(now)).has(job.customerId)) return { kind: 'later', delayMs: retry };
-    // BullMQ hands jobs out oldest first: one of another customer who was served less recently goes first.
+    // BullMQ hands jobs out oldest first: one of another customer who was served less recently goes
+    // first. (The fairest claimable job is never of a customer with a job running: so a customer's
+    // second job waits, too.)
     const [fairest] = await this.claimable(now, 1);
-    if (fairest && fairest.customerId !== job.customerId) return { kind: 'later', delayMs: retry };
+    if (fairest?.customerId !== job.customerId) return { kind: 'later', delayMs: retry };
     const claimed = await this.tryClaim(jobId, now);
     if (!claimed) return { kind: 'later', delayMs: retry };
     await this.start(claimed);
