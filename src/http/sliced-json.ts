@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
@@ -97,6 +97,11 @@ function parseText(text: string): unknown {
   }
 }
 
+/** The weak ETag Express (the `etag` package) gives a body of `length` bytes whose SHA-1 `hash` has taken. */
+export function weakEtag(hash: Hash, length: number): string {
+  return `W/"${length.toString(16)}-${hash.digest('base64').substring(0, 27)}"`;
+}
+
 /** JSON as UTF-8 chunks, its length and the weak ETag Express would give it. */
 export interface JsonBytes {
   chunks: Buffer[];
@@ -121,7 +126,7 @@ export class JsonChunks {
 
   end(): JsonBytes {
     if (this.pending) this.cut();
-    return { chunks: this.chunks, length: this.length, etag: `W/"${this.length.toString(16)}-${this.hash.digest('base64').substring(0, 27)}"` };
+    return { chunks: this.chunks, length: this.length, etag: weakEtag(this.hash, this.length) };
   }
 
   private cut(): void {

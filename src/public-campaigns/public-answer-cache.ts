@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { weakEtag } from '../http/sliced-json';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { TimeSlicer } from '../common/util/time-slicer';
 import { CampaignChanges } from '../campaigns/campaign-changes';
@@ -43,8 +44,11 @@ export interface KeptAnswer {
   etag: string;
 }
 
-/** Each campaign record's userCount member in JSON (quotes inside strings are escaped: only real members match). */
-const USER_COUNT = /"userCount":\d+/;
+/**
+ * Each campaign record's userCount member in JSON (quotes inside strings are escaped: only real members
+ * match), captured, so that a split keeps it.
+ */
+const USER_COUNT = /("userCount":\d+)/;
 
 /** The answer with these counts (in the order of kept.campaignIds). */
 export function withCounts(kept: KeptAnswer, counts: number[]): CachedAnswer {
@@ -150,29 +154,27 @@ export class PublicAnswerCache implements OnModuleInit {
   static async kept(body: unknown, campaignIds: number[], slicer?: TimeSlicer): Promise<KeptAnswer> {
     const pieces = body instanceof SerializedAnswer ? body.pieces : [JSON.stringify(body)];
     const hash = createHash('sha1');
-    const parts: Buffer[] = [];
     let length = 0;
-    let current: string[] = [];
-    const cut = () => {
-      const part = Buffer.from(current.join(''));
-      parts.push(part);
-      current = [];
-    };
+    const parts: Buffer[] = [];
+    let part: Buffer[] = [];
     for (const piece of pieces) {
-      hash.update(piece);
-      length += Buffer.byteLength(piece);
-      const [first, ...rest] = piece.split(USER_COUNT);
-      current.push(first);
-      for (const segment of rest) {
-        cut();
-        current.push(segment);
+      // The text between the members at even places, the members (kept by the split) at odd ones.
+      const texts = piece.split(USER_COUNT);
+      for (let i = 0; i < texts.length; i += 1) {
+        const bytes = Buffer.from(texts[i]);
+        hash.update(bytes);
+        length += bytes.length;
+        if (i % 2 === 0) part.push(bytes);
+        else {
+          parts.push(Buffer.concat(part));
+          part = [];
+        }
       }
       await slicer?.pause();
     }
-    cut();
+    parts.push(Buffer.concat(part));
     if (parts.length !== campaignIds.length + 1) throw new Error(`an answer of ${campaignIds.length} campaigns holds ${parts.length - 1} userCount members`);
-    // What the `etag` package (Express's) gives the whole JSON: weak, its length and SHA-1.
-    return { parts, campaignIds, etag: `W/"${length.toString(16)}-${hash.digest('base64').substring(0, 27)}"` };
+    return { parts, campaignIds, etag: weakEtag(hash, length) };
   }
 
   /** The kept answer for `key`, or the one `compute` builds (kept when nothing of the customer changed meanwhile). */
