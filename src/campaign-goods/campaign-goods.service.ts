@@ -74,82 +74,74 @@ export class CampaignGoodsService {
    * campaign's lock, so two adds racing cannot both pass it).
    */
   add(tenant: Tenant, campaignKey: string, body: CampaignGoodsRefsDto): Promise<JsonBytes> {
-    return this.writer
-      .change(tenant, campaignKey, async (em, campaign) => {
-        const ids = await this.resolve(em, tenant, body);
-        const existing = await em.find(CampaignGoods, { where: { campaignId: campaign.id } });
-        const present = new Set(existing.map((l) => l.goodsId));
-        let order = existing.reduce((max, l) => Math.max(max, l.sortOrder), 0);
-        const now = new Date();
-        const added = ids
-          .filter((id, i) => !present.has(id) && ids.indexOf(id) === i)
-          .map((goodsId) =>
-            Object.assign(new CampaignGoods(), {
-              campaignId: campaign.id,
-              goodsId,
-              sortOrder: (order += 1),
-              showingNow: false,
-              salesStatus: 'ON_SALE' as const,
-              stock: null,
-              almostSoldOutAt: null,
-              adminName: null,
-              adminId: '',
-              createdAt: now,
-              updatedAt: now,
-            }),
-          );
-        const max = this.config.limits.campaignMaxGoods;
-        if (existing.length + added.length > max) throw tooManyGoods(campaignKey, existing.length, added.length, max);
-        for (let i = 0; i < added.length; i += INSERT_CHUNK) await insertRows(em, CampaignGoods, added.slice(i, i + INSERT_CHUNK));
-        return this.afterChange(em, tenant, campaign, added.length > 0);
-      })
-      .then((campaignId) => this.listOf(tenant, campaignId));
+    return this.changeList(tenant, campaignKey, async (em, campaign) => {
+      const ids = await this.resolve(em, tenant, body);
+      const existing = await em.find(CampaignGoods, { where: { campaignId: campaign.id } });
+      const present = new Set(existing.map((l) => l.goodsId));
+      let order = existing.reduce((max, l) => Math.max(max, l.sortOrder), 0);
+      const now = new Date();
+      const added = ids
+        .filter((id, i) => !present.has(id) && ids.indexOf(id) === i)
+        .map((goodsId) =>
+          Object.assign(new CampaignGoods(), {
+            campaignId: campaign.id,
+            goodsId,
+            sortOrder: (order += 1),
+            showingNow: false,
+            salesStatus: 'ON_SALE' as const,
+            stock: null,
+            almostSoldOutAt: null,
+            adminName: null,
+            adminId: '',
+            createdAt: now,
+            updatedAt: now,
+          }),
+        );
+      const max = this.config.limits.campaignMaxGoods;
+      if (existing.length + added.length > max) throw tooManyGoods(campaignKey, existing.length, added.length, max);
+      for (let i = 0; i < added.length; i += INSERT_CHUNK) await insertRows(em, CampaignGoods, added.slice(i, i + INSERT_CHUNK));
+      return added.length > 0;
+    });
   }
 
   /** Listed ids first, in that order; the others after them, in their old order. */
   reorder(tenant: Tenant, campaignKey: string, body: GoodsOrderDto): Promise<JsonBytes> {
-    return this.writer
-      .change(tenant, campaignKey, async (em, campaign) => {
-        const links = await em.find(CampaignGoods, { where: { campaignId: campaign.id }, order: { sortOrder: 'ASC' } });
-        const byId = new Map(links.map((l) => [l.goodsId, l]));
-        const missing = body.goodsIds.find((id) => !byId.has(id));
-        if (missing !== undefined) throw await missingFromCampaign(em, tenant, missing, campaignKey);
-        const listed = new Set(body.goodsIds);
-        const ordered = [...listed].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
-        const moves = ordered.map((link, i) => ({ goodsId: link.goodsId, place: i + 1 })).filter((m, i) => ordered[i].sortOrder !== m.place);
-        await writePlaces(em, campaign.id, moves);
-        return this.afterChange(em, tenant, campaign, moves.length > 0);
-      })
-      .then((campaignId) => this.listOf(tenant, campaignId));
+    return this.changeList(tenant, campaignKey, async (em, campaign) => {
+      const links = await em.find(CampaignGoods, { where: { campaignId: campaign.id }, order: { sortOrder: 'ASC' } });
+      const byId = new Map(links.map((l) => [l.goodsId, l]));
+      const missing = body.goodsIds.find((id) => !byId.has(id));
+      if (missing !== undefined) throw await missingFromCampaign(em, tenant, missing, campaignKey);
+      const listed = new Set(body.goodsIds);
+      const ordered = [...listed].map((id) => byId.get(id) as CampaignGoods).concat(links.filter((l) => !listed.has(l.goodsId)));
+      const moves = ordered.map((link, i) => ({ goodsId: link.goodsId, place: i + 1 })).filter((m, i) => ordered[i].sortOrder !== m.place);
+      await writePlaces(em, campaign.id, moves);
+      return moves.length > 0;
+    });
   }
 
   /** At most one item shows at a time: showing one stops the others. */
   setShowing(tenant: Tenant, campaignKey: string, goodsId: number, showingNow: boolean): Promise<JsonBytes> {
-    return this.writer
-      .change(tenant, campaignKey, async (em, campaign) => {
-        const link = await em.findOne(CampaignGoods, { where: { campaignId: campaign.id, goodsId } });
-        if (!link) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
-        const now = new Date();
-        if (showingNow) {
-          await em.update(CampaignGoods, { campaignId: campaign.id, showingNow: true }, { showingNow: false, updatedAt: now });
-        }
-        await em.update(CampaignGoods, { campaignId: campaign.id, goodsId }, { showingNow, updatedAt: now });
-        return this.afterChange(em, tenant, campaign, link.showingNow !== showingNow || showingNow);
-      })
-      .then((campaignId) => this.listOf(tenant, campaignId));
+    return this.changeList(tenant, campaignKey, async (em, campaign) => {
+      const link = await em.findOne(CampaignGoods, { where: { campaignId: campaign.id, goodsId } });
+      if (!link) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
+      const now = new Date();
+      if (showingNow) {
+        await em.update(CampaignGoods, { campaignId: campaign.id, showingNow: true }, { showingNow: false, updatedAt: now });
+      }
+      await em.update(CampaignGoods, { campaignId: campaign.id, goodsId }, { showingNow, updatedAt: now });
+      return link.showingNow !== showingNow || showingNow;
+    });
   }
 
   /** Removes the item from the campaign; the goods after it move up one place (sortOrder stays 1..n). */
   remove(tenant: Tenant, campaignKey: string, goodsId: number): Promise<JsonBytes> {
-    return this.writer
-      .change(tenant, campaignKey, async (em, campaign) => {
-        const result = await em.delete(CampaignGoods, { campaignId: campaign.id, goodsId });
-        if (!result.affected) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
-        // The places stay 1..n: the goods after the removed one move up, in this transaction.
-        await renumberCampaignGoods(em, campaign.id);
-        return this.afterChange(em, tenant, campaign, true);
-      })
-      .then((campaignId) => this.listOf(tenant, campaignId));
+    return this.changeList(tenant, campaignKey, async (em, campaign) => {
+      const result = await em.delete(CampaignGoods, { campaignId: campaign.id, goodsId });
+      if (!result.affected) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
+      // The places stay 1..n: the goods after the removed one move up, in this transaction.
+      await renumberCampaignGoods(em, campaign.id);
+      return true;
+    });
   }
 
   /**
@@ -179,16 +171,21 @@ export class CampaignGoodsService {
   }
 
   /**
-   * After a change, in its transaction: a goods.list event for the viewers when the list changed (their
-   * summary form). The answer, the console's full list, is read after the commit (listOf): it then
-   * shows the campaign as this change left it, or as a change committed right after it did.
+   * A change of the campaign's goods list: `work` changes it in the campaign's transaction and tells
+   * whether the list changed; if so, the viewers get a goods.list (their summary form, read in that
+   * transaction). The answer, the console's full list, is read after the commit (listOf): it then shows
+   * the campaign as this change left it, or as a change committed right after it did.
    */
-  private async afterChange(em: EntityManager, tenant: Tenant, campaign: Campaign, changed: boolean): Promise<{ result: number; events: PendingEvent[] }> {
-    if (!changed) return { result: campaign.id, events: [] };
-    // Read a few hundred goods at a time: on SQLite, the transaction's statements would otherwise run
-    // in one turn of the event loop, and for 1,000 goods they held it for 60–75 ms.
-    const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock, TimeSlicer.forRequest());
-    return { result: campaign.id, events: [{ type: 'goods.list', payload: { goods } }] };
+  private async changeList(tenant: Tenant, campaignKey: string, work: (em: EntityManager, campaign: Campaign) => Promise<boolean>): Promise<JsonBytes> {
+    const campaignId = await this.writer.change(tenant, campaignKey, async (em, campaign) => {
+      if (!(await work(em, campaign))) return { result: campaign.id, events: [] };
+      // Read a few hundred goods at a time: on SQLite, the transaction's statements would otherwise run
+      // in one turn of the event loop, and for 1,000 goods they held it for 60–75 ms.
+      const goods = await this.views.summaries(em, campaign.id, tenant.currency, tenant.baseUrl, campaign.showStock, TimeSlicer.forRequest());
+      const events: PendingEvent[] = [{ type: 'goods.list', payload: { goods } }];
+      return { result: campaign.id, events };
+    });
+    return this.listOf(tenant, campaignId);
   }
 
   private resolve(em: EntityManager, tenant: Tenant, refs: CampaignGoodsRefsDto): Promise<number[]> {
