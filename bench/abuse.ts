@@ -26,11 +26,14 @@ const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.
 interface Probe {
   samples: number[];
   failures: number;
+  /** The server being probed. */
+  server: BenchServer;
   stop(): void;
 }
 
-/** Calls GET /health every 50 ms (one at a time) and records each answer's latency. */
-function probe(base: string): Probe {
+/** Calls the server's GET /health every 50 ms (one at a time) and records each answer's latency. */
+function probe(server: BenchServer): Probe {
+  const base = server.baseUrl;
   const samples: number[] = [];
   let failures = 0;
   let stopped = false;
@@ -51,6 +54,7 @@ function probe(base: string): Probe {
   void loop();
   return {
     samples,
+    server,
     get failures() {
       return failures;
     },
@@ -69,14 +73,9 @@ interface Outcome {
   peakRssMb: number;
 }
 
-/** Reads (and restarts) the running server's longest event-loop stall; set by run(). */
-let loopStall: () => Promise<number> = () => Promise.resolve(NaN);
-/** The running server's peak RSS so far; set by run(). */
-let peakRss: () => number = () => NaN;
-
 async function measure(p: Probe, name: string, work: () => Promise<string>): Promise<Outcome> {
   if (ONLY && !name.includes(ONLY)) return { name, answer: 'skipped', ms: 0, probeMaxMs: 0, stallMs: 0, peakRssMb: 0 };
-  await loopStall();
+  await p.server.loopStallMs(); // starts a new window
   const from = p.samples.length;
   const started = performance.now();
   let answer: string;
@@ -88,7 +87,7 @@ async function measure(p: Probe, name: string, work: () => Promise<string>): Pro
   const ms = performance.now() - started;
   await new Promise((r) => setTimeout(r, 150)); // the probe's next sample covers the tail of the work
   const window = p.samples.slice(from);
-  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN, stallMs: await loopStall(), peakRssMb: peakRss() };
+  return { name, answer, ms, probeMaxMs: window.length ? Math.max(...window) : NaN, stallMs: await p.server.loopStallMs(), peakRssMb: peakRssMb(p.server.pid) };
 }
 
 async function post(base: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<string> {
@@ -109,8 +108,6 @@ function manyArrays(bytes: number): string {
 
 async function run(engine: Engine): Promise<void> {
   const server: BenchServer = await startServer(engine, engine === 'sqlite' ? 3601 : 3602, 'abuse', { loopProbe: true });
-  loopStall = () => server.loopStallMs();
-  peakRss = () => peakRssMb(server.pid);
   const { baseUrl: base, accessKey, auth } = server;
   const json = { authorization: auth, 'content-type': 'application/json' };
   try {
@@ -125,7 +122,7 @@ async function run(engine: Engine): Promise<void> {
       });
     }
     const rssBefore = peakRssMb(server.pid);
-    const p = probe(base);
+    const p = probe(server);
     await new Promise((r) => setTimeout(r, 500));
     const outcomes: Outcome[] = [];
     const goods = `/v1/goods/${accessKey}`;
