@@ -254,7 +254,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     } catch (err) {
       this.logger.warn(`resync for campaign ${campaignId} failed: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
-      if (state) state.busy = false;
+      state.busy = false;
     }
   }
 
