@@ -189,12 +189,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
 
   /** Jobs that may run now (queued, or running under a lease that ran out), oldest first. */
   private waiting(now: number): Promise<ImportJob[]> {
-    return this.transactions.manager
-      .createQueryBuilder(ImportJob, 'j')
-      .where(mayRun('j'), { now })
-      .orderBy('j.id', 'ASC')
-      .limit(50)
-      .getMany();
+    return this.transactions.manager.createQueryBuilder(ImportJob, 'j').where(mayRun('j'), { now }).orderBy('j.id', 'ASC').limit(50).getMany();
   }
 
   /**
