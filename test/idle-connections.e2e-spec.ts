@@ -7,7 +7,8 @@ import { describeEngines, TestCustomer } from './support/test-app';
  * Connections that do nothing are closed after a short deadline (set to 1 s here): one that never sends
  * a whole request header (HEADERS_TIMEOUT_MS, answered 408), and a Socket.IO connection that never joins
  * /live (LIVE_CONNECT_TIMEOUT_MS), including one that joins the main namespace instead. Viewers that
- * joined stay. (Node's own defaults were 60 s and 45 s: these tests wait 15 s at most.)
+ * joined stay, and so does a long poll held with nothing to send (SEND_TIMEOUT_MS, also 1 s here, is
+ * for answers the client does not take). (Node's own defaults were 60 s and 45 s: these tests wait 15 s at most.)
  */
 describeEngines(
   'idle connections',
@@ -106,7 +107,7 @@ describeEngines(
       expect((await viewer.next('campaign.snapshot')).seq).toBeGreaterThanOrEqual(0);
     });
 
-    it('a long-polling viewer whose poll is held longer than REQUEST_TIMEOUT_MS is not cut (the deadline covers requests, not answers)', async () => {
+    it('a long-polling viewer whose poll is held longer than REQUEST_TIMEOUT_MS and SEND_TIMEOUT_MS is not cut (the deadlines cover requests and answers the client does not take, not answers held)', async () => {
       const viewer = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key }, 10_000, 'polling');
       viewer.skipAll();
       // Its next poll is held until there is something to send; an idle connection's deadline passes meanwhile.
@@ -126,5 +127,5 @@ describeEngines(
       expect(bare.frames.filter((f) => f.startsWith('4'))).toEqual(['44{"message":"connect to the /live namespace"}']);
     });
   },
-  { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000', LIVE_CONNECT_TIMEOUT_MS: '1000' },
+  { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1000', SEND_TIMEOUT_MS: '1000', LIVE_CONNECT_TIMEOUT_MS: '1000' },
 );

@@ -31,6 +31,8 @@ export interface ServerConfig {
   headersTimeoutMs: number;
   /** REQUEST_TIMEOUT_MS: a whole request (body included) must have arrived within it; 0 = no limit. */
   requestTimeoutMs: number;
+  /** SEND_TIMEOUT_MS: an answer whose client takes none of its bytes for this long has its connection closed; 0 = no limit. */
+  sendTimeoutMs: number;
   /** LIVE_CONNECT_TIMEOUT_MS: a Socket.IO connection that has not joined /live by then is closed. */
   liveConnectTimeoutMs: number;
   /** LIVE_SESSIONS_PER_IP: most Socket.IO (Engine.IO) sessions one client address may hold open on the node; 0 = no limit. */
@@ -203,6 +205,7 @@ export class AppConfig {
         maxConnectionsPerIp: env.MAX_CONNECTIONS_PER_IP ?? (env.TRUST_PROXY ? 0 : DEFAULT_MAX_CONNECTIONS_PER_IP),
         headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
         requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+        sendTimeoutMs: env.SEND_TIMEOUT_MS,
         liveConnectTimeoutMs: env.LIVE_CONNECT_TIMEOUT_MS,
         liveSessionsPerIp: env.LIVE_SESSIONS_PER_IP,
       },

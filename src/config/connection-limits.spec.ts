@@ -53,8 +53,13 @@ describe('open-file limit', () => {
 });
 
 describe('connection settings', () => {
-  it('defaults: MAX_CONNECTIONS from the open-file limit, 1000 per IP, 10 s headers, 10 min requests, 10 s to join /live', () => {
-    expect(validateEnv({})).toMatchObject({ HEADERS_TIMEOUT_MS: 10_000, REQUEST_TIMEOUT_MS: 600_000, LIVE_CONNECT_TIMEOUT_MS: 10_000 });
+  it('defaults: MAX_CONNECTIONS from the open-file limit, 1000 per IP, 10 s headers, 10 min requests, 60 s sends, 10 s to join /live', () => {
+    expect(validateEnv({})).toMatchObject({
+      HEADERS_TIMEOUT_MS: 10_000,
+      REQUEST_TIMEOUT_MS: 600_000,
+      SEND_TIMEOUT_MS: 60_000,
+      LIVE_CONNECT_TIMEOUT_MS: 10_000,
+    });
     expect(validateEnv({}).MAX_CONNECTIONS).toBeUndefined();
     const { server } = AppConfig.fromEnv({}, () => 20000);
     expect(server).toMatchObject({
@@ -62,6 +67,7 @@ describe('connection settings', () => {
       maxConnectionsPerIp: 1000,
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 600_000,
+      sendTimeoutMs: 60_000,
       liveConnectTimeoutMs: 10_000,
     });
     expect(AppConfig.fromEnv({}, () => undefined).server.maxConnections).toBe(FALLBACK_MAX_CONNECTIONS);
@@ -74,10 +80,25 @@ describe('connection settings', () => {
 
   it('reads set values; empty means the derived default', () => {
     const { server } = AppConfig.fromEnv(
-      { MAX_CONNECTIONS: ' 5000 ', MAX_CONNECTIONS_PER_IP: '0', HEADERS_TIMEOUT_MS: '15000', REQUEST_TIMEOUT_MS: '0', LIVE_CONNECT_TIMEOUT_MS: '2000' },
+      {
+        MAX_CONNECTIONS: ' 5000 ',
+        MAX_CONNECTIONS_PER_IP: '0',
+        HEADERS_TIMEOUT_MS: '15000',
+        REQUEST_TIMEOUT_MS: '0',
+        SEND_TIMEOUT_MS: '0',
+        LIVE_CONNECT_TIMEOUT_MS: '2000',
+      },
       () => 20000,
     );
-    expect(server).toMatchObject({ maxConnections: 5000, maxConnectionsPerIp: 0, headersTimeoutMs: 15000, requestTimeoutMs: 0, liveConnectTimeoutMs: 2000 });
+    expect(server).toMatchObject({
+      maxConnections: 5000,
+      maxConnectionsPerIp: 0,
+      headersTimeoutMs: 15000,
+      requestTimeoutMs: 0,
+      sendTimeoutMs: 0,
+      liveConnectTimeoutMs: 2000,
+    });
+    expect(AppConfig.fromEnv({ SEND_TIMEOUT_MS: '1000' }, () => 20000).server.sendTimeoutMs).toBe(1000);
     expect(AppConfig.fromEnv({ MAX_CONNECTIONS: '', MAX_CONNECTIONS_PER_IP: ' ' }, () => 20000).server).toMatchObject({
       maxConnections: 18000,
       maxConnectionsPerIp: 1000,
@@ -93,6 +114,9 @@ describe('connection settings', () => {
     ['HEADERS_TIMEOUT_MS', '999'],
     ['HEADERS_TIMEOUT_MS', '300001'],
     ['REQUEST_TIMEOUT_MS', '-1'],
+    ['SEND_TIMEOUT_MS', '-1'],
+    ['SEND_TIMEOUT_MS', '999'],
+    ['SEND_TIMEOUT_MS', 'a minute'],
     ['LIVE_CONNECT_TIMEOUT_MS', '500'],
     ['LIVE_CONNECT_TIMEOUT_MS', 'soon'],
   ])('refuses %s=%p naming it', (name, value) => {

@@ -434,6 +434,13 @@ export class EnvironmentVariables {
   @Max(86_400_000)
   REQUEST_TIMEOUT_MS = 600_000;
 
+  /** Longest an answer may wait for its client to take any of its bytes (a client that stops reading); 0 = no limit; else at least 1000. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  SEND_TIMEOUT_MS = 60_000;
+
   /** Longest a Socket.IO connection may stay open without joining /live. */
   @Transform(toInt)
   @IsInt()
@@ -639,6 +646,9 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
     lines.push(
       `  - REQUEST_TIMEOUT_MS=${env.REQUEST_TIMEOUT_MS}: REQUEST_TIMEOUT_MS must be 0 (no limit) or at least HEADERS_TIMEOUT_MS (${env.HEADERS_TIMEOUT_MS})`,
     );
+  }
+  if (!errors.some((e) => e.property === 'SEND_TIMEOUT_MS') && env.SEND_TIMEOUT_MS !== 0 && env.SEND_TIMEOUT_MS < 1000) {
+    lines.push(`  - SEND_TIMEOUT_MS=${env.SEND_TIMEOUT_MS}: SEND_TIMEOUT_MS must be 0 (no limit) or at least 1000`);
   }
   // Image decodes hold threads of libuv's pool: at least one must stay free for files, DNS and zlib.
   const threads = threadPoolSize(raw.UV_THREADPOOL_SIZE);

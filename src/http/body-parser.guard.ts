@@ -134,7 +134,7 @@ export function bytesOfLimit(limit: string): number {
  * A body whose Content-Length alone is over the route's limit is refused before a byte of it is read, so the
  * client has its 413 at once instead of after sending it all (body-parser would read it to its end first).
  * Node still reads and discards what the client goes on sending, to keep the connection for its next
- * request. Only for bodies sent as they are: a compressed body's limit is on its decompressed size.
+ * request, for UNREAD_BODY_LINGER_MS at most (ConnectionGuard). Only for bodies sent as they are: a compressed body's limit is on its decompressed size.
  * Multipart bodies are the upload interceptor's.
  */
 function refuseDeclaredOverLimit(req: Request, parsers: Parsers): void {

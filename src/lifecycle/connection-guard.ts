@@ -1,4 +1,5 @@
-import type { Server } from 'node:http';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { ServerConfig } from '../config/app-config';
@@ -7,6 +8,26 @@ import { addressKey } from '../rate-limit/address-key';
 
 /** Refusals are logged at most once per this interval (the first at once, then a count of the rest). */
 export const REFUSAL_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * How long a client may go on sending a request's body after its answer was sent (a refusal such as 401,
+ * 404 or a 413 on Content-Length, answered before the body was read): what comes meanwhile is read and
+ * thrown away, and a body that ends in time leaves the connection open for the next request. Past it the
+ * connection is closed. Closing at once would reset connections whose client is still writing, and a
+ * reset can lose the answer on its way to the client: this wait lets it read the answer first.
+ */
+export const UNREAD_BODY_LINGER_MS = 5000;
+
+/** Node's diagnostics channels for a request whose headers have been read and a response sent whole. */
+const REQUEST_START = 'http.server.request.start';
+const RESPONSE_FINISH = 'http.server.response.finish';
+
+/** What both channels publish. */
+interface ChannelMessage {
+  request: IncomingMessage;
+  socket: Socket;
+  server: Server;
+}
 
 export type RefusedLimit = 'total' | 'per-ip' | 'live-sockets-per-connection' | 'live-sessions-per-ip';
 
@@ -57,8 +78,9 @@ export class RefusalLog {
  * open connections (Node closes a new one past it before reading a byte: `server.maxConnections`), at
  * most MAX_CONNECTIONS_PER_IP from one peer address (closed as soon as it is accepted), and deadlines for
  * connections that send nothing useful: HEADERS_TIMEOUT_MS for a request's headers, REQUEST_TIMEOUT_MS for
- * a whole request (a response may take as long as it needs). Refusals are counted
- * (livegoods_connections_refused_total) and logged at most once a minute.
+ * a whole request (a response may take as long as it needs), SEND_TIMEOUT_MS for a client that takes no
+ * byte of its answer, and UNREAD_BODY_LINGER_MS for the rest of a body whose answer has already been sent. Refusals are counted (livegoods_connections_refused_total)
+ * and logged at most once a minute.
  */
 export class ConnectionGuard {
   private readonly logger = new Logger('Connections');
@@ -82,7 +104,7 @@ export class ConnectionGuard {
 
   /** Call before the server listens (Node reads the checking interval when it starts listening). */
   apply(server: Server): void {
-    const { maxConnections, headersTimeoutMs, requestTimeoutMs } = this.config;
+    const { maxConnections, headersTimeoutMs, requestTimeoutMs, sendTimeoutMs } = this.config;
     server.maxConnections = maxConnections;
     server.headersTimeout = headersTimeoutMs;
     server.requestTimeout = requestTimeoutMs;
@@ -91,7 +113,65 @@ export class ConnectionGuard {
     server.on('drop', (data?: { remoteAddress?: string }) => this.refuse('total', data?.remoteAddress));
     // First of the 'connection' listeners: a refused socket is closed before a byte of it is read.
     server.prependListener('connection', (socket: Socket) => this.admit(socket));
-    server.once('close', () => this.refusals.stop());
+    // Every response of this server, Socket.IO's own included (they never reach a 'request' listener
+    // added here: Engine.IO takes those over), at the moment it has been sent whole.
+    const finished = (message: unknown) => {
+      const { request, socket, server: from } = message as ChannelMessage;
+      if (from === server && !request.complete) this.linger(request, socket);
+    };
+    subscribe(RESPONSE_FINISH, finished);
+    // SEND_TIMEOUT_MS is each request's inactivity clock on its socket, from its start to its answer's
+    // end (then Node's keep-alive timeout takes the socket over): Node restarts it whenever a byte is read
+    // or written and holds it while a write is still being taken by the client; `timedOut` decides what
+    // its expiry means.
+    const started = (message: unknown) => {
+      const { socket, server: from } = message as ChannelMessage;
+      if (from === server) socket.setTimeout(sendTimeoutMs);
+    };
+    if (sendTimeoutMs > 0) {
+      subscribe(REQUEST_START, started);
+      server.on('timeout', (socket: Socket) => this.timedOut(socket));
+    }
+    server.once('close', () => {
+      unsubscribe(RESPONSE_FINISH, finished);
+      if (sendTimeoutMs > 0) unsubscribe(REQUEST_START, started);
+      this.refusals.stop();
+    });
+  }
+
+  /**
+   * A connection had nothing read or written for its timeout: the keep-alive timeout of a connection
+   * between requests (closed, as Node does it without a listener), or SEND_TIMEOUT_MS in a request. Closed
+   * then only if its answer has bytes the client has not taken (it stopped reading: what the answer
+   * holds, up to a whole console list, would be kept for as long as the client keeps the connection
+   * open); an answer the server is still preparing, a long poll or a request body still arriving
+   * (REQUEST_TIMEOUT_MS's) are left be.
+   */
+  private timedOut(socket: Socket): void {
+    const answering = (socket as Socket & { _httpMessage?: object | null })._httpMessage;
+    if (!answering) {
+      socket.destroy();
+    } else if (socket.writableLength > 0) {
+      this.metrics.connectionsCut.inc({ reason: 'send-timeout' });
+      socket.destroy();
+    }
+  }
+
+  /**
+   * The request was answered before its body had all arrived: Node reads and throws away the rest, to
+   * keep the connection for the next request. That rest may never end (a body sent a byte a second, or a
+   * Content-Length of terabytes): the connection is closed if it has not ended UNREAD_BODY_LINGER_MS on.
+   */
+  private linger(request: IncomingMessage, socket: Socket): void {
+    const timer = setTimeout(() => {
+      if (request.complete || socket.destroyed) return;
+      this.metrics.connectionsCut.inc({ reason: 'unread-body' });
+      socket.destroy();
+    }, UNREAD_BODY_LINGER_MS);
+    timer.unref();
+    const stop = () => clearTimeout(timer);
+    request.once('end', stop);
+    socket.once('close', stop);
   }
 
   /** Open connections right now (what livegoods_open_connections shows). */

@@ -159,6 +159,13 @@ export class Metrics implements OnModuleDestroy {
     registers: [this.registry],
   });
 
+  readonly connectionsCut = new Counter({
+    name: 'livegoods_connections_cut_total',
+    help: 'Connections closed by the node, by reason (unread-body: the client still sending a body 5 s after its request was answered; send-timeout: an answer of which the client took no byte for SEND_TIMEOUT_MS)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   private openConnectionsSource: () => number = () => 0;
   private liveSocketsSource: () => Record<LiveRole, number> = () => ({ viewer: 0, operator: 0 });
   private poolSource: () => PoolUse | null = () => null;

@@ -1,0 +1,203 @@
+import { connect, Socket } from 'node:net';
+import { BareTcp, openTcp, within } from './support/bare-connections';
+import { listenOn } from './support/live-client';
+import { parsePrometheusText, valueOf } from './support/prometheus-text';
+import { describeEngines, TestCustomer } from './support/test-app';
+import { UNREAD_BODY_LINGER_MS } from '../src/lifecycle/connection-guard';
+
+/** SEND_TIMEOUT_MS here: an answer none of whose bytes the client takes for this long is cut. */
+const SEND_TIMEOUT = 3000;
+
+/**
+ * Clients that are slow on purpose. A request answered before its body has arrived (no token, an unknown route, a Content-Length over the
+ * route's limit, a Socket.IO poll of an unknown session) gets its answer at once. What the client goes on
+ * sending is read and thrown away for UNREAD_BODY_LINGER_MS at most: a body sent a byte at a time no
+ * longer holds the connection until REQUEST_TIMEOUT_MS (10 minutes), while a body that ends within it
+ * leaves the connection open for the next request, and a real HTTP client still reads its answer.
+ * A client that stops reading its answer has its connection closed after SEND_TIMEOUT_MS (what the answer
+ * holds is let go), while one that reads slowly gets all of it; idle keep-alive connections still close.
+ */
+describeEngines(
+  'slow clients',
+  __filename,
+  (ctx) => {
+    let base = '';
+    let C: TestCustomer;
+
+    beforeAll(async () => {
+      base = await listenOn(ctx().app);
+      C = await ctx().createCustomer('Trickle');
+      // A catalog whose CSV export (about 30 MB) is far more than the kernel's buffers on both ends hold.
+      for (let call = 0; call < 4; call += 1) {
+        const elements = Array.from({ length: 250 }, (_, i) => ({
+          name: `Goods ${call}-${i}`,
+          sku: `SLOW-${call}-${i}`,
+          url: `https://shop.example.com/goods/SLOW-${call}-${i}`,
+          description: `${i}${'가나다라마바사아자차'.repeat(1000)}`.slice(0, 10_000),
+          originalPrice: 1000,
+        }));
+        const res = await ctx().http.post(`/v1/goods/${C.accessKey}/sync`).set('Authorization', C.auth()).send(elements);
+        expect(res.status).toBe(200);
+        expect((res.body as { results: Array<{ status: string }> }).results.filter((r) => r.status !== 'CREATE')).toEqual([]);
+      }
+    });
+
+    const cut = async () => {
+      const res = await fetch(`${base}/metrics`);
+      return valueOf(parsePrometheusText(await res.text()), 'livegoods_connections_cut_total', { reason: 'unread-body' }) ?? 0;
+    };
+
+    /** Sends a request's head, then one byte of its body every 100 ms for as long as the connection lasts. */
+    const trickle = async (head: string) => {
+      const conn = await openTcp(base, { send: head });
+      const timer = setInterval(() => {
+        if (!conn.closed) conn.socket.write('a');
+      }, 100);
+      void conn.whenClosed.then(() => clearInterval(timer));
+      return { conn, started: Date.now() };
+    };
+    const post = (path: string, length: number, headers = '') =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${headers}\r\n`;
+    /** Resolves once the head of an answer has arrived on the connection. */
+    const eventuallyTrue = (check: () => boolean, timeoutMs: number, what: string) =>
+      within(
+        new Promise<void>((resolve) => {
+          const poll = () => (check() ? resolve() : setTimeout(poll, 20));
+          poll();
+        }),
+        timeoutMs,
+        what,
+      );
+    const answered = (conn: BareTcp, what: string) => eventuallyTrue(() => conn.received.includes('\r\n\r\n'), 3000, what);
+    const statusOf = (raw: string) => Number(/^HTTP\/1\.1 (\d{3}) /.exec(raw)?.[1]);
+
+    it('refusals sent before the body are answered at once; a body still trickling in is cut UNREAD_BODY_LINGER_MS later, not at REQUEST_TIMEOUT_MS', async () => {
+      const before = await cut();
+      const trickles = await Promise.all([
+        // No token: 401 from the guard, before the body is read.
+        trickle(post(`/v1/goods/${C.accessKey}`, 100_000)),
+        // A path no route matches: 404.
+        trickle(post('/v1/nothing/here', 100_000)),
+        // A token, and a Content-Length of 10 GB on a 1 MB route: 413 at once.
+        trickle(post(`/v1/goods/${C.accessKey}`, 10 * 1024 ** 3, `Authorization: ${C.auth()}\r\n`)),
+        // A Socket.IO long-polling POST for a session that does not exist: Engine.IO's own 400.
+        trickle(post('/socket.io/?EIO=4&transport=polling&sid=no-such-session', 100_000).replace('application/json', 'text/plain')),
+      ]);
+      // Every answer arrives while the body is still coming.
+      for (const { conn } of trickles) {
+        await answered(conn, 'the answer');
+      }
+      expect(trickles.map(({ conn }) => statusOf(conn.received))).toEqual([401, 404, 413, 400]);
+      expect(trickles.every(({ conn }) => !conn.closed)).toBe(true);
+      // Then each connection is closed once the wait is over, long before REQUEST_TIMEOUT_MS.
+      for (const { conn, started } of trickles) {
+        await within(conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the trickling connection to be closed');
+        expect(Date.now() - started).toBeGreaterThanOrEqual(UNREAD_BODY_LINGER_MS - 200);
+      }
+      expect((await cut()) - before).toBe(4);
+    });
+
+    it('a refused body that ends within the wait leaves the connection open: the next request on it is answered', async () => {
+      const before = await cut();
+      const conn = await openTcp(base, { send: post(`/v1/goods/${C.accessKey}`, 20) + '{"name":' });
+      await answered(conn, 'the 401');
+      expect(statusOf(conn.received)).toBe(401);
+      const answeredAt = Date.now();
+      // The rest of the body a second later, then another request on the same connection.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      conn.received = '';
+      conn.socket.write('"late body"}');
+      conn.socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+      await answered(conn, 'the answer to the second request');
+      expect(statusOf(conn.received)).toBe(200);
+      // Past the end of the wait that began with the 401 (and within the keep-alive timeout of the 200).
+      await new Promise((resolve) => setTimeout(resolve, answeredAt + UNREAD_BODY_LINGER_MS + 500 - Date.now()));
+      expect(conn.closed).toBe(false);
+      expect(await cut()).toBe(before);
+      conn.socket.destroy();
+    });
+
+    /** Asks for the CSV export on a raw connection; `read` decides when the client reads (paused at the start). */
+    const exportOn = async () => {
+      const { hostname, port } = new URL(base);
+      const socket: Socket = connect({ host: hostname, port: Number(port) });
+      const state = { socket, bytes: 0, closed: false, whenClosed: new Promise<void>((r) => socket.once('close', () => r())) };
+      socket.on('data', (d: Buffer) => (state.bytes += d.length));
+      socket.on('error', () => undefined);
+      socket.once('close', () => (state.closed = true));
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(`GET /v1/goods/${C.accessKey}/excel/export?format=csv HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\n\r\n`);
+      return state;
+    };
+    const sendTimeouts = async () => {
+      const res = await fetch(`${base}/metrics`);
+      return valueOf(parsePrometheusText(await res.text()), 'livegoods_connections_cut_total', { reason: 'send-timeout' }) ?? 0;
+    };
+
+    it('a client that stops reading its answer has its connection closed after SEND_TIMEOUT_MS; one that reads slowly gets the whole answer', async () => {
+      const before = await sendTimeouts();
+      const stalled = await exportOn();
+      const slow = await exportOn();
+      // The stalled client reads the first bytes, then nothing more.
+      await eventuallyTrue(() => stalled.bytes > 0, 10_000, 'the first bytes of the export');
+      stalled.socket.pause();
+      // The slow one takes what has come once a second (well within SEND_TIMEOUT_MS each time).
+      slow.socket.pause();
+      const reader = setInterval(() => {
+        slow.socket.resume();
+        setTimeout(() => slow.socket.pause(), 50);
+      }, 1000);
+      try {
+        // The server cuts the stalled one (a paused client notices once it reads again).
+        const counted = async () => {
+          for (const end = Date.now() + 30_000; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+            if ((await sendTimeouts()) - before >= 1) return;
+          }
+          throw new Error('no send timeout counted within 30 s');
+        };
+        await counted();
+        stalled.socket.resume();
+        await within(stalled.whenClosed, 10_000, 'the stalled client to see its connection closed');
+        // The slow client is not cut: it reads to the end of the chunked answer.
+        await eventuallyTrue(() => slow.closed || slow.bytes > 25_000_000, 60_000, 'the slow client to read the export');
+        expect(slow.closed).toBe(false);
+        expect(stalled.bytes).toBeLessThan(slow.bytes);
+      } finally {
+        clearInterval(reader);
+        slow.socket.destroy();
+      }
+      expect((await sendTimeouts()) - before).toBe(1);
+    });
+
+    it('an idle keep-alive connection is still closed after its keep-alive timeout', async () => {
+      const conn = await openTcp(base, { send: 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n' });
+      await answered(conn, 'the health answer');
+      expect(statusOf(conn.received)).toBe(200);
+      await within(conn.whenClosed, 10_000, 'the idle connection to be closed');
+    });
+
+    it('fetch() streaming a slow body without a token gets its 401 answer', async () => {
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          sent += 1;
+          if (sent > 100) controller.close();
+          else controller.enqueue(new TextEncoder().encode(' '));
+        },
+      });
+      const started = Date.now();
+      const res = await fetch(`${base}/v1/goods/${C.accessKey}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+        duplex: 'half',
+      });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ _s: -102 });
+      expect(Date.now() - started).toBeLessThan(UNREAD_BODY_LINGER_MS);
+    });
+  },
+  // Long enough that only the wait for an unread body can close these connections within the tests.
+  { REQUEST_TIMEOUT_MS: '120000', SEND_TIMEOUT_MS: String(SEND_TIMEOUT) },
+);
