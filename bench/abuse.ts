@@ -8,9 +8,14 @@
  * reads), CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines), and inputs that regular
  * expressions of quadratic time took seconds over (an .xlsx of unclosed relationship tags, prices of
  * blanks or of 200,000 digits, a request path that the log's credential redaction scanned), and the
- * console's answers about a campaign at the caps (1,000 goods of 30 KB descriptions: about 30 MB each).
+ * console's answers about a campaign at the caps (1,000 goods of 30 KB descriptions: about 30 MB each),
+ * and slow clients: twice 20 that ask for that console list and stop reading (the server's RSS, and how
+ * many connections it still holds after 2 × SEND_TIMEOUT_MS), and 200 requests without a token whose
+ * body comes a byte a second (how many are still open 10 s on).
  * Options: --engines=sqlite,mysql (default sqlite); --only=<text>: only the payloads whose name holds it.
  */
+import { readFileSync } from 'node:fs';
+import { connect, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import { RawViewer } from '../test/support/raw-viewer';
@@ -22,6 +27,11 @@ const ENGINES = (process.argv
   .split(',') ?? ['sqlite']) as Engine[];
 
 const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+
+// The slow-client payloads wait for the server to cut what it holds for clients that stopped reading:
+// a shorter SEND_TIMEOUT_MS than the default 60 s keeps the bench short.
+process.env.SEND_TIMEOUT_MS ??= '5000';
+const SEND_TIMEOUT_MS = Number(process.env.SEND_TIMEOUT_MS);
 
 interface Probe {
   samples: number[];
@@ -246,7 +256,8 @@ async function run(engine: Engine): Promise<void> {
 
     // A campaign at the caps: 1,000 goods with 10,000-character descriptions of Hangul (about 30 MB of
     // goods text). Every console answer about its goods carries them all.
-    const big = !ONLY || ONLY.includes('console') || ONLY.includes('public') ? await bigCampaign(base, accessKey, json) : { campaignKey: '', goodsIds: [] };
+    const big =
+      !ONLY || ['console', 'public', 'slow'].some((name) => ONLY.includes(name)) ? await bigCampaign(base, accessKey, json) : { campaignKey: '', goodsIds: [] };
     const sized = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${base}/v1/console/${accessKey}/campaigns/${big.campaignKey}${path}`, {
         method,
@@ -267,6 +278,14 @@ async function run(engine: Engine): Promise<void> {
       await measure(p, 'console: PUT goods/order, 1,000 ids reversed', () => sized('PUT', '/goods/order', { goodsIds: [...big.goodsIds].reverse() })),
     );
     outcomes.push(await measure(p, 'console: DELETE one of its goods', () => sized('DELETE', `/goods/${big.goodsIds[0]}`)));
+
+    // Clients that stop reading, and bodies sent a byte at a time.
+    outcomes.push(
+      await measure(p, 'slow clients: twice 20 ask for the console goods list (29 MB) and stop reading', () =>
+        unreadAnswers(server, `/v1/console/${accessKey}/campaigns/${big.campaignKey}/goods`, auth, 20),
+      ),
+    );
+    outcomes.push(await measure(p, 'slow clients: 200 bodies sent a byte a second without a token', () => trickledBodies(server, goods, 200)));
 
     // The public list with goods at its largest kept size: 40 listed campaigns of 999 goods (about 14 MB).
     if (!ONLY || ONLY.includes('public')) await listedCampaigns(base, accessKey, json, big.goodsIds.slice(1), 40);
@@ -292,6 +311,77 @@ async function run(engine: Engine): Promise<void> {
   } finally {
     await server.stop();
   }
+}
+
+/** The server's resident set now, in MB. */
+function rssMb(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : NaN;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Raw connections to the server, each sending `head` once connected. */
+async function rawConnections(server: BenchServer, n: number, head: string): Promise<Array<{ socket: Socket; bytes: number; closed: boolean }>> {
+  const { hostname, port } = new URL(server.baseUrl);
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const socket = connect({ host: hostname, port: Number(port) });
+      const conn = { socket, bytes: 0, closed: false };
+      socket.on('data', (d: Buffer) => (conn.bytes += d.length));
+      socket.on('error', () => undefined);
+      socket.once('close', () => (conn.closed = true));
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(head);
+      return conn;
+    }),
+  );
+}
+
+/** The server's livegoods_open_connections gauge (the probe's and this request's own included). */
+async function openConnections(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return Number(/^livegoods_open_connections (\d+)/m.exec(text)?.[1] ?? NaN);
+}
+
+/**
+ * Two rounds of `n` clients that ask for `path` and stop reading after its first bytes, and stay
+ * connected. Prints the server's RSS once every answer of a round has started, and after both rounds
+ * (2 × SEND_TIMEOUT_MS + 3 s each: Node checks the clock a second time when a write was still being
+ * taken at the first expiry) how many of these connections the server still holds open.
+ */
+async function unreadAnswers(server: BenchServer, path: string, auth: string, n: number): Promise<string> {
+  const base = await openConnections(server.baseUrl);
+  const all: Array<{ socket: Socket; bytes: number }> = [];
+  const rss: number[] = [];
+  for (let round = 0; round < 2; round += 1) {
+    const conns = await rawConnections(server, n, `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n\r\n`);
+    all.push(...conns);
+    for (const c of conns) c.socket.once('data', () => c.socket.pause());
+    // Every answer has started (each is built whole before its first byte), and the buffers have filled.
+    for (const end = Date.now() + 120_000; Date.now() < end && conns.some((c) => c.bytes === 0);) await sleep(100);
+    await sleep(1000);
+    rss.push(rssMb(server.pid));
+    await sleep(2 * SEND_TIMEOUT_MS + 3000);
+  }
+  const held = Math.max(0, (await openConnections(server.baseUrl)) - base);
+  for (const c of all) c.socket.destroy();
+  return `RSS ${rss[0]} MB with ${n} waiting, ${rss[1]} MB with ${n} more; ${held} of ${2 * n} connections still held`;
+}
+
+/** `n` requests without a token whose 1 MB body comes a byte a second: answered at once, then how long held. */
+async function trickledBodies(server: BenchServer, path: string, n: number): Promise<string> {
+  const conns = await rawConnections(server, n, `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`);
+  const timer = setInterval(() => {
+    for (const c of conns) if (!c.closed) c.socket.write('a');
+  }, 1000);
+  await sleep(1000);
+  const answered = conns.filter((c) => c.bytes > 0).length;
+  await sleep(9000);
+  const open = conns.filter((c) => !c.closed).length;
+  clearInterval(timer);
+  for (const c of conns) c.socket.destroy();
+  return `${answered} of ${n} answered within 1 s; 10 s on, ${open} still open`;
 }
 
 /** A campaign holding 1,000 goods whose descriptions are 10,000 Hangul characters (30 KB of UTF-8) each. */
