@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { connect, Socket } from 'node:net';
 import { BareTcp, openTcp, within } from './support/bare-connections';
 import { listenOn } from './support/live-client';
@@ -115,6 +116,34 @@ describeEngines(
       expect(conn.closed).toBe(false);
       expect(await cut()).toBe(before);
       conn.socket.destroy();
+    });
+
+    it('refused bodies that end in time, one after another on a kept-alive connection, leave no listeners behind', async () => {
+      // The server's side of the test's connection.
+      const server: Server = ctx().app.getHttpServer();
+      let served: Socket | undefined;
+      const onConnection = (socket: Socket) => (served ??= socket);
+      server.on('connection', onConnection);
+      const conn = await openTcp(base);
+      try {
+        await eventuallyTrue(() => served !== undefined, 3000, 'the connection');
+        const listeners = served!.listenerCount('close');
+        for (let i = 0; i < 15; i += 1) {
+          conn.received = '';
+          conn.socket.write(post(`/v1/goods/${C.accessKey}`, 20) + '{"name":');
+          await answered(conn, `the 401 of request ${i}`);
+          expect(statusOf(conn.received)).toBe(401);
+          conn.socket.write('"late body"}');
+        }
+        conn.received = '';
+        conn.socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+        await answered(conn, 'the health answer');
+        expect(statusOf(conn.received)).toBe(200);
+        expect(served!.listenerCount('close')).toBe(listeners);
+      } finally {
+        server.off('connection', onConnection);
+        conn.socket.destroy();
+      }
     });
 
     /** Asks for the CSV export on a raw connection; `read` decides when the client reads (paused at the start). */

@@ -79,8 +79,8 @@ export class RefusalLog {
  * most MAX_CONNECTIONS_PER_IP from one peer address (closed as soon as it is accepted), and deadlines for
  * connections that send nothing useful: HEADERS_TIMEOUT_MS for a request's headers, REQUEST_TIMEOUT_MS for
  * a whole request (a response may take as long as it needs), SEND_TIMEOUT_MS for a client that takes no
- * byte of its answer, and UNREAD_BODY_LINGER_MS for the rest of a body whose answer has already been sent. Refusals are counted (livegoods_connections_refused_total)
- * and logged at most once a minute.
+ * byte of its answer, and UNREAD_BODY_LINGER_MS for the rest of a body whose answer has already been
+ * sent. Refusals are counted (livegoods_connections_refused_total) and logged at most once a minute.
  */
 export class ConnectionGuard {
   private readonly logger = new Logger('Connections');
@@ -169,7 +169,12 @@ export class ConnectionGuard {
       socket.destroy();
     }, UNREAD_BODY_LINGER_MS);
     timer.unref();
-    const stop = () => clearTimeout(timer);
+    // Both listeners go with the wait: a kept-alive connection may see many such requests.
+    const stop = () => {
+      clearTimeout(timer);
+      request.off('end', stop);
+      socket.off('close', stop);
+    };
     request.once('end', stop);
     socket.once('close', stop);
   }
