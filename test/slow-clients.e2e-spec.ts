@@ -1,5 +1,7 @@
 import type { Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { connect, Socket } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { BareTcp, openTcp, within } from './support/bare-connections';
 import { listenOn } from './support/live-client';
 import { parsePrometheusText, valueOf } from './support/prometheus-text';
@@ -69,7 +71,7 @@ describeEngines(
         timeoutMs,
         what,
       );
-    const answered = (conn: BareTcp, what: string) => eventuallyTrue(() => conn.received.includes('\r\n\r\n'), 3000, what);
+    const answered = (conn: BareTcp, what: string) => eventuallyTrue(() => conn.received.includes('\r\n\r\n'), 10_000, what);
     const statusOf = (raw: string) => Number(/^HTTP\/1\.1 (\d{3}) /.exec(raw)?.[1]);
 
     it('refusals sent before the body are answered at once; a body still trickling in is cut UNREAD_BODY_LINGER_MS later, not at REQUEST_TIMEOUT_MS', async () => {
@@ -84,18 +86,49 @@ describeEngines(
         // A Socket.IO long-polling POST for a session that does not exist: Engine.IO's own 400.
         trickle(post('/socket.io/?EIO=4&transport=polling&sid=no-such-session', 100_000).replace('application/json', 'text/plain')),
       ]);
-      // Every answer arrives while the body is still coming.
-      for (const { conn } of trickles) {
-        await answered(conn, 'the answer');
-      }
+      // Every answer arrives while the body is still coming (its connection still open).
+      const openAtAnswer = await Promise.all(trickles.map(({ conn }) => answered(conn, 'the answer').then(() => !conn.closed)));
       expect(trickles.map(({ conn }) => statusOf(conn.received))).toEqual([401, 404, 413, 400]);
-      expect(trickles.every(({ conn }) => !conn.closed)).toBe(true);
+      expect(openAtAnswer).toEqual([true, true, true, true]);
       // Then each connection is closed once the wait is over, long before REQUEST_TIMEOUT_MS.
       for (const { conn, started } of trickles) {
         await within(conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the trickling connection to be closed');
         expect(Date.now() - started).toBeGreaterThanOrEqual(UNREAD_BODY_LINGER_MS - 200);
       }
       expect((await cut()) - before).toBe(4);
+    });
+
+    it('a body sent chunked or compressed is refused with 413 as soon as it is over the limit, not once it ends; then cut like the others', async () => {
+      const before = await cut();
+      const chunk = (data: Buffer | string) => `${Buffer.byteLength(data).toString(16)}\r\n${data.toString()}\r\n`;
+      const head = (extra: string) =>
+        `POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n${extra}\r\n`;
+      // 1.1 MB of JSON text in chunks (BODY_LIMIT is 1 MB), then a chunk of one byte every 100 ms.
+      const plain = await openTcp(base, { send: head('') + chunk(`{"name":"${'a'.repeat(1_150_000)}`) });
+      // The same over gzip: bytes that do not compress (their gzip is larger than the limit).
+      const noise = gzipSync(randomBytes(1_150_000), { level: 1 });
+      const gzipped = await openTcp(base);
+      gzipped.socket.write(
+        Buffer.concat([Buffer.from(head('Content-Encoding: gzip\r\n')), Buffer.from(`${noise.length.toString(16)}\r\n`), noise, Buffer.from('\r\n')]),
+      );
+      const started = Date.now();
+      const timers = [plain, gzipped].map((conn) =>
+        setInterval(() => {
+          if (!conn.closed) conn.socket.write(chunk('a'));
+        }, 100),
+      );
+      try {
+        for (const conn of [plain, gzipped]) {
+          await answered(conn, 'the 413');
+          expect(statusOf(conn.received)).toBe(413);
+          expect(conn.received).toContain('"_s":-413');
+        }
+        for (const conn of [plain, gzipped]) await within(conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the connection to be closed');
+        expect(Date.now() - started).toBeGreaterThanOrEqual(UNREAD_BODY_LINGER_MS - 200);
+        expect((await cut()) - before).toBe(2);
+      } finally {
+        for (const timer of timers) clearInterval(timer);
+      }
     });
 
     it('a refused body that ends within the wait leaves the connection open: the next request on it is answered', async () => {
@@ -205,7 +238,7 @@ describeEngines(
       await within(conn.whenClosed, 10_000, 'the idle connection to be closed');
     });
 
-    it('fetch() streaming a slow body without a token gets its 401 answer', async () => {
+    it('fetch() streaming a slow body without a token gets its 401 answer while the body is still being sent', async () => {
       let sent = 0;
       const body = new ReadableStream<Uint8Array>({
         async pull(controller) {
@@ -215,16 +248,16 @@ describeEngines(
           else controller.enqueue(new TextEncoder().encode(' '));
         },
       });
-      const started = Date.now();
       const res = await fetch(`${base}/v1/goods/${C.accessKey}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body,
         duplex: 'half',
       });
+      // The body takes 20 s; the answer came before its end.
+      expect(sent).toBeLessThan(100);
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ _s: -102 });
-      expect(Date.now() - started).toBeLessThan(UNREAD_BODY_LINGER_MS);
     });
   },
   // Long enough that only the wait for an unread body can close these connections within the tests.

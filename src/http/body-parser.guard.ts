@@ -100,7 +100,7 @@ export class BodyParserGuard implements CanActivate {
       }
       refuseDeclaredOverLimit(req, parsers);
       if (parsers.bytes && charset === undefined) {
-        await this.run(parsers.bytes, req, res, parsers.limit);
+        await this.run(parsers.bytes, req, res, parsers);
         if (Buffer.isBuffer(req.body)) {
           req.body = await parseJsonInSlices(req.body, parsers.shape, new TimeSlicer()).catch((err: HttpError) => {
             throw err instanceof ApiException ? err : refusalOf(err, parsers.limit);
@@ -108,17 +108,44 @@ export class BodyParserGuard implements CanActivate {
           return true;
         }
       }
-      await this.run(parsers.json, req, res, parsers.limit);
-      if (req.body === undefined) await this.run(parsers.form, req, res, parsers.limit);
+      await this.run(parsers.json, req, res, parsers);
+      if (req.body === undefined) await this.run(parsers.form, req, res, parsers);
       if (req.body === undefined) refuseUnreadBody(req);
       checkJsonShape(req.body, parsers.shape);
     }
     return true;
   }
 
-  private run(parser: RequestHandler, req: Request, res: Response, limit: string): Promise<void> {
+  /**
+   * Runs one body-parser middleware. When it reads the body, the bytes are counted as they come too: a body
+   * sent without a Content-Length (chunked) or compressed is refused with 413 as soon as it is over the
+   * limit. body-parser would answer only once the client had sent it all (it reads a refused body to its
+   * end first), and one that never ends held the request until REQUEST_TIMEOUT_MS; the rest is now read
+   * and thrown away for a few seconds after the answer (ConnectionGuard).
+   */
+  private run(parser: RequestHandler, req: Request, res: Response, { limit, limitBytes }: Parsers): Promise<void> {
     return new Promise((resolve, reject) => {
-      void parser(req, res, (err?: unknown) => (err ? reject(refusalOf(err, limit)) : resolve()));
+      let settled = false;
+      let received = 0;
+      // A compressed body may be a little larger than what it decompresses to (deflate stores what does not
+      // compress, at most about 0.1% more): past that margin it is over the limit whatever it holds.
+      const compressed = !/^(identity)?$/i.test((req.headers['content-encoding'] ?? '').trim());
+      const cap = compressed ? limitBytes + Math.ceil(limitBytes / 1000) + 1024 : limitBytes;
+      const count = (chunk: Buffer | string) => {
+        received += chunk.length;
+        if (received > cap) settle(ApiException.tooLarge(`The request body is over the ${limit} limit of this route`));
+      };
+      const settle = (err?: ApiException) => {
+        if (settled) return;
+        settled = true;
+        req.off('data', count);
+        if (err) reject(err);
+        else resolve();
+      };
+      void parser(req, res, (err?: unknown) => settle(err ? refusalOf(err, limit) : undefined));
+      // Only beside the parser's own reading: a listener alone would start the body flowing to nobody
+      // (a multipart body the upload interceptor reads next).
+      if (!settled && req.listenerCount('data') > 0) req.on('data', count);
     });
   }
 }
