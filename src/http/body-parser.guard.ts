@@ -133,7 +133,7 @@ export class BodyParserGuard implements CanActivate {
       const cap = compressed ? limitBytes + Math.ceil(limitBytes / 1000) + 1024 : limitBytes;
       const count = (chunk: Buffer | string) => {
         received += chunk.length;
-        if (received > cap) settle(ApiException.tooLarge(`The request body is over the ${limit} limit of this route`));
+        if (received > cap) settle(overLimit(limit));
       };
       const settle = (err?: ApiException) => {
         if (settled) return;
@@ -168,7 +168,7 @@ function refuseDeclaredOverLimit(req: Request, parsers: Parsers): void {
   const declared = declaredLength(req);
   if (declared === undefined || declared <= parsers.limitBytes) return;
   if (/^multipart\//i.test(req.headers['content-type'] ?? '')) return;
-  throw ApiException.tooLarge(`The request body is over the ${parsers.limit} limit of this route`);
+  throw overLimit(parsers.limit);
 }
 
 /** The Content-Length of a body sent without a Content-Encoding, if it has one. */
@@ -199,11 +199,16 @@ function charsetOf(req: Request): string | undefined {
   return charset === 'utf-8' ? undefined : charset;
 }
 
+/** 413 for a body over the route's limit (BODY_LIMIT or SYNC_BODY_LIMIT, as the setting is written). */
+function overLimit(limit: string): ApiException {
+  return ApiException.tooLarge(`The request body is over the ${limit} limit of this route`);
+}
+
 /** A body-parser (or zlib) error as the API's error codes tell it; never a 500. */
 export function refusalOf(err: HttpError, limit: string): ApiException {
   switch (err.type) {
     case 'entity.too.large':
-      return ApiException.tooLarge(`The request body is over the ${limit} limit of this route`);
+      return overLimit(limit);
     case 'entity.parse.failed':
       return ApiException.invalid('Malformed JSON body', [{ field: 'body', message: 'must be valid JSON (an object or an array)' }]);
     case 'encoding.unsupported':
