@@ -65,7 +65,7 @@ describeEngines(
       expect(bad.headers.connection).toBe('close');
     });
 
-    it("Socket.IO's own HTTP answers carry X-Request-Id: the client script, the Engine.IO handshake, its 400, the WebSocket upgrade", async () => {
+    it("Socket.IO's own HTTP answers carry X-Request-Id: the client script, the Engine.IO handshake, its 400, the WebSocket upgrade and its refusal", async () => {
       const script = await fetch(`${base}/socket.io/socket.io.min.js`, { headers: { 'x-request-id': 'script-1' } });
       expect([script.status, script.headers.get('x-request-id')]).toEqual([200, 'script-1']);
       const handshake = await fetch(`${base}/socket.io/?EIO=4&transport=polling`, { headers: { 'x-request-id': 'handshake-1' } });
@@ -85,6 +85,24 @@ describeEngines(
       );
       ws.close();
       expect(upgraded).toBe('upgrade-1');
+      // An upgrade Engine.IO refuses: its 400, with the body its long-polling refusals have.
+      const bad = new WebSocket(`${base.replace('http', 'ws')}/socket.io/?EIO=4&transport=nonsense`, { headers: { 'x-request-id': 'upgrade-refused-1' } });
+      const refusal = await within(
+        new Promise<{ status?: number; id?: string; body: string }>((resolve, reject) => {
+          bad.once('unexpected-response', (_req, res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode, id: res.headers['x-request-id'] as string | undefined, body }));
+          });
+          bad.once('upgrade', () => reject(new Error('the upgrade was taken')));
+        }),
+        WAIT,
+        'the refused WebSocket upgrade',
+      );
+      bad.on('error', () => undefined);
+      bad.terminate();
+      expect(refusal).toEqual({ status: 400, id: 'upgrade-refused-1', body: JSON.stringify({ code: 0, message: 'Transport unknown' }) });
+      expect(JSON.parse(await refused.text())).toEqual({ code: 0, message: 'Transport unknown' });
     });
 
     it('a connection that sends nothing is closed after HEADERS_TIMEOUT_MS', async () => {

@@ -24,6 +24,36 @@ import type { LiveSessionLimits } from './live-sessions';
 /** HTTP servers whose requests are already tagged with their id (one listener per server). */
 const TAGGED = new WeakSet<HttpServer>();
 
+/** What Engine.IO's `connection_error` event carries. */
+interface EngineConnectionError {
+  req: IncomingMessage & { res?: unknown; websocket?: unknown };
+  code: number;
+  message: string;
+  context?: { message?: string };
+}
+
+/** Engine.IO's code for a refusal it answers 403 (as its long-polling answers do); every other one is 400. */
+const ENGINE_FORBIDDEN = 4;
+
+/**
+ * Engine.IO refuses a WebSocket upgrade it cannot take (an unknown transport or session, a bad protocol
+ * version) by writing a bare 400 on the socket, without the request id every other answer carries. Its
+ * `connection_error` event comes first: the same refusal is written here, with the body its long-polling
+ * refusals have (`{"code","message"}`) and the X-Request-Id, and the socket ended, so that Engine.IO finds
+ * it closed and writes nothing more. Only before the upgrade (no `websocket` yet: a failed handshake after
+ * it is refused on the WebSocket) and for upgrades (long-polling refusals are HTTP answers, tagged already).
+ */
+function refuseUpgrade({ req, code, message, context }: EngineConnectionError): void {
+  const socket = req.socket;
+  if (req.res !== undefined || req.websocket !== undefined || req.headers.upgrade === undefined || !socket.writable) return;
+  const body = JSON.stringify({ code, message: context?.message ?? message });
+  const status = code === ENGINE_FORBIDDEN ? '403 Forbidden' : '400 Bad Request';
+  socket.end(
+    `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${requestIdOf(req)}\r\n\r\n${body}`,
+  );
+}
+
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
   private readonly clients: Redis[] = [];
@@ -99,6 +129,7 @@ export class LiveIoAdapter extends IoAdapter {
     server.engine.on('headers', (headers: Record<string, string>, req: IncomingMessage) => {
       headers[REQUEST_ID_HEADER] = requestIdOf(req);
     });
+    server.engine.on('connection_error', (error: EngineConnectionError) => refuseUpgrade(error));
   }
 
   private publishFailed(err: Error): void {
