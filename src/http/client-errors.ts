@@ -44,10 +44,14 @@ export function clientErrorAnswer(err: Error & { code?: string }): ClientErrorAn
  * connection closes.
  */
 export function clientErrorResponse(answer: ClientErrorAnswer, requestId: string, headers: Record<string, string> = {}): string {
-  const body = JSON.stringify({ _s: answer.code, _e: answer.message });
+  return rawJsonResponse(answer.status, answer.reason, JSON.stringify({ _s: answer.code, _e: answer.message }), requestId, headers);
+}
+
+/** A raw HTTP answer carrying the JSON `body` (see clientErrorResponse), for bodies of another shape. */
+export function rawJsonResponse(status: number, reason: string, body: string, requestId: string, headers: Record<string, string> = {}): string {
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   return (
-    `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\n` +
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
@@ -60,6 +64,14 @@ export function clientErrorResponse(answer: ClientErrorAnswer, requestId: string
 }
 
 /**
+ * The answer Node's HTTP server has in progress on this socket (its `_httpMessage`: set when a request
+ * starts, cleared once its answer has been sent), if any.
+ */
+export function answerInProgress(socket: Socket): { headersSent?: boolean } | undefined {
+  return (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage ?? undefined;
+}
+
+/**
  * Answers what Node's HTTP parser or its deadlines refuse (a malformed request 400, a request line or
  * headers over the size limit 431, headers or a request not arriving in time 408) in the error shape of
  * every other answer, with an `X-Request-Id`, instead of Node's bare status line. Written only while the
@@ -69,8 +81,7 @@ export function clientErrorResponse(answer: ClientErrorAnswer, requestId: string
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
     try {
-      const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-      if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+      if (err.code !== 'ECONNRESET' && socket.writable && !answerInProgress(socket)?.headersSent) {
         const answer = clientErrorAnswer(err);
         const requestId = randomUUID();
         logger.debug(`request ${requestId} from ${socket.remoteAddress ?? 'unknown'}: ${answer.status} (${err.code ?? err.message})`);

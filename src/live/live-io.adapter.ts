@@ -4,6 +4,7 @@ import { createAdapter } from '@socket.io/redis-adapter';
 import type Redis from 'ioredis';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { Server, ServerOptions } from 'socket.io';
+import { rawJsonResponse } from '../http/client-errors';
 import { REQUEST_ID_HEADER, requestIdOf, tagResponse } from '../http/request-id.middleware';
 import type { RedisConfig } from '../config/app-config';
 import { RedisConnection } from '../redis/redis.module';
@@ -47,11 +48,8 @@ function refuseUpgrade({ req, code, message, context }: EngineConnectionError): 
   const socket = req.socket;
   if (req.res !== undefined || req.websocket !== undefined || req.headers.upgrade === undefined || !socket.writable) return;
   const body = JSON.stringify({ code, message: context?.message ?? message });
-  const status = code === ENGINE_FORBIDDEN ? '403 Forbidden' : '400 Bad Request';
-  socket.end(
-    `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${requestIdOf(req)}\r\n\r\n${body}`,
-  );
+  const [status, reason] = code === ENGINE_FORBIDDEN ? [403, 'Forbidden'] : [400, 'Bad Request'];
+  socket.end(rawJsonResponse(status, reason, body, requestIdOf(req)));
 }
 
 export class LiveIoAdapter extends IoAdapter {
