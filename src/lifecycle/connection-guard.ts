@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { ServerConfig } from '../config/app-config';
 import type { Metrics } from '../metrics/metrics.service';
+import { answerInProgress } from '../http/client-errors';
 import { addressKey } from '../rate-limit/address-key';
 
 /** Refusals are logged at most once per this interval (the first at once, then a count of the rest). */
@@ -148,8 +149,7 @@ export class ConnectionGuard {
    * (REQUEST_TIMEOUT_MS's) are left be.
    */
   private timedOut(socket: Socket): void {
-    const answering = (socket as Socket & { _httpMessage?: object | null })._httpMessage;
-    if (!answering) {
+    if (!answerInProgress(socket)) {
       socket.destroy();
     } else if (socket.writableLength > 0) {
       this.metrics.connectionsCut.inc({ reason: 'send-timeout' });
