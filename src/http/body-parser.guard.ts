@@ -127,9 +127,11 @@ export class BodyParserGuard implements CanActivate {
     return new Promise((resolve, reject) => {
       let settled = false;
       let received = 0;
+      // A body sent as it is with a Content-Length cannot pass the limit (refuseDeclaredOverLimit): not counted.
+      const counted = declaredLength(req) === undefined;
+      const compressed = contentEncodingOf(req) !== '';
       // A compressed body may be a little larger than what it decompresses to (deflate stores what does not
       // compress, at most about 0.1% more): past that margin it is over the limit whatever it holds.
-      const compressed = !/^(identity)?$/i.test((req.headers['content-encoding'] ?? '').trim());
       const cap = compressed ? limitBytes + Math.ceil(limitBytes / 1000) + 1024 : limitBytes;
       const count = (chunk: Buffer | string) => {
         received += chunk.length;
@@ -145,7 +147,7 @@ export class BodyParserGuard implements CanActivate {
       void parser(req, res, (err?: unknown) => settle(err ? refusalOf(err, limit) : undefined));
       // Only beside the parser's own reading: a listener alone would start the body flowing to nobody
       // (a multipart body the upload interceptor reads next).
-      if (!settled && req.listenerCount('data') > 0) req.on('data', count);
+      if (counted && !settled && req.listenerCount('data') > 0) req.on('data', count);
     });
   }
 }
@@ -171,10 +173,15 @@ function refuseDeclaredOverLimit(req: Request, parsers: Parsers): void {
   throw overLimit(parsers.limit);
 }
 
+/** The request's Content-Encoding in lower case; '' for a body sent as it is (none, or `identity`). */
+function contentEncodingOf(req: Request): string {
+  const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
+  return encoding === 'identity' ? '' : encoding;
+}
+
 /** The Content-Length of a body sent without a Content-Encoding, if it has one. */
 export function declaredLength(req: Request): number | undefined {
-  const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
-  if (encoding !== '' && encoding !== 'identity') return undefined;
+  if (contentEncodingOf(req) !== '') return undefined;
   const length = req.headers['content-length'];
   return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
 }
