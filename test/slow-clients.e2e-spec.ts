@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { BareTcp, openTcp, within } from './support/bare-connections';
-import { listenOn } from './support/live-client';
+import { eventually, listenOn } from './support/live-client';
 import { parsePrometheusText, valueOf } from './support/prometheus-text';
 import { describeEngines, TestCustomer } from './support/test-app';
 import { UNREAD_BODY_LINGER_MS } from '../src/lifecycle/connection-guard';
@@ -62,16 +62,11 @@ describeEngines(
     const post = (path: string, length: number, headers = '') =>
       `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${headers}\r\n`;
     /** Resolves once the head of an answer has arrived on the connection. */
-    const eventuallyTrue = (check: () => boolean, timeoutMs: number, what: string) =>
-      within(
-        new Promise<void>((resolve) => {
-          const poll = () => (check() ? resolve() : setTimeout(poll, 20));
-          poll();
-        }),
-        timeoutMs,
-        what,
-      );
-    const answered = (conn: BareTcp, what: string) => eventuallyTrue(() => conn.received.includes('\r\n\r\n'), 10_000, what);
+    /** Waits (up to `timeoutMs`) until `check` holds, and expects it to. */
+    const until = async (check: () => boolean, timeoutMs: number) =>
+      expect(await eventually(() => Promise.resolve(check()), Boolean, timeoutMs, 20)).toBe(true);
+    /** Waits for the head of an answer on the connection. */
+    const answered = (conn: BareTcp) => until(() => conn.received.includes('\r\n\r\n'), 10_000);
     const statusOf = (raw: string) => Number(/^HTTP\/1\.1 (\d{3}) /.exec(raw)?.[1]);
 
     it('refusals sent before the body are answered at once; a body still trickling in is cut UNREAD_BODY_LINGER_MS later, not at REQUEST_TIMEOUT_MS', async () => {
@@ -87,7 +82,7 @@ describeEngines(
         trickle(post('/socket.io/?EIO=4&transport=polling&sid=no-such-session', 100_000).replace('application/json', 'text/plain')),
       ]);
       // Every answer arrives while the body is still coming (its connection still open).
-      const openAtAnswer = await Promise.all(trickles.map(({ conn }) => answered(conn, 'the answer').then(() => !conn.closed)));
+      const openAtAnswer = await Promise.all(trickles.map(({ conn }) => answered(conn).then(() => !conn.closed)));
       expect(trickles.map(({ conn }) => statusOf(conn.received))).toEqual([401, 404, 413, 400]);
       expect(openAtAnswer).toEqual([true, true, true, true]);
       // Then each connection is closed once the wait is over, long before REQUEST_TIMEOUT_MS.
@@ -119,7 +114,7 @@ describeEngines(
       );
       try {
         for (const conn of [plain, gzipped]) {
-          await answered(conn, 'the 413');
+          await answered(conn);
           expect(statusOf(conn.received)).toBe(413);
           expect(conn.received).toContain('"_s":-413');
         }
@@ -134,7 +129,7 @@ describeEngines(
     it('a refused body that ends within the wait leaves the connection open: the next request on it is answered', async () => {
       const before = await cut();
       const conn = await openTcp(base, { send: post(`/v1/goods/${C.accessKey}`, 20) + '{"name":' });
-      await answered(conn, 'the 401');
+      await answered(conn);
       expect(statusOf(conn.received)).toBe(401);
       const answeredAt = Date.now();
       // The rest of the body a second later, then another request on the same connection.
@@ -142,7 +137,7 @@ describeEngines(
       conn.received = '';
       conn.socket.write('"late body"}');
       conn.socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
-      await answered(conn, 'the answer to the second request');
+      await answered(conn);
       expect(statusOf(conn.received)).toBe(200);
       // Past the end of the wait that began with the 401 (and within the keep-alive timeout of the 200).
       await new Promise((resolve) => setTimeout(resolve, answeredAt + UNREAD_BODY_LINGER_MS + 500 - Date.now()));
@@ -159,18 +154,18 @@ describeEngines(
       server.on('connection', onConnection);
       const conn = await openTcp(base);
       try {
-        await eventuallyTrue(() => served !== undefined, 3000, 'the connection');
+        await until(() => served !== undefined, 3000);
         const listeners = served!.listenerCount('close');
         for (let i = 0; i < 15; i += 1) {
           conn.received = '';
           conn.socket.write(post(`/v1/goods/${C.accessKey}`, 20) + '{"name":');
-          await answered(conn, `the 401 of request ${i}`);
+          await answered(conn);
           expect(statusOf(conn.received)).toBe(401);
           conn.socket.write('"late body"}');
         }
         conn.received = '';
         conn.socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
-        await answered(conn, 'the health answer');
+        await answered(conn);
         expect(statusOf(conn.received)).toBe(200);
         expect(served!.listenerCount('close')).toBe(listeners);
       } finally {
@@ -201,7 +196,7 @@ describeEngines(
       const stalled = await exportOn();
       const slow = await exportOn();
       // The stalled client reads the first bytes, then nothing more.
-      await eventuallyTrue(() => stalled.bytes > 0, 10_000, 'the first bytes of the export');
+      await until(() => stalled.bytes > 0, 10_000);
       stalled.socket.pause();
       // The slow one takes what has come once a second (well within SEND_TIMEOUT_MS each time).
       slow.socket.pause();
@@ -211,17 +206,11 @@ describeEngines(
       }, 1000);
       try {
         // The server cuts the stalled one (a paused client notices once it reads again).
-        const counted = async () => {
-          for (const end = Date.now() + 30_000; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
-            if ((await sendTimeouts()) - before >= 1) return;
-          }
-          throw new Error('no send timeout counted within 30 s');
-        };
-        await counted();
+        expect((await eventually(sendTimeouts, (n) => n - before >= 1, 30_000, 200)) - before).toBe(1);
         stalled.socket.resume();
         await within(stalled.whenClosed, 10_000, 'the stalled client to see its connection closed');
         // The slow client is not cut: it reads to the end of the chunked answer.
-        await eventuallyTrue(() => slow.closed || slow.bytes > 25_000_000, 60_000, 'the slow client to read the export');
+        await until(() => slow.closed || slow.bytes > 25_000_000, 60_000);
         expect(slow.closed).toBe(false);
         expect(stalled.bytes).toBeLessThan(slow.bytes);
       } finally {
@@ -233,7 +222,7 @@ describeEngines(
 
     it('an idle keep-alive connection is still closed after its keep-alive timeout', async () => {
       const conn = await openTcp(base, { send: 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n' });
-      await answered(conn, 'the health answer');
+      await answered(conn);
       expect(statusOf(conn.received)).toBe(200);
       await within(conn.whenClosed, 10_000, 'the idle connection to be closed');
     });
