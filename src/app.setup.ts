@@ -42,13 +42,14 @@ export function configureApp(app: NestExpressApplication): void {
   const transactions = app.get(Transactions);
   if (!transactions.isMysql) metrics.readSqliteWal(() => transactions.sqliteWalBytes);
   // Caps on open connections and deadlines for idle ones, before the server listens.
-  new ConnectionGuard(config.server, metrics).apply(app.getHttpServer());
+  const connections = new ConnectionGuard(config.server, metrics);
+  connections.apply(app.getHttpServer());
   // Requests Node's parser or deadlines refuse (400, 408, 431) get the error shape and a request id.
   answerClientErrors(app.getHttpServer());
   app.use(requestIdMiddleware);
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);
-  lifecycle.watch(app.getHttpServer());
+  lifecycle.watch(app.getHttpServer(), () => connections.lingeringConnections);
   app.use(lifecycle.track);
   metrics.countRequestsInFlight(() => lifecycle.requestsInFlight);
   app.use(httpMetrics(metrics));

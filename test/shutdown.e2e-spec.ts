@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import { CLOSE_MAX_MS, Lifecycle } from '../src/lifecycle/lifecycle.service';
 import { request as httpRequest } from 'node:http';
 import { listenOn } from './support/live-client';
+import { openTcp, within } from './support/bare-connections';
 import { insertCustomer, ServerProcess } from './support/server-process';
 import { createTestApp, dropDatabase, ENGINES, engineUnavailable, testConfig } from './support/test-app';
 
@@ -163,6 +164,38 @@ describe('readiness while draining [sqlite]', () => {
     expect(await health.readiness()).toEqual({ status: 'error', checks: { node: 'down' } });
     expect(await sync).toBe(200);
     await closing;
+    rmSync(t.config.dataDir, { recursive: true, force: true });
+  });
+});
+
+describe('a refused body while draining [sqlite]', () => {
+  it('a request refused while the node drains, its body still coming, is ended in order: the rest is read, not reset, before the node closes', async () => {
+    const t = await createTestApp('sqlite', `${__filename}.linger`);
+    const C = await t.createCustomer('Lingering');
+    const base = await listenOn(t.app);
+    // Connected before the signal, its request sent after: it goes on sending once the server has ended its side.
+    const conn = await openTcp(base, { allowHalfOpen: true });
+    const closing = t.app.get(Lifecycle).shutdown(t.app, 'TEST');
+    let closed = false;
+    void closing.then(() => (closed = true));
+    // No token: 401 before the body is read, with `Connection: close` (the node is draining).
+    conn.socket.write(`POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"name":`);
+    await within(
+      (async () => {
+        while (!conn.ended) await new Promise((r) => setTimeout(r, 20));
+      })(),
+      10_000,
+      'the answer and the end of the server side',
+    );
+    expect(conn.received).toMatch(/^HTTP\/1\.1 401 [^]*\r\nConnection: close\r\n/);
+    // Well past the drain's quiet time: the node waits for the rest of the body instead of closing.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(closed).toBe(false);
+    conn.socket.write('"late body"}');
+    conn.socket.end();
+    await within(conn.whenClosed, 5000, 'the connection to close');
+    expect(conn.error).toBeUndefined();
+    await within(closing, 10_000, 'the shutdown to end');
     rmSync(t.config.dataDir, { recursive: true, force: true });
   });
 });

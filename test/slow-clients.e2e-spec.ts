@@ -51,8 +51,8 @@ describeEngines(
     };
 
     /** Sends a request's head, then one byte of its body every 100 ms for as long as the connection lasts. */
-    const trickle = async (head: string) => {
-      const conn = await openTcp(base, { send: head });
+    const trickle = async (head: string, allowHalfOpen = false) => {
+      const conn = await openTcp(base, { send: head, allowHalfOpen });
       const timer = setInterval(() => {
         if (!conn.closed) conn.socket.write('a');
       }, 100);
@@ -144,6 +144,40 @@ describeEngines(
       expect(conn.closed).toBe(false);
       expect(await cut()).toBe(before);
       conn.socket.destroy();
+    });
+
+    it('a refusal whose answer closes the connection (Connection: close) ends it in order while the body keeps coming: no reset, closed once the body has come', async () => {
+      const before = await cut();
+      const request = post(`/v1/goods/${C.accessKey}`, 20, 'Connection: close\r\n') + '{"name":';
+      // The server's side of the first connection.
+      const server: Server = ctx().app.getHttpServer();
+      let served: Socket | undefined;
+      const onConnection = (socket: Socket) => (served ??= socket);
+      server.on('connection', onConnection);
+      // Clients that go on sending once the server has ended its side, as a client still sending its body does.
+      const ends = await openTcp(base, { send: request, allowHalfOpen: true }).finally(() => server.off('connection', onConnection));
+      const trickling = await trickle(post(`/v1/goods/${C.accessKey}`, 100_000, 'Connection: close\r\n'), true);
+      for (const conn of [ends, trickling.conn]) {
+        await answered(conn);
+        expect(statusOf(conn.received)).toBe(401);
+        expect(conn.received).toMatch(/\r\nConnection: close\r\n/i);
+        // The server's side ends right after the answer (FIN); its side for reading stays open.
+        await until(() => conn.ended, 5000);
+      }
+      // The rest of the first body a second later is read, not answered with a reset; the server closes its
+      // socket once it has come, and the client, done sending, closes its own without an error.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(served?.destroyed).toBe(false);
+      ends.socket.write('"late body"}');
+      await until(() => served?.destroyed === true, 5000);
+      ends.socket.end();
+      await within(ends.whenClosed, 5000, 'the client to close');
+      expect(ends.error).toBeUndefined();
+      // The body that never ends is read until the end of the wait, then cut.
+      expect(trickling.conn.error).toBeUndefined();
+      await within(trickling.conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the trickling connection to be closed');
+      expect(Date.now() - trickling.started).toBeGreaterThanOrEqual(UNREAD_BODY_LINGER_MS - 200);
+      expect((await cut()) - before).toBe(1);
     });
 
     it('refused bodies that end in time, one after another on a kept-alive connection, leave no listeners behind', async () => {

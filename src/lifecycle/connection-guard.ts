@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { ServerConfig } from '../config/app-config';
@@ -23,11 +23,21 @@ export const UNREAD_BODY_LINGER_MS = 5000;
 const REQUEST_START = 'http.server.request.start';
 const RESPONSE_FINISH = 'http.server.response.finish';
 
-/** What both channels publish. */
+/** What both channels publish (the response only with RESPONSE_FINISH). */
 interface ChannelMessage {
   request: IncomingMessage;
+  response: ServerResponse;
   socket: Socket;
   server: Server;
+}
+
+/**
+ * Whether the answer closes its connection once sent (`Connection: close`: the client asked for it, spoke
+ * HTTP/1.0, or the node is shutting down): Node's `_last`, which it reads itself right after the answer to
+ * close the socket.
+ */
+function closesConnection(response: ServerResponse): boolean {
+  return (response as ServerResponse & { _last?: boolean })._last === true;
 }
 
 export type RefusedLimit = 'total' | 'per-ip' | 'live-sockets-per-connection' | 'live-sessions-per-ip';
@@ -87,6 +97,7 @@ export class ConnectionGuard {
   private readonly logger = new Logger('Connections');
   private readonly perAddress = new Map<string, number>();
   private open = 0;
+  private lingering = 0;
   readonly refusals: RefusalLog;
 
   constructor(
@@ -117,8 +128,8 @@ export class ConnectionGuard {
     // Every response of this server, Socket.IO's own included (they never reach a 'request' listener
     // added here: Engine.IO takes those over), at the moment it has been sent whole.
     const finished = (message: unknown) => {
-      const { request, socket, server: from } = message as ChannelMessage;
-      if (from === server && !request.complete) this.linger(request, socket);
+      const { request, response, socket, server: from } = message as ChannelMessage;
+      if (from === server && !request.complete) this.linger(request, response, socket);
     };
     subscribe(RESPONSE_FINISH, finished);
     // SEND_TIMEOUT_MS is each request's inactivity clock on its socket, from its start to its answer's
@@ -161,8 +172,24 @@ export class ConnectionGuard {
    * The request was answered before its body had all arrived: Node reads and throws away the rest, to
    * keep the connection for the next request. That rest may never end (a body sent a byte a second, or a
    * Content-Length of terabytes): the connection is closed if it has not ended UNREAD_BODY_LINGER_MS on.
+   *
+   * An answer that closes its connection (closesConnection) is a lingering close: Node would close the
+   * socket right after the answer, and closing a socket with data still coming in is a reset, which can
+   * take the answer with it before the client has read it (the client's system drops what it had not
+   * handed over yet). The socket is only ended instead (the client reads the answer, then the end), the
+   * rest of the body is read and thrown away, and the socket is closed once it has all come, or at the
+   * end of the same wait.
    */
-  private linger(request: IncomingMessage, socket: Socket): void {
+  private linger(request: IncomingMessage, response: ServerResponse, socket: Socket): void {
+    const closing = closesConnection(response);
+    if (closing) {
+      // Node calls it right after this message (resOnFinish): end, without the destroy that follows.
+      socket.destroySoon = function endOnly(this: Socket) {
+        delete (this as Partial<Socket>).destroySoon;
+        this.end();
+      };
+    }
+    this.lingering += 1;
     const timer = setTimeout(() => {
       if (request.complete || socket.destroyed) return;
       this.metrics.connectionsCut.inc({ reason: 'unread-body' });
@@ -171,12 +198,23 @@ export class ConnectionGuard {
     timer.unref();
     // Both listeners go with the wait: a kept-alive connection may see many such requests.
     const stop = () => {
+      this.lingering -= 1;
       clearTimeout(timer);
-      request.off('end', stop);
+      request.off('end', ended);
       socket.off('close', stop);
     };
-    request.once('end', stop);
+    const ended = () => {
+      stop();
+      // Everything the client sent has been read: closing now is no reset.
+      if (closing) socket.destroy();
+    };
+    request.once('end', ended);
     socket.once('close', stop);
+  }
+
+  /** Connections whose answer has been sent while the rest of their body is still being read (see linger). */
+  get lingeringConnections(): number {
+    return this.lingering;
   }
 
   /** Open connections right now (what livegoods_open_connections shows). */

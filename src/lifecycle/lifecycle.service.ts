@@ -44,6 +44,7 @@ export class Lifecycle {
   private connections = 0;
   private draining = false;
   private namespace: Namespace | null = null;
+  private lingering: () => number = () => 0;
   /** Connections accepted that have not sent a request yet (their first one may still be on its way). */
   private readonly fresh = new Map<Socket, number>();
   /** Connections that have sent requests: how many are in flight on each (0 = an idle keep-alive connection). */
@@ -65,8 +66,13 @@ export class Lifecycle {
     this.namespace = namespace;
   }
 
-  /** Follows the server's connections from their start (see `fresh`). */
-  watch(server: Server): void {
+  /**
+   * Follows the server's connections from their start (see `fresh`); `lingering` counts the connections
+   * still reading the rest of a body whose answer has been sent (ConnectionGuard): they are let finish
+   * before the last connections are closed, since closing one then would be a reset.
+   */
+  watch(server: Server, lingering: () => number = () => 0): void {
+    this.lingering = lingering;
     server.on('connection', (socket: Socket) => {
       this.connections += 1;
       this.fresh.set(socket, Date.now());
@@ -106,13 +112,14 @@ export class Lifecycle {
 
   /**
    * No request in flight, none started for SETTLE_MS, no new connection still to send its first request
-   * (for up to FIRST_REQUEST_MS), and none waiting to be read: the check runs again after the event
+   * (for up to FIRST_REQUEST_MS), no answered body still being read (for up to UNREAD_BODY_LINGER_MS), and
+   * none waiting to be read: the check runs again after the event
    * loop's poll phase (setImmediate), which reads and parses what has arrived meanwhile.
    */
   private async quiet(): Promise<boolean> {
     const idle = () => {
       const now = Date.now();
-      if (this.inFlight > 0 || now - this.lastStart < SETTLE_MS) return false;
+      if (this.inFlight > 0 || now - this.lastStart < SETTLE_MS || this.lingering() > 0) return false;
       for (const since of this.fresh.values()) if (now - since < FIRST_REQUEST_MS) return false;
       return true;
     };

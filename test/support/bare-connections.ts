@@ -13,19 +13,25 @@ export interface BareTcp {
   /** What the server sent. */
   received: string;
   closed: boolean;
+  /** The server ended its side in order (FIN): nothing more will come from it. */
+  ended: boolean;
+  /** The first error the connection met (ECONNRESET, EPIPE: the server reset it), if any. */
+  error?: string;
   /** Resolves once the server (or the test) closed the connection. */
   whenClosed: Promise<void>;
 }
 
 /** Opens a TCP connection (resolves once connected) and writes `send`, if any. */
-export function openTcp(base: string, options: { localAddress?: string; send?: string } = {}): Promise<BareTcp> {
+export function openTcp(base: string, options: { localAddress?: string; send?: string; allowHalfOpen?: boolean } = {}): Promise<BareTcp> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port), localAddress: options.localAddress });
+    // allowHalfOpen: the connection stays open for writing once the server has ended its side.
+    const socket = connect({ host: hostname, port: Number(port), localAddress: options.localAddress, allowHalfOpen: options.allowHalfOpen });
     let onClose: () => void = () => undefined;
-    const conn: BareTcp = { socket, received: '', closed: false, whenClosed: new Promise<void>((r) => (onClose = r)) };
+    const conn: BareTcp = { socket, received: '', closed: false, ended: false, whenClosed: new Promise<void>((r) => (onClose = r)) };
     socket.on('data', (d: Buffer) => (conn.received += d.toString()));
-    socket.on('error', () => undefined);
+    socket.on('end', () => (conn.ended = true));
+    socket.on('error', (err: NodeJS.ErrnoException) => (conn.error ??= err.code ?? err.message));
     socket.on('close', () => {
       conn.closed = true;
       onClose();
