@@ -4,6 +4,8 @@ import { openTcp } from './support/bare-connections';
 import { eventually } from './support/eventually';
 import { listenOn } from './support/live-client';
 import { describeEngines, TestCustomer } from './support/test-app';
+import { Logger } from '@nestjs/common';
+import { ApiException } from '../src/common/errors/api.exception';
 
 /**
  * Request bodies built to hurt: bodies are read per route after authentication, with a small limit for
@@ -271,6 +273,8 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
       `POST /v1/goods/${c.accessKey}/excel?async=true HTTP/1.1\r\nHost: ${new URL(base).host}\r\nAuthorization: ${c.auth()}\r\n` +
       `Content-Type: multipart/form-data; boundary=HOLD${i}\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n` +
       `--HOLD${i}\r\nContent-Disposition: form-data; name="file"; filename="hold.csv"\r\nContent-Type: text/csv\r\n\r\nsku,url,name\r\n${'x'.repeat(1024)}`;
+    const refused = jest.spyOn(ApiException, 'invalid');
+    const logged = jest.spyOn(Logger.prototype, 'error');
     const held = await Promise.all([0, 1, 2, 3].map((i) => openTcp(base, { send: head(i) })));
     try {
       const refused = await eventually(
@@ -284,6 +288,20 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     } finally {
       for (const conn of held) conn.socket.destroy();
     }
+    // Dropped by the client, the four uploads end as a client's doing: no error logged as the server's fault.
+    // Each of them ends either as a refusal of a body that ended early or as an error logged.
+    const errors = () => logged.mock.calls.map(([line]) => String(line)).filter((line) => /excel\?async/.test(line));
+    const endedEarly = () => refused.mock.calls.filter(([message]) => /ended early: the client closed the connection/.test(message)).length;
+    const handled = await eventually(
+      () => Promise.resolve(endedEarly() + errors().length),
+      (n) => n >= 4,
+      10_000,
+    );
+    const logLines = errors();
+    refused.mockRestore();
+    logged.mockRestore();
+    expect(handled).toBe(4);
+    expect(logLines).toEqual([]);
     // The slots are given back when the uploads end (here: dropped by the client).
     expect(
       (
