@@ -93,7 +93,7 @@ describeEngines(
       expect((await cut()) - before).toBe(4);
     });
 
-    it('a body sent chunked or compressed is refused with 413 as soon as it is over the limit, not once it ends; then cut like the others', async () => {
+    it('a body sent chunked or compressed is refused with 413 as soon as it is over the limit (a compressed one by its size or by what it decompresses to), not once it ends; then cut like the others', async () => {
       const before = await cut();
       const chunk = (data: Buffer | string) => `${Buffer.byteLength(data).toString(16)}\r\n${data.toString()}\r\n`;
       const head = (extra: string) =>
@@ -106,23 +106,73 @@ describeEngines(
       gzipped.socket.write(
         Buffer.concat([Buffer.from(head('Content-Encoding: gzip\r\n')), Buffer.from(`${noise.length.toString(16)}\r\n`), noise, Buffer.from('\r\n')]),
       );
+      // A gzip bomb: 64 KB of it decompress to 64 MB of spaces (valid JSON whitespace), far over the limit.
+      // Sent with its Content-Length: the first 32 KB at once, then the rest a byte every 100 ms.
+      const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, ' '), { level: 9 });
+      const bombed = await openTcp(base);
+      bombed.socket.write(
+        Buffer.concat([
+          Buffer.from(
+            `POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\nContent-Type: application/json\r\n` +
+              `Content-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`,
+          ),
+          bomb.subarray(0, 32 * 1024),
+        ]),
+      );
+      let bombSent = 32 * 1024;
       const started = Date.now();
       const timers = [plain, gzipped].map((conn) =>
         setInterval(() => {
           if (!conn.closed) conn.socket.write(chunk('a'));
         }, 100),
       );
+      timers.push(
+        setInterval(() => {
+          if (!bombed.closed && bombSent < bomb.length) bombed.socket.write(bomb.subarray(bombSent, (bombSent += 1)));
+        }, 100),
+      );
       try {
-        for (const conn of [plain, gzipped]) {
+        for (const conn of [plain, gzipped, bombed]) {
           await answered(conn);
           expect(statusOf(conn.received)).toBe(413);
           expect(conn.received).toContain('"_s":-413');
         }
-        for (const conn of [plain, gzipped]) await within(conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the connection to be closed');
+        // The bomb's answer came while most of it was still to be sent.
+        expect(bombSent).toBeLessThan(bomb.length);
+        for (const conn of [plain, gzipped, bombed]) await within(conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the connection to be closed');
         expect(Date.now() - started).toBeGreaterThanOrEqual(UNREAD_BODY_LINGER_MS - 200);
-        expect((await cut()) - before).toBe(2);
+        expect((await cut()) - before).toBe(3);
       } finally {
         for (const timer of timers) clearInterval(timer);
+        for (const conn of [plain, gzipped, bombed]) conn.socket.destroy();
+      }
+    });
+
+    it('a compressed body that does not decompress is refused with 400 as soon as it fails, not once it ends', async () => {
+      // A gzip header and then bytes that are no deflate data, a byte every 100 ms after the first 1 KB.
+      const garbage = Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]), Buffer.alloc(100_000, 0xff)]);
+      const conn = await openTcp(base);
+      conn.socket.write(
+        Buffer.concat([
+          Buffer.from(
+            `POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\nContent-Type: application/json\r\n` +
+              `Content-Encoding: gzip\r\nContent-Length: ${garbage.length}\r\n\r\n`,
+          ),
+          garbage.subarray(0, 1024),
+        ]),
+      );
+      let sent = 1024;
+      const timer = setInterval(() => {
+        if (!conn.closed && sent < garbage.length) conn.socket.write(garbage.subarray(sent, (sent += 1)));
+      }, 100);
+      try {
+        await answered(conn);
+        expect(statusOf(conn.received)).toBe(400);
+        expect(conn.received).toContain('could not be decoded');
+        expect(sent).toBeLessThan(garbage.length);
+      } finally {
+        clearInterval(timer);
+        conn.socket.destroy();
       }
     });
 

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { json, raw, urlencoded } from 'express';
@@ -119,9 +120,11 @@ export class BodyParserGuard implements CanActivate {
   /**
    * Runs one body-parser middleware. When it reads the body, the bytes are counted as they come too: a body
    * sent without a Content-Length (chunked) or compressed is refused with 413 as soon as it is over the
-   * limit. body-parser would answer only once the client had sent it all (it reads a refused body to its
-   * end first), and one that never ends held the request until REQUEST_TIMEOUT_MS; the rest is now read
-   * and thrown away for a few seconds after the answer (ConnectionGuard).
+   * limit, a compressed one also as soon as what it decompresses to is (a bomb), and one that does not
+   * decompress with 400 as soon as that fails. body-parser would answer only once the client had sent it
+   * all (it reads a refused body to its end first), and one that never ends held the request until
+   * REQUEST_TIMEOUT_MS; the rest is now read and thrown away for a few seconds after the answer
+   * (ConnectionGuard).
    */
   private run(parser: RequestHandler, req: Request, res: Response, { limit, limitBytes }: Parsers): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -137,17 +140,51 @@ export class BodyParserGuard implements CanActivate {
         received += chunk.length;
         if (received > cap) settle(overLimit(limit));
       };
+      /** Removes what follows the decompression stream, if anything does. */
+      let done = () => {};
       const settle = (err?: ApiException) => {
         if (settled) return;
         settled = true;
         req.off('data', count);
+        done();
         if (err) reject(err);
         else resolve();
       };
-      void parser(req, res, (err?: unknown) => settle(err ? refusalOf(err, limit) : undefined));
+      // A compressed body is read through a decompression stream the parser pipes the request into: it is
+      // taken as it is piped (in the parser's synchronous start), to follow what comes out of it.
+      let inflated: Readable | undefined;
+      if (compressed) {
+        req.pipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T => {
+          inflated = destination as unknown as Readable;
+          return Readable.prototype.pipe.call(req, destination, options) as T;
+        };
+      }
+      try {
+        void parser(req, res, (err?: unknown) => settle(err ? refusalOf(err, limit) : undefined));
+      } finally {
+        if (compressed) delete (req as Partial<Request>).pipe;
+      }
       // Only beside the parser's own reading: a listener alone would start the body flowing to nobody
       // (a multipart body the upload interceptor reads next).
       if (counted && !settled && req.listenerCount('data') > 0) req.on('data', count);
+      // body-parser stops reading a compressed body as soon as what it decompresses to passes the limit,
+      // or does not decompress, but answers only once the client has sent all of it (a bomb trickled in
+      // would hold the request until REQUEST_TIMEOUT_MS): the same refusal, at once.
+      if (inflated && !settled) {
+        let out = 0;
+        const stream = inflated;
+        const inflatedCount = (chunk: Buffer | string) => {
+          out += chunk.length;
+          if (out > limitBytes) settle(overLimit(limit));
+        };
+        const failed = (err: HttpError) => settle(refusalOf(err, limit));
+        stream.on('data', inflatedCount);
+        stream.once('error', failed);
+        done = () => {
+          stream.off('data', inflatedCount);
+          stream.off('error', failed);
+        };
+      }
     });
   }
 }
