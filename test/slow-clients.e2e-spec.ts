@@ -59,6 +59,34 @@ describeEngines(
       void conn.whenClosed.then(() => clearInterval(timer));
       return { conn, started: Date.now() };
     };
+    /**
+     * A gzip body with its Content-Length on an authorised POST: the first `first` bytes at once, then the
+     * rest a byte every 100 ms. `sent()` says how much has gone; `stop()` ends the trickle and the connection.
+     */
+    const trickleGzip = async (body: Buffer, first: number) => {
+      const conn = await openTcp(base);
+      conn.socket.write(
+        Buffer.concat([
+          Buffer.from(
+            `POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\nContent-Type: application/json\r\n` +
+              `Content-Encoding: gzip\r\nContent-Length: ${body.length}\r\n\r\n`,
+          ),
+          body.subarray(0, first),
+        ]),
+      );
+      let sent = first;
+      const timer = setInterval(() => {
+        if (!conn.closed && sent < body.length) conn.socket.write(body.subarray(sent, (sent += 1)));
+      }, 100);
+      return {
+        conn,
+        sent: () => sent,
+        stop: () => {
+          clearInterval(timer);
+          conn.socket.destroy();
+        },
+      };
+    };
     const post = (path: string, length: number, headers = '') =>
       `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${headers}\r\n`;
     /** Resolves once the head of an answer has arrived on the connection. */
@@ -109,26 +137,12 @@ describeEngines(
       // A gzip bomb: 64 KB of it decompress to 64 MB of spaces (valid JSON whitespace), far over the limit.
       // Sent with its Content-Length: the first 32 KB at once, then the rest a byte every 100 ms.
       const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, ' '), { level: 9 });
-      const bombed = await openTcp(base);
-      bombed.socket.write(
-        Buffer.concat([
-          Buffer.from(
-            `POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\nContent-Type: application/json\r\n` +
-              `Content-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`,
-          ),
-          bomb.subarray(0, 32 * 1024),
-        ]),
-      );
-      let bombSent = 32 * 1024;
+      const bombing = await trickleGzip(bomb, 32 * 1024);
+      const bombed = bombing.conn;
       const started = Date.now();
       const timers = [plain, gzipped].map((conn) =>
         setInterval(() => {
           if (!conn.closed) conn.socket.write(chunk('a'));
-        }, 100),
-      );
-      timers.push(
-        setInterval(() => {
-          if (!bombed.closed && bombSent < bomb.length) bombed.socket.write(bomb.subarray(bombSent, (bombSent += 1)));
         }, 100),
       );
       try {
@@ -138,41 +152,28 @@ describeEngines(
           expect(conn.received).toContain('"_s":-413');
         }
         // The bomb's answer came while most of it was still to be sent.
-        expect(bombSent).toBeLessThan(bomb.length);
+        expect(bombing.sent()).toBeLessThan(bomb.length);
         for (const conn of [plain, gzipped, bombed]) await within(conn.whenClosed, UNREAD_BODY_LINGER_MS + 5000, 'the connection to be closed');
         expect(Date.now() - started).toBeGreaterThanOrEqual(UNREAD_BODY_LINGER_MS - 200);
         expect((await cut()) - before).toBe(3);
       } finally {
         for (const timer of timers) clearInterval(timer);
-        for (const conn of [plain, gzipped, bombed]) conn.socket.destroy();
+        for (const conn of [plain, gzipped]) conn.socket.destroy();
+        bombing.stop();
       }
     });
 
     it('a compressed body that does not decompress is refused with 400 as soon as it fails, not once it ends', async () => {
       // A gzip header and then bytes that are no deflate data, a byte every 100 ms after the first 1 KB.
       const garbage = Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]), Buffer.alloc(100_000, 0xff)]);
-      const conn = await openTcp(base);
-      conn.socket.write(
-        Buffer.concat([
-          Buffer.from(
-            `POST /v1/goods/${C.accessKey} HTTP/1.1\r\nHost: x\r\nAuthorization: ${C.auth()}\r\nContent-Type: application/json\r\n` +
-              `Content-Encoding: gzip\r\nContent-Length: ${garbage.length}\r\n\r\n`,
-          ),
-          garbage.subarray(0, 1024),
-        ]),
-      );
-      let sent = 1024;
-      const timer = setInterval(() => {
-        if (!conn.closed && sent < garbage.length) conn.socket.write(garbage.subarray(sent, (sent += 1)));
-      }, 100);
+      const { conn, sent, stop } = await trickleGzip(garbage, 1024);
       try {
         await answered(conn);
         expect(statusOf(conn.received)).toBe(400);
         expect(conn.received).toContain('could not be decoded');
-        expect(sent).toBeLessThan(garbage.length);
+        expect(sent()).toBeLessThan(garbage.length);
       } finally {
-        clearInterval(timer);
-        conn.socket.destroy();
+        stop();
       }
     });
 
