@@ -309,7 +309,7 @@ describeEngines(
             await expect(exportFile(c, { format })).rejects.toThrow(/aborted|socket hang up|ECONNRESET|terminated/i);
             expect(pages).toBe(2);
           }
-          // Failing at once: the answer has not started, so it is the contract's 503.
+          // Failing at once: the answer has not started, so it is the API's 503.
           spy.mockImplementation((sql: string, params?: unknown[]) => (/FROM goods WHERE/.test(sql) ? Promise.reject(lost()) : real(sql, params)));
           const res = await http().get(path(c, '/excel/export')).set('Authorization', c.auth());
           expectError(res, 503, -503);

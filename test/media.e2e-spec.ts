@@ -313,7 +313,7 @@ describeEngines(
         }
       });
 
-      it('images narrower than 120 px (100x50, 50x30): three thumbnails enlarged to 120, 240 and 480 px wide (CONTRACT.md §5)', async () => {
+      it('images narrower than 120 px (100x50, 50x30): three thumbnails enlarged to 120, 240 and 480 px wide (docs/api-reference.md, Media and Thumbnail)', async () => {
         const c = await ctx().createCustomer();
         const small = (): Expected => ({
           bytes: images.fixtures.small,

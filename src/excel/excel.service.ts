@@ -62,7 +62,7 @@ export function apiExceptionOf(err: SheetError): ApiException {
  * POST /excel: without `async=true` a file within the synchronous limits (UPLOAD_MAX_BYTES, EXCEL_MAX_ROWS)
  * is read and checked first (type, limits, header); only then are its rows handed to the same batch writer
  * as the JSON sync, so a refused upload writes nothing. A larger file is refused with 413 whose message
- * says that the same file is taken with `async=true` (the interface promises this call a 200 result or an
+ * says that the same file is taken with `async=true` (the API promises this call a 200 result or an
  * error, never a job). With `async=true` any file within the job limits becomes an import job
  * (ImportJobsService; applied in the background in chunks), answered 202.
  */

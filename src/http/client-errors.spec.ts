@@ -19,7 +19,7 @@ describe('answerClientErrors', () => {
   answerClientErrors(server as unknown as Server);
   const emit = (code: string, socket: object) => server.emit('clientError', Object.assign(new Error(code), { code }), socket);
 
-  it('maps the parser and deadline errors to a status and a contract code', () => {
+  it('maps the parser and deadline errors to a status and an API error code', () => {
     expect(clientErrorAnswer(Object.assign(new Error(), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }))).toMatchObject({ status: 408, code: -510 });
     expect(clientErrorAnswer(Object.assign(new Error(), { code: 'HPE_HEADER_OVERFLOW' }))).toMatchObject({ status: 431, code: -413 });
     expect(clientErrorAnswer(Object.assign(new Error(), { code: 'HPE_INVALID_METHOD' }))).toMatchObject({ status: 400, code: -510 });

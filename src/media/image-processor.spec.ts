@@ -142,7 +142,7 @@ describe('ImageProcessor', () => {
     ]);
   });
 
-  it('enlarges smaller images: always three thumbnails, 120, 240 and 480 px wide (CONTRACT.md §5)', async () => {
+  it('enlarges smaller images: always three thumbnails, 120, 240 and 480 px wide (docs/api-reference.md, Media and Thumbnail)', async () => {
     const small = await processor().process(await halves(100, 50).png().toBuffer());
     expect([small.width, small.height]).toEqual([100, 50]);
     await checkThumbnails(small, [

@@ -54,7 +54,7 @@ export const MAX_WAITING = 256;
 /**
  * Turns fetched bytes into thumbnails with sharp (libvips, off the event loop). The header is read
  * first: no decoding happens for a non-image or for one over the pixel cap or the side cap. Thumbnails are always
- * three, exactly 120, 240 and 480 px wide (CONTRACT.md §5), EXIF orientation applied, aspect ratio kept (height
+ * three, exactly 120, 240 and 480 px wide (docs/api-reference.md, Media and Thumbnail), EXIF orientation applied, aspect ratio kept (height
  * rounded, at least 1): an image narrower than a width is enlarged to it (a 100 x 50 image gives 120 x 60,
  * 240 x 120 and 480 x 240). No thumbnail may be larger than an original may be: an image whose 480 px thumbnail
  * would be taller than MEDIA_MAX_SIDE or over MEDIA_MAX_PIXELS (a shape over about 34:1, e.g. 1 x 16,384 -> 480 x

@@ -30,8 +30,8 @@ type FileSet = Pick<Media, 'checksum' | 'fileKey' | 'thumbnails'>;
 
 const CHUNK = 400;
 
-/** Whether a stored row has the three thumbnails of the contract: 120, 240 and 480 px wide, in that order. */
-export function hasContractThumbnails(media: Pick<Media, 'thumbnails'>): boolean {
+/** Whether a stored row has the API's three thumbnails: 120, 240 and 480 px wide, in that order. */
+export function hasThreeWidths(media: Pick<Media, 'thumbnails'>): boolean {
   return media.thumbnails.length === THUMBNAIL_WIDTHS.length && media.thumbnails.every((t, i) => t.width === THUMBNAIL_WIDTHS[i]);
 }
 
@@ -73,11 +73,11 @@ export class MediaService {
       this.metrics.mediaFetches.inc({ outcome: 'failed' });
       throw err;
     }
-    // The newest row of these bytes: rows stored since thumbnails are enlarged all have the contract's three.
+    // The newest row of these bytes: rows stored since thumbnails are enlarged all have the API's three.
     const known = await this.db.manager.findOne(Media, { where: { checksum: fetched.checksum }, order: { id: 'DESC' } });
-    // A row stored before thumbnails were enlarged (an image narrower than 480 px) lacks the contract's three
+    // A row stored before thumbnails were enlarged (an image narrower than 480 px) lacks the API's three
     // widths: its image is processed again rather than reused (its own files stay, see thumbnailKey).
-    if (known && hasContractThumbnails(known) && (await this.storage.exists(known.fileKey))) {
+    if (known && hasThreeWidths(known) && (await this.storage.exists(known.fileKey))) {
       return { ...this.fileSet(known), originalUrl: url, contentType: known.contentType, size: known.size, width: known.width, height: known.height };
     }
     const processed = await this.processor.process(fetched.bytes);

@@ -5,7 +5,7 @@ export interface FieldError {
   message: string;
 }
 
-/** The one exception type of the service: a contract code, a human message, optional field errors. */
+/** The one exception type of the service: an API error code, a human message, optional field errors. */
 export class ApiException extends Error {
   constructor(
     readonly code: ErrorCode,
