@@ -4,7 +4,10 @@ import cors, { CorsOptions } from 'cors';
 /** The public read endpoints (campaign lists and details) and the stored images: readable from any page. */
 const PUBLIC_PATH = /^\/(v1\/campaigns|media)(\/|$)/;
 
-const EXPOSED = ['X-Request-Id', 'Retry-After'];
+/** ETag: a page may keep an answer's tag and ask again with If-None-Match (304 when unchanged). */
+const EXPOSED = ['X-Request-Id', 'Retry-After', 'ETag'];
+/** Request headers a page may set on a read: besides Content-Type, the conditional ones (If-None-Match, Cache-Control). */
+const CONDITIONAL = ['If-None-Match', 'Cache-Control'];
 /** The authenticated routes also tell pages whether an answer was replayed for an Idempotency-Key. */
 const EXPOSED_LISTED = [...EXPOSED, 'Idempotent-Replayed'];
 
@@ -12,6 +15,8 @@ const EXPOSED_LISTED = [...EXPOSED, 'Idempotent-Replayed'];
  * CORS (the `cors` package), per route family:
  * - `/v1/campaigns/...` and `/media/...` answer `Access-Control-Allow-Origin: *` on every response (with or
  *   without an Origin header, so a shared cache never keeps a copy without it), and preflights;
+ * - both let a page read an answer's `ETag` and send it back in `If-None-Match` (with `Cache-Control`), so
+ *   a page on another site can ask for a 304 as one on the service's own origin can;
  * - every other route (authenticated) answers only the origins of CORS_ORIGINS: their origin echoed,
  *   `Authorization` and `Idempotency-Key` allowed; any other origin gets no CORS header at all (the browser then refuses to
  *   let the page read the answer). `Vary: Origin` tells caches the answer depends on it.
@@ -22,13 +27,13 @@ export function corsMiddleware(allowedOrigins: readonly string[]): RequestHandle
   const publicCors = cors({
     origin: '*',
     methods: ['GET', 'HEAD', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'X-Request-Id'],
+    allowedHeaders: ['Content-Type', 'X-Request-Id', ...CONDITIONAL],
     exposedHeaders: EXPOSED,
     maxAge: 600,
   });
   const listedOptions: CorsOptions = {
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'Idempotency-Key'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'Idempotency-Key', ...CONDITIONAL],
     exposedHeaders: EXPOSED_LISTED,
     maxAge: 600,
   };

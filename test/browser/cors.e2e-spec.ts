@@ -112,6 +112,34 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('any page reads the ETag of an answer and asks again with If-None-Match: 304 (public list, listed origin on the goods API)', async () => {
+      /** Two fetch() calls from the page: the second sends back the first's ETag (read by the page's script). */
+      const twice = (page: Page, url: string, headers: Record<string, string> = {}) =>
+        page.evaluate(
+          async ({ url, headers }) => {
+            try {
+              const first = await fetch(url, { headers });
+              const etag = first.headers.get('ETag');
+              if (!etag) return { etag, status: first.status };
+              const again = await fetch(url, { headers: { ...headers, 'If-None-Match': etag, 'Cache-Control': 'no-cache' } });
+              return { etag, status: again.status };
+            } catch (err) {
+              return { blocked: String(err) };
+            }
+          },
+          { url, headers },
+        );
+      const other = await pageAt(otherOrigin);
+      expect(await twice(other, `${api}/v1/campaigns/${accessKey}`)).toEqual({ etag: expect.stringMatching(/^(W\/)?"/), status: 304 });
+      await other.close();
+      const listed = await pageAt(listedOrigin);
+      expect(await twice(listed, `${api}/v1/goods/${accessKey}?count=1`, { Authorization: auth })).toEqual({
+        etag: expect.stringMatching(/^(W\/)?"/),
+        status: 304,
+      });
+      await listed.close();
+    });
+
     it('an unlisted origin cannot read the authenticated goods API', async () => {
       const page = await pageAt(otherOrigin);
       const res = await fetchFrom(page, `${api}/v1/goods/${accessKey}?count=1`, { Authorization: auth });
