@@ -186,7 +186,7 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     const plain = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'text/plain;charset=UTF-8').send(json);
     expect({ status: plain.status, body: plain.body }).toEqual({
       status: 415,
-      body: { _s: -415, _e: 'A body of type text/plain is not read: send JSON as application/json (or a form, where the route takes one)' },
+      body: { _s: -415, _e: 'A body of type text/plain is not read: send JSON as application/json (or a form as application/x-www-form-urlencoded)' },
     });
     const base = await listenOn(ctx().app);
     const untyped = await fetch(`${base}${goods()}`, { method: 'POST', headers: { authorization: c.auth() }, body: new Blob([json]) });
@@ -195,6 +195,30 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     const empty = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'text/plain').send('');
     expect([empty.status, empty.body._s]).toEqual([400, -510]);
     expect(await ctx().http.get(`${goods()}/sku`).query({ value: 'PLAIN-1' }).set('Authorization', c.auth())).toMatchObject({ status: 404 });
+  });
+
+  it('JSON labelled a form (curl -d without a Content-Type) is 415 saying so; a real form is read', async () => {
+    const json = JSON.stringify({ name: 'Curl', sku: 'CURL-1', url: 'https://shop.example.com/curl' });
+    const labelled = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/x-www-form-urlencoded').send(`\n ${json}`);
+    expect({ status: labelled.status, body: labelled.body }).toEqual({
+      status: 415,
+      body: {
+        _s: -415,
+        _e: 'The body is JSON but labelled a form (application/x-www-form-urlencoded, as curl -d labels it): send it with Content-Type: application/json',
+      },
+    });
+    const array = await ctx()
+      .http.post(`${goods()}/sync`)
+      .set('Authorization', c.auth())
+      .set('Content-Type', 'application/x-www-form-urlencoded')
+      .send(`[${json}]`);
+    expect([array.status, array.body._s]).toEqual([415, -415]);
+    const form = await ctx()
+      .http.post(goods())
+      .set('Authorization', c.auth())
+      .set('Content-Type', 'application/x-www-form-urlencoded')
+      .send('name=Curl&sku=CURL-1&url=https%3A%2F%2Fshop.example.com%2Fcurl');
+    expect([form.status, form.body.sku]).toEqual([200, 'CURL-1']);
   });
 
   /**

@@ -74,7 +74,7 @@ export class BodyParserGuard implements CanActivate {
       // `depth` is a body-parser 2 option its typings do not list yet.
       // The same content type as json() reads, its bytes as they came (decompressed).
       bytes: sliced ? raw({ type: 'application/json', limit, inflate: true }) : undefined,
-      form: urlencoded({ limit, extended: true, parameterLimit: 1000, depth: 8 } as Parameters<typeof urlencoded>[0]),
+      form: urlencoded({ limit, extended: true, parameterLimit: 1000, depth: 8, verify: refuseJsonAsForm } as Parameters<typeof urlencoded>[0]),
       limit,
       limitBytes: bytesOfLimit(limit),
       shape: { maxDepth: MAX_DEPTH, maxValues },
@@ -234,7 +234,20 @@ function refuseUnreadBody(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   if (!hasBody || type === 'multipart/form-data') return;
   const what = type ? `A body of type ${type.slice(0, 100)}` : 'A body without a Content-Type';
-  throw new ApiException(ErrorCode.UnsupportedMediaType, `${what} is not read: send JSON as application/json (or a form, where the route takes one)`);
+  throw new ApiException(ErrorCode.UnsupportedMediaType, `${what} is not read: send JSON as application/json (or a form as application/x-www-form-urlencoded)`);
+}
+
+/**
+ * A form body that is JSON text: what `curl -d '{"name":…}'` sends without `-H 'Content-Type:
+ * application/json'` (curl labels it a form). Read as a form it would be one field named after the whole
+ * text, and the route would answer "name is required"; it is refused with 415 saying what to send instead.
+ */
+function refuseJsonAsForm(_req: unknown, _res: unknown, buf: Buffer): void {
+  for (const byte of buf) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    if (byte === 0x7b || byte === 0x5b) throw Object.assign(new Error('JSON sent as a form'), { type: 'entity.json.as.form', status: 415 });
+    return;
+  }
 }
 
 /** The Content-Type's charset in lower case; undefined when it names none or utf-8 (what JSON is). */
@@ -258,6 +271,11 @@ export function refusalOf(err: HttpError, limit: string): ApiException {
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new ApiException(ErrorCode.UnsupportedMediaType, err.message ?? 'Unsupported body encoding');
+    case 'entity.json.as.form':
+      return new ApiException(
+        ErrorCode.UnsupportedMediaType,
+        'The body is JSON but labelled a form (application/x-www-form-urlencoded, as curl -d labels it): send it with Content-Type: application/json',
+      );
     case 'request.aborted':
       return ApiException.invalid('The request body ended early');
     case 'request.size.invalid':
