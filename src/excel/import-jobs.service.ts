@@ -7,7 +7,7 @@ import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import type { UploadGoodsRowResult } from '../sync/dto/sync-response.dto';
-import { ImportJobDetailResponse, ImportJobListResponse, ImportJobResponse, toImportJobResponse } from './dto/import-job.dto';
+import { ImportJobDetailResponse, ImportJobListResponse, ImportJobResponse, toImportJobResponse, toImportJobSummary } from './dto/import-job.dto';
 import { ImportJobResult } from './entities/import-job-result.entity';
 import { ImportJob } from './entities/import-job.entity';
 import { ImportJobRunner } from './import-job-runner';
@@ -128,7 +128,7 @@ export class ImportJobsService {
       skip: (page - 1) * count,
       take: count,
     });
-    return { results: jobs.map(toImportJobResponse), totalCount, _s: 0 };
+    return { results: jobs.map(toImportJobSummary), totalCount, _s: 0 };
   }
 
   /** The job with page `page` of its row results (those committed so far). */

@@ -7,8 +7,8 @@ import type { ImportJob, ImportJobState } from '../entities/import-job.entity';
 const STATES: ImportJobState[] = ['queued', 'running', 'succeeded', 'failed'];
 const EPOCH_MS = { type: 'integer', format: 'int64', example: 1764403200000 } as const;
 
-/** An import job's state and progress. */
-export class ImportJobResponse {
+/** An import job's state and progress, as the list gives each job. */
+export class ImportJobSummary {
   @ApiProperty({ type: 'integer', format: 'int64', example: 42, description: 'The job id (GET .../excel/jobs/{jobId})' })
   jobId: number;
 
@@ -50,7 +50,10 @@ export class ImportJobResponse {
 
   @ApiProperty({ ...EPOCH_MS, nullable: true, description: 'When the job succeeded or failed (epoch ms)' })
   finishedAt: number | null;
+}
 
+/** An import job's state and progress, answered alone (the 202 of an upload, and the job's own GET). */
+export class ImportJobResponse extends ImportJobSummary {
   @ApiProperty({ example: 0, description: '0' })
   _s: 0;
 }
@@ -75,8 +78,8 @@ export class ImportJobDetailResponse extends ImportJobResponse {
 }
 
 export class ImportJobListResponse {
-  @ApiProperty({ type: [ImportJobResponse], description: "The customer's jobs, newest first" })
-  results: ImportJobResponse[];
+  @ApiProperty({ type: [ImportJobSummary], description: "The customer's jobs, newest first" })
+  results: ImportJobSummary[];
 
   @ApiProperty({
     type: 'integer',
@@ -108,6 +111,10 @@ export class ImportJobListQuery {
 const epoch = (date: Date | null): number | null => (date ? date.getTime() : null);
 
 export function toImportJobResponse(job: ImportJob): ImportJobResponse {
+  return { ...toImportJobSummary(job), _s: 0 };
+}
+
+export function toImportJobSummary(job: ImportJob): ImportJobSummary {
   return {
     jobId: job.id,
     state: job.state,
@@ -123,6 +130,5 @@ export function toImportJobResponse(job: ImportJob): ImportJobResponse {
     createdAt: job.createdAt.getTime(),
     startedAt: epoch(job.startedAt),
     finishedAt: epoch(job.finishedAt),
-    _s: 0,
   };
 }
