@@ -209,9 +209,16 @@ describeEngines(
         for (const style of ['query', 'form', 'json'] as const) {
           expectError(await salesStatus(A, key, 'id', { goodsId: g.id, salesStatus: 'GONE' }, style), 400, -510);
           expectError(await salesStatus(A, key, 'id', { goodsId: g.id }, style), 400, -510);
-          expectError(await salesStatus(A, key, 'id', { salesStatus: 'SOLD_OUT' }, style), 400, -510);
-          expectError(await salesStatus(A, key, 'url', { salesStatus: 'SOLD_OUT' }, style), 400, -510);
-          expectError(await salesStatus(A, key, 'sku', { salesStatus: 'SOLD_OUT' }, style), 400, -510);
+          // A missing locator is worded as every other invalid argument.
+          for (const [by, field] of [
+            ['id', 'goodsId'],
+            ['url', 'url'],
+            ['sku', 'sku'],
+          ] as const) {
+            const missing = await salesStatus(A, key, by, { salesStatus: 'SOLD_OUT' }, style);
+            expectError(missing, 400, -510);
+            expect(missing.body).toMatchObject({ _e: `Invalid argument: ${field} is required`, errors: [{ field, message: `${field} is required` }] });
+          }
           expectError(await salesStatus(A, key, 'id', { goodsId: 'abc', salesStatus: 'SOLD_OUT' }, style), 400, -510);
           expectError(await salesStatus(A, key, 'id', { goodsId: g.id, salesStatus: 'SOLD_OUT', notify: 'perhaps' }, style), 400, -510);
         }

@@ -72,7 +72,7 @@ export class SalesStatusService {
 export function locatorOf(by: GoodsLocator['by'], params: Pick<SalesStatusParams, 'goodsId' | 'url' | 'sku'>): GoodsLocator {
   const field = by === 'id' ? 'goodsId' : by;
   const value = by === 'id' ? params.goodsId : by === 'url' ? params.url?.trim() : params.sku?.trim();
-  if (value === undefined || value === '') throw ApiException.invalid(`${field} is required`, [{ field, message: `${field} is required` }]);
+  if (value === undefined || value === '') throw ApiException.invalid(`Invalid argument: ${field} is required`, [{ field, message: `${field} is required` }]);
   if (by === 'id') return { by, id: value as number };
   return by === 'url' ? { by, url: value as string } : { by, sku: value as string };
 }
