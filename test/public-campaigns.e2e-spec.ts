@@ -97,7 +97,10 @@ describeEngines(
         expect(order(await pub('', { status: 'READY,ONAIR' }))).toEqual(['late-ready-1d', 'onair', 'next-2d', 'later-5d']);
         expect(order(await pub('', { status: 'CLOSED' }))).toEqual(['closed-2d']);
         expect(order(await pub('', { status: 'onair' }))).toEqual(['onair']);
-        expectError(await pub('', { status: 'READY,LIVE' }), 400, -510);
+        const refused = await pub('', { status: 'READY,LIVE' });
+        expectError(refused, 400, -510);
+        // An error is never kept by a cache, though the route's answers may be.
+        expect(refused.headers['cache-control']).toBe('no-store');
         // Given twice, status is refused like every other parameter (the list is comma-separated).
         const twice = await http().get(`/v1/campaigns/${P.accessKey}?status=READY&status=ONAIR`);
         expectError(twice, 400, -510);

@@ -50,6 +50,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
       res.end();
       return;
     }
+    // Never kept by a cache: a route's own caching header (the public answers' max-age, set before its
+    // handler ran) is for its answers, not for a 400 or a 503 that a proxy would otherwise serve on.
+    res.setHeader('Cache-Control', 'no-store');
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     res.status(status).json(body);
   }
