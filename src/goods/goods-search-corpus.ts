@@ -5,7 +5,7 @@ import { EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
-import { RedisConnection } from '../redis/redis.module';
+import { REDIS_LIVENESS_MS, RedisConnection } from '../redis/redis.module';
 import { readCatalogVersion } from './goods-list.queries';
 import { PAGE_ITEMS, PagedLayout, PagedText, SEPARATOR } from './paged-text';
 import { PairIndex } from './search-pairs';
@@ -331,6 +331,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   /** With REDIS_URL: the channel steps are shared on, and this node's subscription to it. */
   private channel?: string;
   private subscriber?: Redis;
+  private liveness?: NodeJS.Timeout;
   /** This node, in the steps it shares (it skips its own when they come back). */
   private readonly node = randomUUID();
   /** The steps this node is publishing, one after the other (see share), and how many items they hold. */
@@ -358,10 +359,13 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     subscriber.subscribe(channel).catch((err: Error) => this.logger.warn(`search steps of other nodes not followed: ${err.message}`));
     this.channel = channel;
     this.subscriber = subscriber;
+    // A subscriber only listens: a PING tells whether its connection still carries anything.
+    this.liveness = RedisConnection.pingEvery(subscriber, REDIS_LIVENESS_MS);
   }
 
   onApplicationShutdown(): void {
     this.closed = true;
+    if (this.liveness) clearInterval(this.liveness);
     this.subscriber?.disconnect();
   }
 

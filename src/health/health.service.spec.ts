@@ -5,10 +5,14 @@ import type { RedisConnection } from '../redis/redis.module';
 import { HealthService } from './health.service';
 
 /** A database and a Redis that answer, or fail with a message full of internals. */
-function service(database: () => Promise<unknown>, redis?: () => Promise<unknown>, draining = false): HealthService {
+function service(database: () => Promise<unknown>, redis?: () => Promise<unknown>, draining = false, connection = redisWith(redis)): HealthService {
   const db = { manager: { query: database } } as unknown as Transactions;
-  const connection = { client: redis ? { ping: redis } : null } as unknown as RedisConnection;
-  return new HealthService(db, connection, { isDraining: draining } as Lifecycle);
+  return new HealthService(db, connection as unknown as RedisConnection, { isDraining: draining } as Lifecycle);
+}
+
+/** A RedisConnection answering PINGs with `ping` (none without it), taken as away or not, that records failures. */
+function redisWith(ping?: () => Promise<unknown>, isAway = false) {
+  return { client: ping ? { ping } : null, isAway, failed: jest.fn() };
 }
 
 const INTERNALS = "connect ECONNREFUSED 10.20.30.40:3306 (user 'livegoods'@'app-7', database livegoods_prod)";
@@ -56,6 +60,18 @@ describe('HealthService.readiness', () => {
     const logged = warn.mock.calls.map((c) => String(c[0])).join('\n');
     expect(logged).toContain(`database is down: ${INTERNALS}`);
     expect(logged).toContain('redis is down: connect ECONNREFUSED 10.9.9.9:6379');
+  });
+
+  it('a Redis whose PING fails is reported to the connection as away; one known to be away is down at once, without a PING', async () => {
+    const failing = redisWith(async () => {
+      throw new Error('Command timed out');
+    });
+    expect((await make(async () => [], undefined, false, failing).readiness()).checks.redis).toBe('down');
+    expect(failing.failed).toHaveBeenCalledTimes(1);
+    const ping = jest.fn(async () => 'PONG');
+    const away = redisWith(ping, true);
+    expect(await make(async () => [], undefined, false, away).readiness()).toEqual({ status: 'error', checks: { database: 'up', redis: 'down' } });
+    expect(ping).not.toHaveBeenCalled();
   });
 
   it('one dependency down makes the whole report an error', async () => {

@@ -68,17 +68,26 @@ export class HealthService implements OnModuleDestroy {
     const checks: ReadinessReport['checks'] = {};
     checks.database = await this.check('database', () => this.db.manager.query('SELECT 1'));
     const redis = this.redis.client;
-    if (redis) checks.redis = await this.check('redis', () => redis.ping());
+    // Known to be away (a command failed and no PING has answered since): down at once.
+    if (redis)
+      checks.redis = this.redis.isAway
+        ? 'down'
+        : await this.check(
+            'redis',
+            () => redis.ping(),
+            (err) => this.redis.failed(err),
+          );
     const ok = Object.values(checks).every((v) => v === 'up');
     return { status: ok ? 'ok' : 'error', checks };
   }
 
   /** 'up' or 'down'; the reason for 'down' (server names, addresses, driver messages) is logged, never answered. */
-  private async check(name: string, probe: () => Promise<unknown>): Promise<'up' | 'down'> {
+  private async check(name: string, probe: () => Promise<unknown>, onDown?: (err: unknown) => void): Promise<'up' | 'down'> {
     try {
       await withTimeout(probe(), name);
       return 'up';
     } catch (err) {
+      onDown?.(err);
       this.logger.warn(redactCredentials(`readiness: ${name} is down: ${err instanceof Error ? err.message : String(err)}`));
       return 'down';
     }

@@ -7,7 +7,7 @@ import type { Server, ServerOptions } from 'socket.io';
 import { rawJsonResponse } from '../http/client-errors';
 import { REQUEST_ID_HEADER, requestIdOf, tagResponse } from '../http/request-id.middleware';
 import type { RedisConfig } from '../config/app-config';
-import { RedisConnection } from '../redis/redis.module';
+import { REDIS_LIVENESS_MS, RedisConnection } from '../redis/redis.module';
 import { LiveNotifier } from './live-notifier';
 import type { LiveSessionLimits } from './live-sessions';
 
@@ -55,6 +55,7 @@ function refuseUpgrade({ req, code, message, context }: EngineConnectionError): 
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
   private readonly clients: Redis[] = [];
+  private readonly liveness: NodeJS.Timeout[] = [];
   private lastPublishWarning = 0;
 
   constructor(
@@ -86,8 +87,14 @@ export class LiveIoAdapter extends IoAdapter {
     // escape connectTimeout. Refused, it is closed after connectTimeout like any other idle one.
     server.of('/').use((_socket, next) => next(new Error('connect to the /live namespace')));
     if (this.redis.url) {
-      const pub = RedisConnection.neverRejectingPublish(RedisConnection.open(this.redis.url, this.logger), (err) => this.publishFailed(err));
-      const sub = RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true });
+      const pub = RedisConnection.neverRejecting(RedisConnection.open(this.redis.url, this.logger), { publish: 0 }, (err) => this.publishFailed(err));
+      // The adapter subscribes as it starts and unsubscribes as it closes without waiting for the answers; a
+      // Redis that is slow or hangs then would leave those commands' rejections unhandled.
+      const sub = RedisConnection.neverRejecting(
+        RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true }),
+        { subscribe: undefined, psubscribe: undefined, unsubscribe: undefined, punsubscribe: undefined },
+        (err) => this.logger.warn(`a subscription command for the other nodes' events failed: ${err.message}`),
+      );
       let lost = false;
       sub.on('error', () => (lost = true));
       sub.on('ready', () => {
@@ -96,6 +103,8 @@ export class LiveIoAdapter extends IoAdapter {
         this.app.get(LiveNotifier, { strict: false }).catchUp();
       });
       this.clients.push(pub, sub);
+      // The publisher sends and forgets, the subscriber only listens: a PING tells whether each connection still carries anything.
+      this.liveness.push(RedisConnection.pingEvery(pub, REDIS_LIVENESS_MS), RedisConnection.pingEvery(sub, REDIS_LIVENESS_MS));
       server.adapter(createAdapter(pub, sub, { key: `${this.redis.prefix}:socket.io` }));
     }
     return server;
@@ -138,6 +147,7 @@ export class LiveIoAdapter extends IoAdapter {
   }
 
   override async close(server: Server): Promise<void> {
+    for (const timer of this.liveness.splice(0)) clearInterval(timer);
     await super.close(server);
     await Promise.all(this.clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
   }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { RedisConnection } from '../redis/redis.module';
+import { REDIS_COMMAND_TIMEOUT_MS, RedisConnection } from '../redis/redis.module';
+import { finishedWithin } from '../common/util/finished-within';
 
 const FLUSH_DELAY_MS = 100;
 const REFRESH_MS = 5_000;
@@ -54,7 +55,8 @@ export class ViewerCounter implements OnModuleDestroy {
 
   async counts(campaignIds: number[]): Promise<Map<number, number>> {
     const out = new Map<number, number>(campaignIds.map((id) => [id, 0]));
-    const client = this.redis.client;
+    // While Redis is taken as away, this node's own count at once.
+    const client = this.redis.usable;
     if (!client || !campaignIds.length) {
       for (const id of campaignIds) out.set(id, this.local.get(id) ?? 0);
       return out;
@@ -70,7 +72,10 @@ export class ViewerCounter implements OnModuleDestroy {
       const others = (await client.zrangebyscore(this.nodes, now, '+inf')).filter((k) => k !== this.key);
       const pipeline = client.pipeline();
       for (const key of others) pipeline.hmget(key, ...campaignIds.map(String));
-      const results = (await pipeline.exec()) ?? [];
+      // ioredis gives a pipeline's commands no timeout of their own: bounded here like any other command.
+      const exec = pipeline.exec();
+      if (!(await finishedWithin(exec, REDIS_COMMAND_TIMEOUT_MS))) throw new Error(`no answer within ${REDIS_COMMAND_TIMEOUT_MS} ms`);
+      const results = (await exec) ?? [];
       const remote = new Map<number, number>(campaignIds.map((id) => [id, 0]));
       for (const [err, values] of results) {
         if (err) continue;
@@ -82,6 +87,7 @@ export class ViewerCounter implements OnModuleDestroy {
       for (const id of campaignIds) out.set(id, (this.local.get(id) ?? 0) + (remote.get(id) ?? 0));
     } catch (err) {
       this.logger.warn(`viewer counts from Redis failed, counting this node only: ${err instanceof Error ? err.message : String(err)}`);
+      this.redis.failed(err);
       for (const id of campaignIds) out.set(id, this.local.get(id) ?? 0);
     }
     return out;
@@ -97,7 +103,8 @@ export class ViewerCounter implements OnModuleDestroy {
   }
 
   private async flush(): Promise<void> {
-    const client = this.redis.client;
+    // Away: the next refresh (REFRESH_MS) publishes the counts once Redis answers again.
+    const client = this.redis.usable;
     if (!client) return;
     try {
       const now = Date.now();
@@ -112,6 +119,7 @@ export class ViewerCounter implements OnModuleDestroy {
       await multi.exec();
     } catch (err) {
       this.logger.warn(`publishing viewer counts failed: ${err instanceof Error ? err.message : String(err)}`);
+      this.redis.failed(err);
     }
   }
 

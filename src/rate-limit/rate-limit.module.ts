@@ -25,7 +25,7 @@ import { RateLimiter, rateLimitKey } from './rate-limiter';
             { name: IP_THROTTLER, ttl: windowMs, limit: ip },
             { name: CUSTOMER_THROTTLER, ttl: windowMs, limit: customer },
           ],
-          storage: new ResilientThrottlerStorage(redis.client),
+          storage: new ResilientThrottlerStorage(redis),
           // Counted per tracker for the whole API, not per route.
           generateKey: (_context, tracker, name) => rateLimitKey(config, name, tracker),
           // Retry-After comes with the 429 itself (ApiException.rateLimited).

@@ -1,7 +1,7 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import { ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
-import type Redis from 'ioredis';
+import type { RedisConnection } from '../redis/redis.module';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -9,7 +9,9 @@ type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>
  * Where rate-limit counters live: in Redis when REDIS_URL is set (@nest-lab/throttler-storage-redis, one
  * atomic script per hit), so that the limits hold for the whole deployment; in this process otherwise.
  * A Redis that does not answer never fails a request: while it is away each node counts on its own
- * (the limits then hold per node), and goes back to Redis as soon as it answers again.
+ * (the limits then hold per node), and goes back to Redis as soon as it answers again. A Redis that hangs
+ * costs one command's timeout, not one per request: the first failure takes it as away for every caller
+ * (RedisConnection.failed) until a PING answers.
  */
 export class ResilientThrottlerStorage implements ThrottlerStorage, OnApplicationShutdown {
   private readonly logger = new Logger('RateLimit');
@@ -17,12 +19,13 @@ export class ResilientThrottlerStorage implements ThrottlerStorage, OnApplicatio
   private readonly shared: ThrottlerStorageRedisService | null;
   private sharedDown = false;
 
-  constructor(redis: Redis | null) {
-    this.shared = redis ? new ThrottlerStorageRedisService(redis) : null;
+  constructor(private readonly redis: RedisConnection) {
+    this.shared = redis.client ? new ThrottlerStorageRedisService(redis.client) : null;
   }
 
   async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
-    if (this.shared) {
+    // While Redis is taken as away, counted here at once (not after a command's timeout on every request).
+    if (this.shared && this.redis.usable) {
       try {
         const record = await this.shared.increment(key, ttl, limit, blockDuration, throttlerName);
         if (this.sharedDown) this.logger.log('Redis answers again: rate limits are counted for the whole deployment');
@@ -33,6 +36,7 @@ export class ResilientThrottlerStorage implements ThrottlerStorage, OnApplicatio
           this.logger.warn(`Redis unreachable (${err instanceof Error ? err.message : String(err)}): rate limits are counted per node for now`);
         }
         this.sharedDown = true;
+        this.redis.failed(err);
       }
     }
     return this.local.increment(key, ttl, limit, blockDuration, throttlerName);

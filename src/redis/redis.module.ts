@@ -5,6 +5,15 @@ import { AppConfig } from '../config/app-config';
 
 /** Longest a Redis command may wait for its answer; Redis answers in well under a millisecond when up. */
 export const REDIS_COMMAND_TIMEOUT_MS = 2000;
+/** While Redis is taken as away (RedisConnection.failed), how often a PING asks whether it answers again. */
+export const REDIS_PROBE_MS = 1000;
+/**
+ * PINGs left unanswered in a row on an open connection before it is dropped and opened anew: a connection
+ * lost in a network partition never answers again, even once the network has healed.
+ */
+export const REDIS_PROBES_BEFORE_RECONNECT = 2;
+/** How often the connections that only listen or publish (Socket.IO's adapter, the search corpus's) are PINGed (see pingEvery). */
+export const REDIS_LIVENESS_MS = 5000;
 
 export interface RedisClientOptions {
   /**
@@ -25,9 +34,47 @@ export interface RedisClientOptions {
 export class RedisConnection implements OnModuleDestroy {
   private readonly logger = new Logger('Redis');
   readonly client: Redis | null;
+  /** Set by `failed`: commands are not sent until a PING answers (see probe). */
+  private away = false;
+  private probe: NodeJS.Timeout | null = null;
 
   constructor(config: AppConfig) {
     this.client = config.redis.url ? RedisConnection.open(config.redis.url, this.logger) : null;
+  }
+
+  /**
+   * The client, for a command on a request's path; null without REDIS_URL, and while Redis is taken as
+   * away (a command failed): callers then do without it at once (count on this node, this node's viewers)
+   * instead of each waiting REDIS_COMMAND_TIMEOUT_MS for a Redis that hangs.
+   */
+  get usable(): Redis | null {
+    return this.away ? null : this.client;
+  }
+
+  /** Whether Redis is taken as away right now (see usable). */
+  get isAway(): boolean {
+    return this.away;
+  }
+
+  /**
+   * A command of the shared client failed or ran out of time: Redis is taken as away (`usable` is null)
+   * until a PING, sent every REDIS_PROBE_MS meanwhile, answers. A connection that is open but answers no
+   * PING REDIS_PROBES_BEFORE_RECONNECT times in a row is dropped and opened anew.
+   */
+  failed(err?: unknown): void {
+    const client = this.client;
+    if (!client || this.away) return;
+    this.away = true;
+    this.logger.warn(
+      redactCredentials(`redis: a command failed (${err instanceof Error ? err.message : 'no answer'}); going without Redis until it answers again`),
+    );
+    this.probe = RedisConnection.pingEvery(client, REDIS_PROBE_MS, () => {
+      if (!this.away) return;
+      this.away = false;
+      if (this.probe) clearInterval(this.probe);
+      this.probe = null;
+      this.logger.log('redis: answers again');
+    });
   }
 
   static open(url: string, logger: Logger, options: RedisClientOptions = {}): Redis {
@@ -53,21 +100,67 @@ export class RedisConnection implements OnModuleDestroy {
   }
 
   /**
-   * Makes `publish` of this client never reject: libraries that publish and forget (the Socket.IO Redis
-   * adapter does) would otherwise leave a rejected promise behind each time Redis is unreachable.
+   * Sends a PING every `intervalMs` (`onAnswer` when it answers). An open connection that answers none
+   * REDIS_PROBES_BEFORE_RECONNECT times in a row is dropped and opened anew: a connection lost in a
+   * network partition stays open and silent, even once the network has healed, and a client that only
+   * listens (a subscriber) or sends and forgets (a publisher) would never notice. While ioredis is
+   * (re)connecting, it retries by itself. The timer does not keep the process alive; clear it to stop.
    */
-  static neverRejectingPublish(client: Redis, onError: (err: Error) => void): Redis {
-    const publish: (channel: string | Buffer, message: string | Buffer) => Promise<number> = client.publish.bind(client);
-    const safe = (channel: string | Buffer, message: string | Buffer): Promise<number> =>
-      publish(channel, message).catch((err: Error) => {
-        onError(err);
-        return 0;
-      });
-    (client as unknown as { publish: typeof safe }).publish = safe;
+  static pingEvery(client: Redis, intervalMs: number, onAnswer: () => void = () => undefined): NodeJS.Timeout {
+    let missed = 0;
+    let asking = false;
+    const timer = setInterval(() => {
+      if (asking || client.status === 'end') return;
+      asking = true;
+      client
+        .ping()
+        .then(
+          () => {
+            missed = 0;
+            onAnswer();
+          },
+          () => {
+            if (client.status === 'connecting' || client.status === 'reconnecting') return;
+            missed += 1;
+            if (missed >= REDIS_PROBES_BEFORE_RECONNECT) {
+              missed = 0;
+              client.disconnect(true);
+            }
+          },
+        )
+        .finally(() => (asking = false));
+    }, intervalMs);
+    timer.unref();
+    return timer;
+  }
+
+  /**
+   * Makes the named commands of this client never reject (a failure goes to `onError` and the command
+   * resolves to its fallback): libraries that send them and forget (the Socket.IO Redis adapter publishes
+   * that way, subscribes that way as it starts, and unsubscribes that way when it closes) would otherwise
+   * leave a rejected promise behind each time Redis is unreachable, slow or hanging. A subscription whose
+   * answer came too late still holds, and ioredis subscribes again after every reconnect.
+   */
+  static neverRejecting(
+    client: Redis,
+    fallbacks: Partial<Record<'publish' | 'subscribe' | 'psubscribe' | 'unsubscribe' | 'punsubscribe', unknown>>,
+    onError: (err: Error) => void,
+  ): Redis {
+    for (const [name, fallback] of Object.entries(fallbacks)) {
+      const command = (client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(client);
+      const safe = (...args: unknown[]): Promise<unknown> =>
+        command(...args).catch((err: Error) => {
+          onError(err);
+          return fallback;
+        });
+      (client as unknown as Record<string, typeof safe>)[name] = safe;
+    }
     return client;
   }
 
   async onModuleDestroy(): Promise<void> {
+    if (this.probe) clearInterval(this.probe);
+    this.probe = null;
     await this.client?.quit().catch(() => this.client?.disconnect());
   }
 }

@@ -1,0 +1,100 @@
+import { rmSync } from 'node:fs';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { HealthService } from '../src/health/health.service';
+import type Redis from 'ioredis';
+import type { Namespace } from 'socket.io';
+import { GoodsSearchCorpus } from '../src/goods/goods-search-corpus';
+import { LiveGateway } from '../src/live/live.gateway';
+import { RedisConnection } from '../src/redis/redis.module';
+import { eventually } from './support/eventually';
+import { TcpProxy } from './support/tcp-proxy';
+import { createTestApp, TestApp } from './support/test-app';
+
+/**
+ * A Redis that hangs (packets lost, nobody told: a frozen server or a network partition) rather than one
+ * that refuses: the first command that runs out of time takes Redis as away for every caller, so the
+ * requests after it count their rate limits on the node and read this node's viewers at once instead of
+ * each waiting for a command's timeout; a PING every second asks whether Redis answers again, and a
+ * connection lost in the partition is opened anew, so the node goes back to Redis once it has healed.
+ */
+
+const REDIS = new URL(process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379');
+const down = process.env.LG_REDIS_DOWN;
+const required = process.env.REQUIRE_SERVICES === '1';
+
+(down && !required ? describe.skip : describe)(`a Redis that hangs [sqlite]${down && !required ? ` (skipped: Redis: ${down})` : ''}`, () => {
+  let proxy: TcpProxy;
+  let t: TestApp;
+  let auth: string;
+  let accessKey: string;
+
+  beforeAll(async () => {
+    if (down) throw new Error(`Redis is required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
+    proxy = await TcpProxy.start({ host: REDIS.hostname, port: Number(REDIS.port || 6379) });
+    t = await createTestApp('sqlite', __filename, {
+      REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
+      REDIS_PREFIX: `lgtest-hang-${process.pid}-${Date.now().toString(36)}`,
+      RATE_LIMIT_ENABLED: 'true',
+    });
+    const c = await t.createCustomer('Hang');
+    auth = c.auth();
+    accessKey = c.accessKey;
+  }, 60_000);
+
+  afterAll(async () => {
+    await t?.app.close();
+    await proxy?.close();
+    if (t) rmSync(t.config.dataDir, { recursive: true, force: true });
+  });
+
+  it('after the first command that runs out of time, requests go without Redis until it answers again; then they use it again', async () => {
+    const shared = jest.spyOn(ThrottlerStorageRedisService.prototype, 'increment');
+    const redis = t.app.get(RedisConnection);
+    const health = t.app.get(HealthService);
+    const list = () => t.http.get(`/v1/goods/${accessKey}`).set('Authorization', auth);
+    const campaigns = () => t.http.get(`/v1/campaigns/${accessKey}`);
+    try {
+      expect((await list()).status).toBe(200);
+      expect(shared).toHaveBeenCalled();
+      expect((await health.readiness()).checks.redis).toBe('up');
+
+      proxy.blackhole();
+      // The first request's count runs out of time (REDIS_COMMAND_TIMEOUT_MS), and is counted on the node.
+      expect((await list()).status).toBe(200);
+      expect(redis.isAway).toBe(true);
+      // From then on nothing waits for Redis: no command is sent for the requests' limits or viewer counts.
+      shared.mockClear();
+      const answers = await Promise.all([...Array.from({ length: 10 }, list), ...Array.from({ length: 5 }, campaigns)]);
+      expect(answers.map((r) => r.status)).toEqual(Array(15).fill(200));
+      expect(shared).not.toHaveBeenCalled();
+      expect(await health.readiness()).toMatchObject({ status: 'error', checks: { redis: 'down' } });
+
+      // Healed: the connection lost in the partition is opened anew, a PING answers, and Redis is used again.
+      proxy.restore();
+      expect(
+        await eventually(
+          () => Promise.resolve(redis.isAway),
+          (away) => !away,
+          30_000,
+        ),
+      ).toBe(false);
+      expect((await list()).status).toBe(200);
+      expect(shared).toHaveBeenCalled();
+      expect((await health.readiness()).checks.redis).toBe('up');
+      // The connections that only listen or publish (Socket.IO's adapter, the search corpus's subscriber)
+      // were lost in the partition too, and nothing they send would tell: they are opened anew, and answer.
+      const gateway: unknown = t.app.get(LiveGateway);
+      const adapter = (gateway as { namespace: Namespace }).namespace.adapter as unknown as { pubClient: Redis; subClient: Redis };
+      const search: unknown = t.app.get(GoodsSearchCorpus);
+      const corpus = (search as { subscriber: Redis }).subscriber;
+      const answersPing = (client: Redis) =>
+        Promise.race([client.ping().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000))]).catch(() => false);
+      for (const client of [adapter.pubClient, adapter.subClient, corpus]) {
+        expect(await eventually(() => answersPing(client), Boolean, 30_000, 500)).toBe(true);
+      }
+      expect(proxy.openLinks).toBeGreaterThanOrEqual(4);
+    } finally {
+      shared.mockRestore();
+    }
+  }, 60_000);
+});
