@@ -9,7 +9,7 @@ import { describeEngines, TestCustomer } from './support/test-app';
 import { UNREAD_BODY_LINGER_MS } from '../src/lifecycle/connection-guard';
 
 /** SEND_TIMEOUT_MS here: an answer none of whose bytes the client takes for this long is cut. */
-const SEND_TIMEOUT = 3000;
+const SEND_TIMEOUT = 5000;
 
 /**
  * Clients that are slow on purpose. A request answered before its body has arrived (no token, an unknown route, a Content-Length over the
