@@ -67,6 +67,8 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
     }
 
     it('a valid HS256 token (key = base64-decoded secretKey) opens the customer’s own path', async () => {
+      // The scheme in any letter case, with blanks around the token.
+      await ctx().http.get(goodsPath(a)).set('Authorization', `bearer   ${a.token()} `).expect(200);
       const res = await ctx().http.get(goodsPath(a)).set('Authorization', a.auth()).expect(200);
       expect(res.body._s).toBe(0);
       expect(res.body.totalCount).toBe(1);
@@ -85,8 +87,16 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       ['garbage token', 'Bearer abc.def'],
       ['three garbage segments', 'Bearer aaa.bbb.ccc'],
       ['a bare token without scheme', 'BARE_VALID_TOKEN'],
+      ['a valid token with more after it', 'VALID_TOKEN_AND_MORE'],
     ])('malformed header: %s → 401 -102', async (_label, header) => {
-      const value = header === 'BASIC_WITH_VALID_TOKEN' ? `Basic ${a.token()}` : header === 'BARE_VALID_TOKEN' ? a.token() : header;
+      const value =
+        header === 'BASIC_WITH_VALID_TOKEN'
+          ? `Basic ${a.token()}`
+          : header === 'BARE_VALID_TOKEN'
+            ? a.token()
+            : header === 'VALID_TOKEN_AND_MORE'
+              ? `Bearer ${a.token()} junk`
+              : header;
       await expectRefused(value);
     });
 

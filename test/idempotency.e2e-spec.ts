@@ -92,6 +92,17 @@ describeEngines(
       }
       expect((await register(C, item(4), 'x'.repeat(255))).status).toBe(200);
       expect((await register(C, item(5), '')).status).toBe(400);
+      // Sent twice, the header is refused (not read as the one key "a, b").
+      const twice = await ctx()
+        .http.post(`/v1/goods/${C.accessKey}`)
+        .set('Authorization', C.auth())
+        .set('Idempotency-Key', ['a', 'b'] as unknown as string)
+        .send(item(5));
+      expect({ status: twice.status, _s: twice.body._s, _e: twice.body._e }).toEqual({
+        status: 400,
+        _s: -510,
+        _e: 'The Idempotency-Key header was sent 2 times: send it once',
+      });
       expect(await countGoods(ctx(), C.id)).toBe(3);
     });
 

@@ -3,7 +3,7 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import passport from 'passport';
 import type { Request } from 'express';
-import { ExtractJwt, Strategy } from 'passport-jwt';
+import { Strategy } from 'passport-jwt';
 import { AppConfig } from '../config/app-config';
 import type { Customer } from '../customers/entities/customer.entity';
 import { CustomersService } from '../customers/customers.service';
@@ -18,7 +18,15 @@ let instances = 0;
 const VERIFIED = Symbol('livegoods:verified');
 /** A secret key of the form customers get, known to nobody: what a token for an unknown access key is checked against. */
 const DECOY_KEY = randomBytes(32).toString('base64');
-const bearerToken = ExtractJwt.fromAuthHeaderAsBearerToken();
+/**
+ * The token of `Authorization: Bearer <token>`: the scheme in any letter case, then one token and nothing
+ * after it (passport-jwt's own extractor would take the first word after the scheme and ignore the rest).
+ */
+const bearerToken = (req: Request): string | null => {
+  const header = req.headers?.authorization;
+  const match = typeof header === 'string' ? /^\s*bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match ? match[1] : null;
+};
 type StrategyRequest = Request & { [VERIFIED]?: { customer: Customer; claims: VerifiedClaims } };
 
 /**

@@ -17,6 +17,7 @@ describe('parseIdempotencyKey', () => {
     ['non-ASCII', 'café'],
     ['a control character', 'a\tb'],
     ['DEL', 'a\x7fb'],
+    ['sent twice', ['a', 'b']],
   ])('refuses %s with 400 -510 naming the header', (_, key) => {
     let error: unknown;
     try {

@@ -15,7 +15,13 @@ const KEY_SYNTAX = /^[\x20-\x7e]{1,255}$/;
 
 /** The key of a request as sent, checked: 400 -510 when it is empty, too long or not printable ASCII. */
 export function parseIdempotencyKey(value: string | string[]): string {
-  const key = Array.isArray(value) ? value.join(', ') : value;
+  // Sent twice, the header is no one key (Node would join the two with a comma).
+  if (Array.isArray(value) && value.length > 1) {
+    throw ApiException.invalid(`The ${IDEMPOTENCY_KEY_HEADER} header was sent ${value.length} times: send it once`, [
+      { field: IDEMPOTENCY_KEY_HEADER, message: 'must be sent once' },
+    ]);
+  }
+  const key = Array.isArray(value) ? (value[0] ?? '') : value;
   if (KEY_SYNTAX.test(key)) return key;
   const reason = key.length === 0 ? 'is empty' : key.length > KEY_MAX_LENGTH ? `is ${key.length} characters long` : 'holds a character outside printable ASCII';
   throw ApiException.invalid(`The ${IDEMPOTENCY_KEY_HEADER} header ${reason}: send 1 to ${KEY_MAX_LENGTH} printable ASCII characters`, [

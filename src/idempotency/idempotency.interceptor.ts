@@ -79,7 +79,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const http = context.switchToHttp();
     const req = http.getRequest<UploadRequest>();
-    const raw = req.headers['idempotency-key'];
+    const raw = req.headersDistinct['idempotency-key'];
     if (raw === undefined || !req.tenant) return next.handle();
     const key = parseIdempotencyKey(raw);
     const fingerprint = await fingerprintOf({ method: req.method, url: req.originalUrl, body: req.body as unknown, files: uploadedFilesOf(req) });
