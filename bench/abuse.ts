@@ -240,14 +240,22 @@ async function run(engine: Engine): Promise<void> {
       ),
     );
     const farColumn = await hostileXlsx(
-      Array.from({ length: 10_000 }, (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>sku${k}</t></is></c><c r="XFD${k + 2}"><v>1</v></c></row>`).join(''),
+      Array.from(
+        { length: 10_000 },
+        (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>sku${k}</t></is></c><c r="XFD${k + 2}"><v>1</v></c></row>`,
+      ).join(''),
     );
     outcomes.push(await measure(p, 'POST excel, 110 KB .xlsx of 10,000 rows with a cell in XFD', () => sheetFile('farcol.xlsx', farColumn)));
     outcomes.push(
       await measure(p, 'POST excel, 210 KB .xlsx of 2,000 rows × 16,000 empty cells', async () =>
         sheetFile(
           'wide.xlsx',
-          await hostileXlsx(Array.from({ length: 2_000 }, (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>W${k}</t></is></c>${'<c/>'.repeat(16_000)}</row>`).join('')),
+          await hostileXlsx(
+            Array.from(
+              { length: 2_000 },
+              (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>W${k}</t></is></c>${'<c/>'.repeat(16_000)}</row>`,
+            ).join(''),
+          ),
         ),
       ),
     );
@@ -257,7 +265,7 @@ async function run(engine: Engine): Promise<void> {
       ),
     );
     outcomes.push(
-      await measure(p, 'POST excel, 4 × the XFD .xlsx at once; another customer\'s one-row file meanwhile', async () => {
+      await measure(p, "POST excel, 4 × the XFD .xlsx at once; another customer's one-row file meanwhile", async () => {
         if (!other) other = await createCustomer(server.env, 'Other');
         const form = new FormData();
         form.append('file', new Blob([await minimalXlsx()], { type: XLSX_TYPE }), 'small.xlsx');
