@@ -5,7 +5,9 @@
  * (goal < 250 ms) and the server's peak RSS.
  * Payloads: bodies built to freeze validation (15 MB of nested arrays, a deep nesting, strings dense in
  * escapes or tiny, 30 MB without a token, compressed bombs), resync floods on the viewer channel (a reading socket, and one that never
- * reads), CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines), and inputs that regular
+ * reads), CSV uploads of blank rows (18 MB of ",," lines, 19 MB of newlines), spreadsheets whose reading cost
+ * was out of proportion to their size (deeply nested XML, cells in column XFD, rows of empty cells, CSV
+ * records of a million cells, four such uploads at once beside another customer's), and inputs that regular
  * expressions of quadratic time took seconds over (an .xlsx of unclosed relationship tags, prices of
  * blanks or of 200,000 digits, a request path that the log's credential redaction scanned), and the
  * console's answers about a campaign at the caps (1,000 goods of 30 KB descriptions: about 30 MB each),
@@ -19,7 +21,7 @@ import { connect, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import { RawViewer } from '../test/support/raw-viewer';
-import { BenchServer, Engine, goodsElement, peakRssMb, startServer } from './support';
+import { BenchServer, createCustomer, Engine, goodsElement, peakRssMb, startServer } from './support';
 
 const ENGINES = (process.argv
   .find((a) => a.startsWith('--engines='))
@@ -120,6 +122,7 @@ async function run(engine: Engine): Promise<void> {
   const server: BenchServer = await startServer(engine, engine === 'sqlite' ? 3601 : 3602, 'abuse', { loopProbe: true });
   const { baseUrl: base, accessKey, auth } = server;
   const json = { authorization: auth, 'content-type': 'application/json' };
+  let other: { accessKey: string; auth: string } | undefined;
   try {
     // A campaign with 499 logged events (chat lines), for the resync floods.
     const created = await fetch(`${base}/v1/console/${accessKey}/campaigns`, { method: 'POST', headers: json, body: JSON.stringify({ title: 'Abused' }) });
@@ -221,6 +224,59 @@ async function run(engine: Engine): Promise<void> {
       const res = await fetch(`${base}${goods}/excel`, { method: 'POST', headers: { authorization: auth }, body });
       return `${res.status} ${(JSON.parse(await res.text()) as { _s: number })._s}`;
     };
+
+    // Spreadsheets whose cost on the synchronous import was out of proportion to their size: a row of
+    // 10,000,000 nested unknown elements (70 KB), 10,000 rows with a cell in column XFD (110 KB), 2,000
+    // rows of 16,000 empty cells (210 KB), CSV records of 1,000,000 empty cells (19 MB), and four of
+    // the 10,000-row files from one customer at once while another customer sends a one-row file.
+    const sheetFile = async (name: string, bytes: Uint8Array) => {
+      const form = new FormData();
+      form.append('file', new Blob([bytes], { type: name.endsWith('.csv') ? 'text/csv' : XLSX_TYPE }), name);
+      return upload(form);
+    };
+    outcomes.push(
+      await measure(p, 'POST excel, 70 KB .xlsx of a row of 10,000,000 nested elements', async () =>
+        sheetFile('deep.xlsx', await hostileXlsx(`<row r="2">${'<x>'.repeat(10_000_000)}${'</x>'.repeat(10_000_000)}</row>`)),
+      ),
+    );
+    const farColumn = await hostileXlsx(
+      Array.from(
+        { length: 10_000 },
+        (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>sku${k}</t></is></c><c r="XFD${k + 2}"><v>1</v></c></row>`,
+      ).join(''),
+    );
+    outcomes.push(await measure(p, 'POST excel, 110 KB .xlsx of 10,000 rows with a cell in XFD', () => sheetFile('farcol.xlsx', farColumn)));
+    outcomes.push(
+      await measure(p, 'POST excel, 210 KB .xlsx of 2,000 rows × 16,000 empty cells', async () =>
+        sheetFile(
+          'wide.xlsx',
+          await hostileXlsx(
+            Array.from(
+              { length: 2_000 },
+              (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>W${k}</t></is></c>${'<c/>'.repeat(16_000)}</row>`,
+            ).join(''),
+          ),
+        ),
+      ),
+    );
+    outcomes.push(
+      await measure(p, 'POST excel, 19 MB CSV of 19 records × 1,000,000 empty cells', () =>
+        sheetFile('wide.csv', Buffer.from('sku,name\n' + `${','.repeat(1_000_000)}\n`.repeat(19))),
+      ),
+    );
+    outcomes.push(
+      await measure(p, "POST excel, 4 × the XFD .xlsx at once; another customer's one-row file meanwhile", async () => {
+        if (!other) other = await createCustomer(server.env, 'Other');
+        const form = new FormData();
+        form.append('file', new Blob([await minimalXlsx()], { type: XLSX_TYPE }), 'small.xlsx');
+        const four = Array.from({ length: 4 }, () => sheetFile('farcol.xlsx', farColumn));
+        await new Promise((r) => setTimeout(r, 200));
+        const started = performance.now();
+        const res = await fetch(`${base}/v1/goods/${other.accessKey}/excel`, { method: 'POST', headers: { authorization: other.auth }, body: form });
+        const small = `${res.status} ${(JSON.parse(await res.text()) as { _s?: number })._s ?? ''} after ${Math.round(performance.now() - started)} ms`;
+        return `the other's: ${small}; the four: ${(await Promise.all(four)).join(', ')}`;
+      }),
+    );
     outcomes.push(
       await measure(p, 'POST excel, 2 KB .xlsx whose workbook rels are 600 KB of "<Relationship "', async () => {
         const zip = await JSZip.loadAsync(await minimalXlsx());
@@ -433,6 +489,18 @@ async function minimalXlsx(): Promise<Buffer> {
     ['s1', 'https://x.example/1', 'n'],
   ]);
   return Buffer.from(await workbook.xlsx.writeBuffer());
+}
+
+/** A one-sheet .xlsx of a header (sku, name) and the given XML of further rows, written as Excel would not. */
+async function hostileXlsx(rowsXml: string): Promise<Uint8Array> {
+  const zip = await JSZip.loadAsync(await minimalXlsx());
+  const path = Object.keys(zip.files).find((name) => /^xl\/worksheets\/sheet\d+\.xml$/.test(name)) as string;
+  const head = '<row r="1"><c r="A1" t="inlineStr"><is><t>sku</t></is></c><c r="B1" t="inlineStr"><is><t>name</t></is></c></row>';
+  zip.file(
+    path,
+    `<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${head}${rowsXml}</sheetData></worksheet>`,
+  );
+  return zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE', compressionOptions: { level: 9 } });
 }
 
 async function main(): Promise<void> {

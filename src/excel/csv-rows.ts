@@ -8,7 +8,7 @@ import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
 import { columnName, RawCell, RawSheetEvent } from './sheet-rows';
 import { overlongCell } from './xlsx-rows';
-import { MAX_CELL_CHARS } from './xlsx-xml-guard';
+import { MAX_CELL_CHARS, MAX_COLUMNS } from './xlsx-xml-guard';
 
 /** Longest record (one row, all its cells) a CSV may have: far over 10 fields at their limits. */
 const MAX_RECORD_CHARS = 1024 * 1024;
@@ -161,6 +161,75 @@ export async function* readCsvRows(source: Buffer | string, guard: ReadGuard): A
   yield* readCsvStream(delimiter, fileSlices(source, encoding, guard), guard);
 }
 
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Counts the cells of each CSV record in the bytes on their way to csv-parse, and refuses (413) the first
+ * record of more than MAX_COLUMNS (16,384, columns A to XFD) before csv-parse has seen more of it:
+ * csv-parse builds a record whole (an array of its cells, copied again into an error object when its
+ * cell count differs from the header's), so a 1 MB record of a million empty cells held the event loop
+ * for 150-260 ms. Quotes are read as csv-parse reads them (relax_quotes: a quote opens a quoted cell only
+ * at a cell's start; `""` inside one is a quote); a line break outside quotes ends a record (CRLF one).
+ */
+export class CsvRecordWidth {
+  private cells = 1;
+  private row = 1;
+  private atCellStart = true;
+  private quoted = false;
+  /** In a quoted cell, after a quote that may close it or be the first of `""`. */
+  private quoteSeen = false;
+  private afterCr = false;
+  private readonly delimiter: number;
+
+  constructor(delimiter: string) {
+    this.delimiter = delimiter.charCodeAt(0);
+  }
+
+  check(bytes: Buffer): void {
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i];
+      if (this.quoted) {
+        if (c === QUOTE) {
+          this.quoteSeen = !this.quoteSeen;
+          continue;
+        }
+        if (!this.quoteSeen) continue;
+        this.quoted = false;
+        this.quoteSeen = false;
+      }
+      const afterCr = this.afterCr;
+      this.afterCr = c === CR;
+      if (c === this.delimiter) {
+        this.atCellStart = true;
+        if (++this.cells > MAX_COLUMNS) {
+          throw SheetError.tooLarge(
+            `Row ${this.row.toLocaleString('en-US')} of the CSV file has more than ${MAX_COLUMNS.toLocaleString('en-US')} cells, ` +
+              'the most columns (A to XFD) a spreadsheet has; refused',
+          );
+        }
+      } else if (c === LF || c === CR) {
+        if (!(c === LF && afterCr)) this.row += 1;
+        this.cells = 1;
+        this.atCellStart = true;
+      } else {
+        if (c === QUOTE && this.atCellStart) this.quoted = true;
+        this.atCellStart = false;
+      }
+    }
+  }
+}
+
+/** The bytes, each slice's records counted first (see CsvRecordWidth). */
+async function* widthChecked(input: AsyncGenerator<Buffer>, delimiter: string): AsyncGenerator<Buffer> {
+  const width = new CsvRecordWidth(delimiter);
+  for await (const bytes of input) {
+    width.check(bytes);
+    yield bytes;
+  }
+}
+
 /**
  * The records of UTF-8 input. A record's row number is its position, header = 1, as a spreadsheet shows
  * the file: a cell with a line break stays in one row, an empty line is a (blank) row.
@@ -173,7 +242,7 @@ async function* readCsvStream(delimiter: string, input: AsyncGenerator<Buffer>, 
     skip_empty_lines: false,
     max_record_size: MAX_RECORD_CHARS,
   });
-  const source = Readable.from(input, { objectMode: false });
+  const source = Readable.from(widthChecked(input, delimiter), { objectMode: false });
   source.on('error', (err) => guard.abort(err));
   source.pipe(parser);
   const records = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;

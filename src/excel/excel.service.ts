@@ -122,7 +122,7 @@ export class ExcelService implements OnModuleInit {
       if (file.size > limits.syncMaxBytes) throw ApiException.tooLarge(overSyncBytesMessage(limits, !!options.dryRun));
       let sheet: GoodsSheet;
       try {
-        sheet = await this.read(file);
+        sheet = await this.read(file, tenant.id);
       } catch (err) {
         if (err instanceof SheetError && err.tooManyRows) throw ApiException.tooLarge(overSyncRowsMessage(limits, !!options.dryRun));
         throw err instanceof SheetError ? apiExceptionOf(err) : err;
@@ -205,18 +205,23 @@ export class ExcelService implements OnModuleInit {
    * ~230 MB of memory for a 2.8 MB file of 950,000 distinct strings), so at most SYNC_READS_AT_ONCE are
    * read at once per node, and the memory of many concurrent uploads adds up to no more than theirs;
    * others wait their turn (the file stays on disk meanwhile), and past SYNC_READS_WAITING, or after
-   * waiting the parse timeout, they are 503 with Retry-After.
+   * waiting the parse timeout, they are 503 with Retry-After. Turns are shared between customers: a
+   * customer reading one file already takes a second turn only when no other customer's file waits
+   * (see WorkGate), so one customer's uploads cannot keep another's waiting behind all of them.
    */
-  private async read(file: UploadedSheet): Promise<GoodsSheet> {
+  private async read(file: UploadedSheet, customerId?: number): Promise<GoodsSheet> {
     const limits = this.config.limits;
     const timeoutMs = limits.excelParseTimeoutMs;
     try {
       // The parse has its own deadline (timeoutMs); the gate's covers the wait for a turn as well.
-      return await this.reading.run(Date.now() + 2 * timeoutMs, async () =>
-        parseGoodsSheet(
-          { buffer: await readFile(file.path), filename: file.originalname, mimetype: file.mimetype },
-          { maxRows: limits.excelMaxRows, maxUncompressedBytes: limits.excelMaxUncompressedBytes, timeoutMs },
-        ),
+      return await this.reading.run(
+        Date.now() + 2 * timeoutMs,
+        async () =>
+          parseGoodsSheet(
+            { buffer: await readFile(file.path), filename: file.originalname, mimetype: file.mimetype },
+            { maxRows: limits.excelMaxRows, maxUncompressedBytes: limits.excelMaxUncompressedBytes, timeoutMs },
+          ),
+        customerId,
       );
     } catch (err) {
       if (!(err instanceof WorkGateError)) throw err;

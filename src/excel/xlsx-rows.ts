@@ -19,7 +19,8 @@ interface ExcelCell {
 }
 interface ExcelRow {
   number: number;
-  eachCell(iteratee: (cell: ExcelCell, column: number) => void): void;
+  /** The row's cells by 0-based column (holes where it has none). */
+  _cells: Array<ExcelCell | undefined>;
 }
 interface WorksheetEvent {
   eventType: string;
@@ -27,6 +28,8 @@ interface WorksheetEvent {
 }
 interface WorksheetReader {
   parse(): AsyncGenerator<WorksheetEvent[]>;
+  /** The sheet's used range, widened by each row as it is read (a pass over all the row's columns). */
+  _dimensions: { expandRow(row: unknown): void };
 }
 interface HyperlinkReader {
   on(event: 'hyperlink', listener: (rel: { rId: string; target?: string }) => void): void;
@@ -187,7 +190,10 @@ export async function* readXlsxRows(upload: Buffer | string, limits: ArchiveLimi
       if (step.done) break;
       const event = step.value;
       if (event.eventType === 'worksheet') {
-        const sheetEvents = (event.value as WorksheetReader).parse();
+        const sheet = event.value as WorksheetReader;
+        // Never read here, and each row's update of it walks every column up to the row's last one.
+        sheet._dimensions = { expandRow: () => undefined };
+        const sheetEvents = sheet.parse();
         for (;;) {
           const batch = await guard.race(sheetEvents.next());
           if (batch.done) break;
@@ -227,6 +233,9 @@ export async function* readXlsxRows(upload: Buffer | string, limits: ArchiveLimi
   }
 }
 
+/** Rows up to this many columns are walked column by column; wider ones are read by their cells' keys. */
+const WALKED_COLUMNS = 256;
+
 /**
  * A row without its optional `r` attribute follows the previous one. A text longer than an Excel cell
  * holds (written by something else than Excel, or rich text of many runs) refuses the file.
@@ -234,12 +243,17 @@ export async function* readXlsxRows(upload: Buffer | string, limits: ArchiveLimi
 function rawRow(row: ExcelRow, previous: number): { row: number; cells: Array<RawCell | undefined> } {
   const number = Number.isInteger(row.number) && row.number > 0 ? row.number : previous + 1;
   const cells: Array<RawCell | undefined> = [];
-  row.eachCell((cell, column) => {
-    const value = plainCellValue(cell.value);
+  const take = (cell: ExcelCell | undefined, index: number) => {
+    const value = cell ? plainCellValue(cell.value) : undefined;
     if (value === undefined) return;
-    if (typeof value === 'string' && value.length > MAX_CELL_CHARS) throw overlongCell(`${columnName(column - 1)}${number}`, value.length);
-    cells[column - 1] = isPercentFormat(cell.numFmt) ? { value, percent: true } : { value };
-  });
+    if (typeof value === 'string' && value.length > MAX_CELL_CHARS) throw overlongCell(`${columnName(index)}${number}`, value.length);
+    cells[index] = isPercentFormat(cell?.numFmt) ? { value, percent: true } : { value };
+  };
+  // A row's cells hold holes up to its last column (XFD: 16,384): a wide row's cells are found by
+  // their keys (as many as it has cells), not by walking every column as exceljs's eachCell does.
+  const all = row._cells;
+  if (all.length <= WALKED_COLUMNS) all.forEach(take);
+  else for (const key of Object.keys(all)) take(all[Number(key)], Number(key));
   return { row: number, cells };
 }
 

@@ -1,5 +1,5 @@
 import { SheetError } from './sheet-error';
-import { MAX_XML_MARKUP_CHARS, MAX_XML_TEXT_CHARS, XlsxXmlGuard, XmlPart } from './xlsx-xml-guard';
+import { MAX_XML_DEPTH, MAX_XML_MARKUP_CHARS, MAX_XML_TEXT_CHARS, XlsxXmlGuard, XmlPart } from './xlsx-xml-guard';
 
 /** The XML through a guard in chunks of `size` characters: what the parser gets. */
 function through(xml: string, part: XmlPart = 'sheet', size = 7): string {
@@ -57,7 +57,8 @@ describe('XlsxXmlGuard', () => {
       expect(through(xml, 'sheet', xml.length)).toBe(slow);
     }
     expect(through(SHEET(rows(2000, (r) => `<row><c/><c/></row><row r="${r + 1}"><c/></row>`)), 'sheet', 65536)).toContain(
-      '<row r="1001"><c r="A1001"/><c r="B1001"/></row><row r="1002"><c r="A1002"/></row>',
+      // Rows and cells get their reference; empty cells below the header are dropped (see the dropping test).
+      '<v>1</v></c></row><row r="1001"></row><row r="1002"></row><row r="1002">',
     );
     // Refusals in the middle of a chunk are not passed over.
     expect(refusal(() => through(SHEET(rows(2000, (r) => `<row r="${r}"><c r="XFE${r}"><v>1</v></c></row>`)), 'sheet', 65536)).message).toMatch(
@@ -116,5 +117,41 @@ describe('XlsxXmlGuard', () => {
     expect(refusal(() => through(SHEET(`<row r="1">${'<c><v>1</v></c>'.repeat(16_385)}</row>`), 'sheet', 65536)).message).toBe(
       'Row 1 has more than 16,384 cells, the most columns (A to XFD) an Excel sheet has; refused',
     );
+  });
+
+  it(`refuses elements nested more than ${MAX_XML_DEPTH} deep (415) in a sheet and in the shared strings, whatever the chunking`, () => {
+    const deep = (n: number) => `${'<x>'.repeat(n)}${'</x>'.repeat(n)}`;
+    // worksheet, sheetData, row and 61 more: at the bound, handed over.
+    const atBound = SHEET(`<row r="1"><c r="A1"><v>1</v></c></row><row r="2">${deep(MAX_XML_DEPTH - 3)}</row>`);
+    expect(through(atBound, 'sheet', 4096)).toBe(atBound);
+    const over = SHEET(`<row r="1"><c r="A1"><v>1</v></c></row><row r="2">${deep(10_000)}</row>`);
+    for (const size of [7, 4096, over.length]) {
+      const err = refusal(() => through(over, 'sheet', size));
+      expect({ refusal: err.refusal, message: err.message }).toEqual({
+        refusal: 'UNSUPPORTED',
+        message: `The workbook XML nests elements more than ${MAX_XML_DEPTH} deep (in the sheet, at row 2), where a worksheet nests a handful; refused`,
+      });
+    }
+    const sst = `<sst><si>${deep(10_000)}</si></sst>`;
+    expect(refusal(() => through(sst, 'sharedStrings', 4096)).message).toMatch(
+      /^The workbook XML nests elements more than 64 deep \(in xl\/sharedStrings\.xml/,
+    );
+  });
+
+  it('below the header drops empty cells and cells in columns where the header has none, whatever the chunking', () => {
+    const xml = SHEET(
+      '<row r="1"><c r="A1" t="inlineStr"><is><t>sku</t></is></c><c r="C1"><v>1</v></c><c r="D1"/></row>' +
+        '<row r="2"><c r="A2"><v>1</v></c><c r="B2"><v>2</v></c><c r="C2" t="inlineStr"><is><t>c</t></is></c><c r="D2"><v>4</v></c><c r="XFD2"><v>5</v></c></row>' +
+        `<row r="3"><c r="A3"><v>1</v></c>${'<c/>'.repeat(500)}<c r="C3"/><c><v>9</v></c></row>`,
+    );
+    const kept = SHEET(
+      '<row r="1"><c r="A1" t="inlineStr"><is><t>sku</t></is></c><c r="C1"><v>1</v></c><c r="D1"/></row>' +
+        '<row r="2"><c r="A2"><v>1</v></c><c r="C2" t="inlineStr"><is><t>c</t></is></c></row>' +
+        '<row r="3"><c r="A3"><v>1</v></c></row>',
+    );
+    for (const size of [1, 5, 7, 64, 4096, xml.length]) expect(through(xml, 'sheet', size)).toBe(kept);
+    // Without a row 1 first, nothing is dropped (the reader refuses such a sheet itself).
+    const noHeader = SHEET('<row r="2"><c r="A2"><v>1</v></c><c r="XFD2"><v>5</v></c></row>');
+    expect(through(noHeader, 'sheet', 64)).toBe(noHeader);
   });
 });

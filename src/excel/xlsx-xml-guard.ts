@@ -13,6 +13,12 @@ export const MAX_XML_TEXT_CHARS = MAX_CELL_CHARS * 7;
 export const MAX_XML_MARKUP_CHARS = 64 * 1024;
 /** Columns of an Excel sheet: A to XFD. */
 export const MAX_COLUMNS = 16_384;
+/**
+ * Most elements open at once in a workbook part. A worksheet nests a handful (worksheet, sheetData, row,
+ * c, is, r, t); the XML parser keeps a stack of the open ones, which for 10,000,000 nested unknown
+ * elements in a row (a 70 KB file) took gigabytes.
+ */
+export const MAX_XML_DEPTH = 64;
 /** An entity longer than this is no entity (the XML parser refuses it): its characters count one by one. */
 const MAX_ENTITY_CHARS = 16;
 
@@ -25,15 +31,28 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 const TAG_NAME = /^<(\/?)(?:[\w.-]+:)?([\w.-]+)/;
 
 /**
+ * Whether the elements from `from` to `to` close all they open (tags counted: `<x`, `</x`, `/>`), so
+ * that the depth after them is the depth before. Within one chunk they may nest at most a few thousand.
+ */
+function balanced(xml: string, from: number, to: number): boolean {
+  let open = 0;
+  for (let at = xml.indexOf('<', from); at >= 0 && at < to; at = xml.indexOf('<', at + 1)) open += xml.charCodeAt(at + 1) === 0x2f /* / */ ? -1 : 1;
+  for (let at = xml.indexOf('/>', from); at >= 0 && at < to; at = xml.indexOf('/>', at + 2)) open -= 1;
+  return open === 0;
+}
+
+/**
  * Whether the sheet XML from `from` (a row tag) up to `to` (the next chunk part's first row tag) is only
  * what the guard lets through unchanged: no comment, CDATA, processing instruction or prefixed name, every
  * row and cell tag with its reference first (`<row r="…`, `<c r="…`, as Excel and exceljs write them), each
- * cell's within column XFD. Such a stretch holds no text or tag near a bound (it is part of one chunk,
- * and a cell or row starts and ends in it), so nothing else needs counting.
+ * cell's within column XFD and, once the header is known (`kept`), in a column of the header and not
+ * empty (`<c …/>`); every element closed within it. Such a stretch holds no text or tag near a bound (it
+ * is part of one chunk, and a cell or row starts and ends in it), so nothing else needs counting.
  */
-function plainRows(xml: string, from: number, to: number): boolean {
+function plainRows(xml: string, from: number, to: number, kept: Uint8Array | undefined): boolean {
   const within = (at: number) => at >= 0 && at < to;
   if (within(xml.indexOf('<!', from)) || within(xml.indexOf('<?', from))) return false;
+  if (!balanced(xml, from, to)) return false;
   if (within(xml.indexOf(':c ', from)) || within(xml.indexOf(':c>', from)) || within(xml.indexOf(':row', from))) return false;
   if (!xml.startsWith('<row r="', to)) return false;
   for (let at = from; within(at); at = xml.indexOf('<row', at + 4)) if (!xml.startsWith('<row r="', at)) return false;
@@ -52,6 +71,7 @@ function plainRows(xml: string, from: number, to: number): boolean {
     const digit = xml.charCodeAt(k);
     // One to three letters within XFD, then the row's digits.
     if (k === at + 6 || column > MAX_COLUMNS || !(digit >= 0x30 && digit <= 0x39)) return false;
+    if (kept && (!kept[column - 1] || xml.charCodeAt(xml.indexOf('>', k) - 1) === 0x2f) /* / */) return false;
   }
   return true;
 }
@@ -64,6 +84,7 @@ function plainRows(xml: string, from: number, to: number): boolean {
 function plainStrings(xml: string, from: number, to: number): number {
   const within = (at: number) => at >= 0 && at < to;
   if (within(xml.indexOf('<!', from)) || within(xml.indexOf('<?', from)) || within(xml.indexOf(':si', from))) return -1;
+  if (!balanced(xml, from, to)) return -1;
   let count = 0;
   for (let at = from; within(at); at = xml.indexOf('<si', at + 3)) {
     const next = xml.charCodeAt(at + 3);
@@ -101,10 +122,14 @@ function referenceOf(tag: string): string | undefined {
  * - text of one cell (sheet) or shared string of more than MAX_XML_TEXT_CHARS, or text between two
  *   tags outside them of as much (whitespace padding);
  * - tag, comment, CDATA section or processing instruction of more than MAX_XML_MARKUP_CHARS (CDATA:
- *   MAX_XML_TEXT_CHARS); a document type declaration (.xlsx has none) is refused as unsupported (415).
+ *   MAX_XML_TEXT_CHARS); a document type declaration (.xlsx has none) is refused as unsupported (415);
+ * - elements nested more than MAX_XML_DEPTH deep: refused as unsupported (415).
  *
  * In a sheet it also gives the rows and cells without a reference (`r`, optional in OOXML: such a row or
  * cell follows the previous one) their reference, which exceljs needs, and refuses a cell beyond column XFD.
+ * Below a header row (row 1 with cells), a cell in a column where the header has none, and an empty cell
+ * (`<c …/>`), are dropped whole: they can give no goods value, and exceljs's work per row grows with
+ * its last column (a row of cells in A and XFD cost it 16,384 steps, twice).
  * The text passes through unchanged otherwise; each chunk costs a scan of its characters.
  */
 export class XlsxXmlGuard {
@@ -124,6 +149,13 @@ export class XlsxXmlGuard {
   /** Where the next `&` of the chunk being read is (-1: none), so that text is not searched again and again. */
   private nextAmp = -1;
   private sharedString = -1;
+  /** Elements open now. */
+  private depth = 0;
+  /** The header row: not met yet, being read, read (`kept` then marks its columns), or not row 1. */
+  private header: 'before' | 'reading' | 'read' | 'none' = 'before';
+  private kept?: Uint8Array;
+  /** Inside a cell being dropped: nothing is handed over until its end. */
+  private dropping = false;
 
   constructor(private readonly part: XmlPart) {}
 
@@ -143,14 +175,24 @@ export class XlsxXmlGuard {
     const last = first < 0 ? -1 : chunk.lastIndexOf(item);
     if (last <= first) return this.read(chunk);
     const head = this.read(chunk.slice(0, first));
-    if (this.state === 'text' && !this.inItem && this.markup === '') {
-      const plain = this.part === 'sheet' ? (plainRows(chunk, first, last) ? 0 : -1) : plainStrings(chunk, first, last);
+    if (this.state === 'text' && !this.inItem && !this.dropping && this.markup === '') {
+      const plain =
+        this.part === 'sheet'
+          ? (this.header === 'read' || this.header === 'none') && plainRows(chunk, first, last, this.kept)
+            ? 0
+            : -1
+          : plainStrings(chunk, first, last);
       if (plain >= 0) {
         this.sharedString += plain;
         return head + chunk.slice(first, last) + this.read(chunk.slice(last));
       }
     }
     return head + this.read(chunk.slice(first));
+  }
+
+  /** Hands `text` over, unless it is part of a cell being dropped. */
+  private emit(out: string[], text: string): void {
+    if (!this.dropping && text) out.push(text);
   }
 
   /** `chunk` read tag by tag. */
@@ -163,7 +205,7 @@ export class XlsxXmlGuard {
         const lt = chunk.indexOf('<', i);
         const stop = lt < 0 ? chunk.length : lt;
         this.countText(chunk, i, stop);
-        if (stop > i) out.push(i === 0 && stop === chunk.length ? chunk : chunk.slice(i, stop));
+        if (stop > i) this.emit(out, i === 0 && stop === chunk.length ? chunk : chunk.slice(i, stop));
         i = stop;
         if (lt >= 0) {
           this.state = 'markup';
@@ -229,15 +271,29 @@ export class XlsxXmlGuard {
    * is, without gathering it. Anything else (a comment, a tag cut by the chunk's end…) goes the long way.
    */
   private readWholeTag(chunk: string, i: number, out: string[]): number {
+    if (this.header === 'read' && chunk.startsWith('<c/>', i) && !this.dropping) return this.dropEmptyCells(chunk, i);
     const second = chunk.charCodeAt(i + 1);
     if (second === 0x21 /* ! */ || second === 0x3f /* ? */ || Number.isNaN(second)) return this.readMarkup(chunk, i, out);
     const gt = chunk.indexOf('>', i + 1);
     if (gt < 0 || gt - i + 1 > MAX_XML_MARKUP_CHARS) return this.readMarkup(chunk, i, out);
     const lt = chunk.indexOf('<', i + 1);
     if (lt >= 0 && lt < gt) return this.readMarkup(chunk, i, out);
-    out.push(this.tag(chunk.slice(i, gt + 1)));
+    this.emit(out, this.tag(chunk.slice(i, gt + 1)));
     this.state = 'text';
     return gt + 1;
+  }
+
+  /** A run of `<c/>` below the header (`i` at the first): dropped, their columns counted. */
+  private dropEmptyCells(chunk: string, i: number): number {
+    let at = i;
+    while (chunk.startsWith('<c/>', at)) at += 4;
+    this.column += (at - i) / 4;
+    if (this.column >= MAX_COLUMNS) {
+      throw SheetError.tooLarge(`Row ${fmt(this.row)} has more than ${fmt(MAX_COLUMNS)} cells, the most columns (A to XFD) an Excel sheet has; refused`);
+    }
+    this.state = 'text';
+    if (!this.inItem) this.textChars = 0;
+    return at;
   }
 
   private readMarkup(chunk: string, i: number, out: string[]): number {
@@ -259,7 +315,7 @@ export class XlsxXmlGuard {
     // A `<` cannot be inside a tag: the malformed tag goes to the parser as it is, which refuses it.
     const lt = chunk.indexOf('<', i);
     if (lt >= 0 && (gt < 0 || lt < gt)) {
-      out.push(this.markup + chunk.slice(i, lt));
+      this.emit(out, this.markup + chunk.slice(i, lt));
       this.markup = '';
       return lt;
     }
@@ -269,7 +325,7 @@ export class XlsxXmlGuard {
       throw SheetError.tooLarge(`The workbook XML holds a tag of more than ${fmt(MAX_XML_MARKUP_CHARS)} characters (${this.where()}); refused`);
     }
     if (gt >= 0) {
-      out.push(this.tag(this.markup));
+      this.emit(out, this.tag(this.markup));
       this.markup = '';
       this.state = 'text';
     }
@@ -284,7 +340,7 @@ export class XlsxXmlGuard {
   }
 
   private startSpecial(end: string, cap: number, what: string, out: string[], i: number): number {
-    out.push(this.markup);
+    this.emit(out, this.markup);
     this.special = { end, cap, chars: 0, tail: '', what };
     this.markup = '';
     this.state = 'special';
@@ -306,7 +362,7 @@ export class XlsxXmlGuard {
     if (this.special.chars > this.special.cap) {
       throw SheetError.tooLarge(`The workbook XML holds a ${this.special.what} of more than ${fmt(this.special.cap)} characters (${this.where()}); refused`);
     }
-    out.push(chunk.slice(i, stop));
+    this.emit(out, chunk.slice(i, stop));
     if (found) {
       this.state = 'text';
       if (!this.inItem) this.textChars = 0;
@@ -324,6 +380,7 @@ export class XlsxXmlGuard {
 
   /** A whole tag: the context it opens or closes; the tag as handed over. */
   private tag(tag: string): string {
+    this.nest(tag);
     if (this.part === 'other') {
       this.textChars = 0;
       return tag;
@@ -355,22 +412,48 @@ export class XlsxXmlGuard {
     }
     let result = tag;
     if (name === 'row' && !closing) {
+      if (this.header === 'reading') this.header = this.kept ? 'read' : 'none';
       const given = referenceOf(tag);
       const r = parseInt(given ?? '', 10);
       this.row = Number.isInteger(r) && r > 0 ? r : this.row + 1;
       this.column = -1;
       // exceljs numbers a row from its `r` alone (a row without one follows the previous one).
       if (given === undefined) result = `${tag.slice(0, m[0].length)} r="${this.row}"${tag.slice(m[0].length)}`;
+      if (this.header === 'before') this.header = this.row === 1 ? 'reading' : 'none';
     } else if (name === 'c') {
-      if (closing) this.inItem = false;
-      else {
+      if (closing) {
+        this.inItem = false;
+        if (this.dropping) {
+          this.dropping = false;
+          result = '';
+        }
+      } else {
         result = this.cell(tag, m[0].length);
         this.inItem = !selfClosing;
         this.textChars = 0;
+        if (this.header === 'reading' && !selfClosing) (this.kept ??= new Uint8Array(MAX_COLUMNS))[this.column] = 1;
+        else if (this.header === 'read' && (selfClosing || !this.kept?.[this.column])) {
+          this.dropping = !selfClosing;
+          result = '';
+        }
       }
     }
     if (!this.inItem) this.textChars = 0;
     return result;
+  }
+
+  /** Counts the elements open (a tag with its name, `<x`, `</x`, `<x/>`); past MAX_XML_DEPTH the file is refused. */
+  private nest(tag: string): void {
+    if (tag.endsWith('/>')) return;
+    if (tag.charCodeAt(1) === 0x2f /* / */) {
+      if (this.depth > 0) this.depth -= 1;
+      return;
+    }
+    if (++this.depth > MAX_XML_DEPTH) {
+      throw SheetError.unsupported(
+        `The workbook XML nests elements more than ${MAX_XML_DEPTH} deep (${this.where()}), where a worksheet nests a handful; refused`,
+      );
+    }
   }
 
   /** An opening cell tag: its column known (given, or the previous one's next), the reference filled in when missing. */

@@ -120,4 +120,35 @@ describe('WorkGate', () => {
     expect(gate.active).toBe(0);
     expect(await gate.run(FAR(), () => Promise.resolve('still works'))).toBe('still works');
   });
+
+  it('gives a free turn to a waiting owner with nothing running before another task of an owner already running one', async () => {
+    const gate = new WorkGate(2, 10);
+    const started: string[] = [];
+    const tasks = new Map<string, { resolve: (value: string) => void }>();
+    const run = (owner: string, name: string) => {
+      const task = deferred();
+      tasks.set(name, task);
+      return gate.run(
+        FAR(),
+        () => {
+          started.push(name);
+          return task.promise;
+        },
+        owner,
+      );
+    };
+    const answers = [run('a', 'a1'), run('a', 'a2'), run('a', 'a3'), run('a', 'a4'), run('b', 'b1')];
+    await tick();
+    expect(started).toEqual(['a1', 'a2']);
+    tasks.get('a1')?.resolve('done');
+    await tick();
+    // b1 came after a3 and a4, but customer a already reads a2.
+    expect(started).toEqual(['a1', 'a2', 'b1']);
+    for (const name of ['a2', 'b1', 'a3', 'a4']) {
+      tasks.get(name)?.resolve('done');
+      await tick();
+    }
+    await Promise.all(answers);
+    expect(started).toEqual(['a1', 'a2', 'b1', 'a3', 'a4']);
+  });
 });

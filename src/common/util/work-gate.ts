@@ -11,6 +11,7 @@ export class WorkGateError extends Error {
 
 interface Waiter {
   start(): void;
+  owner: unknown;
 }
 
 /**
@@ -18,10 +19,15 @@ interface Waiter {
  * order. Every task has a deadline: a task still waiting then is dropped, and a task still running is
  * answered with a `WorkGateError` at once, but keeps its turn until its work has really ended (what it
  * holds, such as a thread of the libuv pool, is only free then).
+ *
+ * A task may name its owner (a customer): a free turn goes to the first waiting task of the owner with
+ * the fewest tasks running, so one owner's many tasks take every turn only while nobody else waits.
  */
 export class WorkGate {
   private running = 0;
   private readonly waiting: Waiter[] = [];
+  /** Tasks running per owner (see run). */
+  private readonly runningBy = new Map<unknown, number>();
 
   constructor(
     readonly limit: number,
@@ -39,7 +45,7 @@ export class WorkGate {
   }
 
   /** Runs `work` in a turn; `work` gets the time left before `deadline` (epoch ms). */
-  run<T>(deadline: number, work: (remainingMs: number) => Promise<T>): Promise<T> {
+  run<T>(deadline: number, work: (remainingMs: number) => Promise<T>, owner?: unknown): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let answered = false;
       let waiter: Waiter | undefined;
@@ -65,6 +71,7 @@ export class WorkGate {
       const start = () => {
         waiter = undefined;
         this.running += 1;
+        this.runningBy.set(owner, (this.runningBy.get(owner) ?? 0) + 1);
         // Called at once; a work that throws instead of rejecting rejects this promise all the same.
         new Promise<T>((done) => done(work(Math.max(0, deadline - Date.now()))))
           .then(
@@ -73,6 +80,9 @@ export class WorkGate {
           )
           .finally(() => {
             this.running -= 1;
+            const left = (this.runningBy.get(owner) ?? 1) - 1;
+            if (left > 0) this.runningBy.set(owner, left);
+            else this.runningBy.delete(owner);
             this.next();
           });
       };
@@ -80,12 +90,21 @@ export class WorkGate {
       if (this.waiting.length >= this.maxWaiting) {
         return answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
       }
-      waiter = { start };
+      waiter = { start, owner };
       this.waiting.push(waiter);
     });
   }
 
   private next(): void {
-    while (this.running < this.limit && this.waiting.length > 0) (this.waiting.shift() as Waiter).start();
+    while (this.running < this.limit && this.waiting.length > 0) {
+      // The first waiter of the owner with the fewest tasks running (in order of arrival among equals).
+      let pick = 0;
+      let fewest = Infinity;
+      for (let i = 0; i < this.waiting.length && fewest > 0; i++) {
+        const running = this.runningBy.get(this.waiting[i].owner) ?? 0;
+        if (running < fewest) [pick, fewest] = [i, running];
+      }
+      this.waiting.splice(pick, 1)[0].start();
+    }
   }
 }
