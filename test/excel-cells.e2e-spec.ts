@@ -1,6 +1,7 @@
 import type { Response } from 'supertest';
-import { csv, minimalXlsx, MINIMAL_PARTS, rowXml, zip, ZipEntry } from './support/sheet-fixtures';
+import { csv, minimalXlsx, rowXml, streamedXlsx } from './support/sheet-fixtures';
 import { describeEngines, TestCustomer } from './support/test-app';
+import { expectSheetError, sheetUploads } from './support/sheet-uploads';
 
 /**
  * Cells no spreadsheet program writes (docs/api-reference.md, spreadsheet limits): a 150,000,000-character
@@ -21,16 +22,8 @@ function* repeated(byte: string, count: number): Iterable<Buffer> {
   for (let left = count; left > 0; left -= chunk.length) yield left >= chunk.length ? chunk : chunk.subarray(0, left);
 }
 
-function workbook(sheet: () => Iterable<Buffer>, extra: ZipEntry[] = []): Promise<Buffer> {
-  return zip([
-    { name: '[Content_Types].xml', data: MINIMAL_PARTS.CONTENT_TYPES },
-    { name: '_rels/.rels', data: MINIMAL_PARTS.ROOT_RELS },
-    { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
-    { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
-    { name: 'xl/worksheets/sheet1.xml', data: sheet, level: 9 },
-    ...extra,
-  ]);
-}
+/** The minimal workbook around a sheet streamed from `sheet` (and `extra` parts). */
+const workbook = streamedXlsx;
 
 function once<T>(build: () => Promise<T>): () => Promise<T> {
   let built: Promise<T> | undefined;
@@ -82,28 +75,11 @@ describeEngines(
   'spreadsheet cells no spreadsheet program writes',
   __filename,
   (ctx) => {
-    function upload(c: TestCustomer, file: Buffer, filename: string, query = '') {
-      return ctx()
-        .http.post(`/v1/goods/${c.accessKey}/excel${query}`)
-        .set('Authorization', c.auth())
-        .attach('file', file, { filename, contentType: 'application/octet-stream' });
-    }
+    const { upload, ended } = sheetUploads(ctx);
 
     function expectError(res: Response, status: number, code: number, message: RegExp): void {
-      expect({ status: res.status, _s: res.body._s }).toEqual({ status, _s: code });
-      expect(res.body._e).toMatch(message);
+      expectSheetError(res, status, code, message);
       expect(res.text.length).toBeLessThan(2_000);
-    }
-
-    /** The job of a 202 upload, once it has ended. */
-    async function ended(c: TestCustomer, res: Response): Promise<Record<string, unknown>> {
-      expect(res.status).toBe(202);
-      const path = `/v1/goods/${c.accessKey}/excel/jobs/${res.body.jobId}`;
-      for (;;) {
-        const job = await ctx().http.get(path).set('Authorization', c.auth()).expect(200);
-        if (job.body.state === 'succeeded' || job.body.state === 'failed') return job.body as Record<string, unknown>;
-        await new Promise((r) => setTimeout(r, 100));
-      }
     }
 
     /** The process still serves: health, and an ordinary upload applied. */

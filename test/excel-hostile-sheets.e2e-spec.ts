@@ -1,6 +1,6 @@
-import type { Response } from 'supertest';
-import { minimalXlsx, MINIMAL_PARTS, rowXml, zip, ZipEntry } from './support/sheet-fixtures';
-import { describeEngines, TestCustomer } from './support/test-app';
+import { minimalXlsx, rowXml, streamedXlsx } from './support/sheet-fixtures';
+import { describeEngines } from './support/test-app';
+import { expectSheetError, sheetUploads } from './support/sheet-uploads';
 
 /**
  * Spreadsheets whose cost on the synchronous import (POST /excel without async=true, dry runs too) was out
@@ -15,16 +15,8 @@ const SHEET_HEAD = '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http
 const SHEET_TAIL = '</sheetData></worksheet>';
 const HEADER = rowXml(1, ['sku', 'name']);
 
-function workbook(sheet: () => Iterable<Buffer>, extra: ZipEntry[] = []): Promise<Buffer> {
-  return zip([
-    { name: '[Content_Types].xml', data: MINIMAL_PARTS.CONTENT_TYPES },
-    { name: '_rels/.rels', data: MINIMAL_PARTS.ROOT_RELS },
-    { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
-    { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
-    { name: 'xl/worksheets/sheet1.xml', data: sheet, level: 9 },
-    ...extra,
-  ]);
-}
+/** The minimal workbook around a sheet streamed from `sheet` (and `extra` parts). */
+const workbook = streamedXlsx;
 
 /** `count` copies of `text`, about 1 MB at a time. */
 function* repeated(text: string, count: number): Iterable<Buffer> {
@@ -64,28 +56,9 @@ describeEngines(
   'spreadsheets whose reading cost was out of proportion to their size',
   __filename,
   (ctx) => {
-    function upload(c: TestCustomer, file: Buffer, filename: string, query = '') {
-      return ctx()
-        .http.post(`/v1/goods/${c.accessKey}/excel${query}`)
-        .set('Authorization', c.auth())
-        .attach('file', file, { filename, contentType: 'application/octet-stream' });
-    }
+    const { upload, ended } = sheetUploads(ctx);
 
-    function expectError(res: Response, status: number, code: number, message: RegExp): void {
-      expect({ status: res.status, _s: res.body._s }).toEqual({ status, _s: code });
-      expect(res.body._e).toMatch(message);
-    }
-
-    /** The job of a 202 upload, once it has ended. */
-    async function ended(c: TestCustomer, res: Response): Promise<Record<string, unknown>> {
-      expect(res.status).toBe(202);
-      const path = `/v1/goods/${c.accessKey}/excel/jobs/${res.body.jobId}`;
-      for (;;) {
-        const job = await ctx().http.get(path).set('Authorization', c.auth()).expect(200);
-        if (job.body.state === 'succeeded' || job.body.state === 'failed') return job.body as Record<string, unknown>;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    const expectError = expectSheetError;
 
     /** The most this process's RSS grew over its level before, sampled while `work` runs. */
     async function rssGrowth<T>(work: () => Promise<T>): Promise<{ result: T; growthMb: number }> {

@@ -294,9 +294,10 @@ describeEngines(
         expect((await eventually(sendTimeouts, (n) => n - before >= 1, 30_000, 200)) - before).toBe(1);
         stalled.socket.resume();
         await within(stalled.whenClosed, 10_000, 'the stalled client to see its connection closed');
-        // The slow client is not cut: it reads to the end of the chunked answer.
+        // The slow client is not cut: it reads the answer (about 30 MB) to its end. (It may be closed
+        // since, by the keep-alive timeout after the answer; the send timeouts counted say it was not cut.)
         await until(() => slow.closed || slow.bytes > 25_000_000, 60_000);
-        expect(slow.closed).toBe(false);
+        expect(slow.bytes).toBeGreaterThan(25_000_000);
         expect(stalled.bytes).toBeLessThan(slow.bytes);
       } finally {
         clearInterval(reader);

@@ -226,6 +226,18 @@ export async function minimalXlsx(
 /** The parts of a minimal workbook, for building odd zips around them. */
 export const MINIMAL_PARTS = { CONTENT_TYPES, ROOT_RELS, WORKBOOK, WORKBOOK_RELS };
 
+/** The minimal workbook (MINIMAL_PARTS) around a first sheet whose XML `sheet` streams, and `extra` parts. */
+export function streamedXlsx(sheet: () => Iterable<Buffer>, extra: ZipEntry[] = []): Promise<Buffer> {
+  return zip([
+    { name: '[Content_Types].xml', data: MINIMAL_PARTS.CONTENT_TYPES },
+    { name: '_rels/.rels', data: MINIMAL_PARTS.ROOT_RELS },
+    { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
+    { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
+    { name: 'xl/worksheets/sheet1.xml', data: sheet, level: 9 },
+    ...extra,
+  ]);
+}
+
 /** `size` zero bytes, produced 1 MiB at a time. */
 export function zeros(size: number): () => Iterable<Buffer> {
   return function* () {
