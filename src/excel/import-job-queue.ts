@@ -92,6 +92,17 @@ export class ImportJobQueue {
     // A close still waiting for Redis never reaches the step that stops the lock renewal timer, which
     // would keep the process alive: stop it here.
     await this.worker?.stopLockRenewal();
+    // BullMQ's own connection wrappers (not part of its typed API) drop their listeners as they close, and
+    // one still connecting when its client is closed (a link lost in a partition) then emits an 'error'
+    // nobody listens to: they get a listener of ours again before the clients are closed.
+    for (const owner of [this.worker, this.queue] as unknown as Array<Record<
+      string,
+      { on?: (event: 'error', listener: (err: Error) => void) => void } | undefined
+    > | null>) {
+      for (const key of ['connection', 'blockingConnection']) {
+        owner?.[key]?.on?.('error', (err: Error) => this.logger.warn(redactCredentials(`closing: ${err.message}`)));
+      }
+    }
     for (const connection of [this.workerConnection, this.queueConnection]) connection?.disconnect();
   }
 
