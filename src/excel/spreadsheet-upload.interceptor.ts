@@ -102,11 +102,6 @@ export class SpreadsheetUploadInterceptor implements NestInterceptor {
     try {
       return (await (asJob ? this.job : this.immediate).intercept(context, next)) as Observable<unknown>;
     } catch (err) {
-      // The client closed the connection before its file had all come (multer: "Request aborted" or
-      // "Request closed"): not a fault of the server, so not logged as one; nobody reads this answer.
-      if (!(err instanceof HttpException) && !req.readableEnded && (req.destroyed || req.socket.destroyed)) {
-        throw ApiException.invalid('The request body ended early: the client closed the connection');
-      }
       throw this.refusal(err, asJob, queryFlag(query.dryRun));
     }
   }

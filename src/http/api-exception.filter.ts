@@ -79,6 +79,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (parserError && typeof parserError.type === 'string' && typeof parserError.status === 'number') {
       return this.fromBodyParser(parserError, req, exception);
     }
+    // The client closed the connection before its body had all come (a dropped upload: multer's "Request
+    // aborted" or "Request closed"): its doing, not a fault of the server to log; nobody reads this answer.
+    if (!req.readableEnded && (req.destroyed || req.socket?.destroyed)) {
+      return this.toResponse(ApiException.invalid('The request body ended early: the client closed the connection'), req);
+    }
     return this.internal(exception, req);
   }
 
