@@ -17,7 +17,6 @@ export class ResilientThrottlerStorage implements ThrottlerStorage, OnApplicatio
   private readonly logger = new Logger('RateLimit');
   private readonly local = new ThrottlerStorageService();
   private readonly shared: ThrottlerStorageRedisService | null;
-  private sharedDown = false;
 
   constructor(private readonly redis: RedisConnection) {
     this.shared = redis.client ? new ThrottlerStorageRedisService(redis.client) : null;
@@ -27,15 +26,12 @@ export class ResilientThrottlerStorage implements ThrottlerStorage, OnApplicatio
     // While Redis is taken as away, counted here at once (not after a command's timeout on every request).
     if (this.shared && this.redis.usable) {
       try {
-        const record = await this.shared.increment(key, ttl, limit, blockDuration, throttlerName);
-        if (this.sharedDown) this.logger.log('Redis answers again: rate limits are counted for the whole deployment');
-        this.sharedDown = false;
-        return record;
+        return await this.shared.increment(key, ttl, limit, blockDuration, throttlerName);
       } catch (err) {
-        if (!this.sharedDown) {
-          this.logger.warn(`Redis unreachable (${err instanceof Error ? err.message : String(err)}): rate limits are counted per node for now`);
+        // Said once per outage: from here on Redis is taken as away (RedisConnection logs when it answers again).
+        if (!this.redis.isAway) {
+          this.logger.warn(`Redis unreachable (${err instanceof Error ? err.message : String(err)}): rate limits are counted per node until it answers again`);
         }
-        this.sharedDown = true;
         this.redis.failed(err);
       }
     }
