@@ -331,7 +331,6 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
   /** With REDIS_URL: the channel steps are shared on, and this node's subscription to it. */
   private channel?: string;
   private subscriber?: Redis;
-  private liveness?: NodeJS.Timeout;
   /** This node, in the steps it shares (it skips its own when they come back). */
   private readonly node = randomUUID();
   /** The steps this node is publishing, one after the other (see share), and how many items they hold. */
@@ -360,12 +359,11 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     this.channel = channel;
     this.subscriber = subscriber;
     // A subscriber only listens: a PING tells whether its connection still carries anything.
-    this.liveness = RedisConnection.pingEvery(subscriber, REDIS_LIVENESS_MS);
+    RedisConnection.pingEvery(subscriber, REDIS_LIVENESS_MS);
   }
 
   onApplicationShutdown(): void {
     this.closed = true;
-    if (this.liveness) clearInterval(this.liveness);
     this.subscriber?.disconnect();
   }
 

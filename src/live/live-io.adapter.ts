@@ -55,7 +55,6 @@ function refuseUpgrade({ req, code, message, context }: EngineConnectionError): 
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
   private readonly clients: Redis[] = [];
-  private readonly liveness: NodeJS.Timeout[] = [];
   private lastPublishWarning = 0;
 
   constructor(
@@ -104,7 +103,7 @@ export class LiveIoAdapter extends IoAdapter {
       });
       this.clients.push(pub, sub);
       // The publisher sends and forgets, the subscriber only listens: a PING tells whether each connection still carries anything.
-      this.liveness.push(RedisConnection.pingEvery(pub, REDIS_LIVENESS_MS), RedisConnection.pingEvery(sub, REDIS_LIVENESS_MS));
+      for (const client of [pub, sub]) RedisConnection.pingEvery(client, REDIS_LIVENESS_MS);
       server.adapter(createAdapter(pub, sub, { key: `${this.redis.prefix}:socket.io` }));
     }
     return server;
@@ -147,7 +146,6 @@ export class LiveIoAdapter extends IoAdapter {
   }
 
   override async close(server: Server): Promise<void> {
-    for (const timer of this.liveness.splice(0)) clearInterval(timer);
     await super.close(server);
     await Promise.all(this.clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
   }

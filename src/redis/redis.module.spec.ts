@@ -3,7 +3,7 @@ import { REDIS_PROBES_BEFORE_RECONNECT, RedisConnection } from './redis.module';
 
 /** A client whose PING answers as `answer` says, with the status ioredis would give it. */
 function fakeClient(status: string, answer: () => Promise<unknown>) {
-  return { status, ping: jest.fn(answer), disconnect: jest.fn() };
+  return { status, ping: jest.fn(answer), disconnect: jest.fn(), once: jest.fn() };
 }
 
 /** Lets the PING of the last tick settle (its then/finally). */

@@ -104,13 +104,14 @@ export class RedisConnection implements OnModuleDestroy {
    * REDIS_PROBES_BEFORE_RECONNECT times in a row is dropped and opened anew: a connection lost in a
    * network partition stays open and silent, even once the network has healed, and a client that only
    * listens (a subscriber) or sends and forgets (a publisher) would never notice. While ioredis is
-   * (re)connecting, it retries by itself. The timer does not keep the process alive; clear it to stop.
+   * (re)connecting, it retries by itself. The timer does not keep the process alive, and stops when the
+   * client is closed for good (its 'end'); clear it to stop sooner.
    */
   static pingEvery(client: Redis, intervalMs: number, onAnswer: () => void = () => undefined): NodeJS.Timeout {
     let missed = 0;
     let asking = false;
     const timer = setInterval(() => {
-      if (asking || client.status === 'end') return;
+      if (asking) return;
       asking = true;
       client
         .ping()
@@ -131,6 +132,7 @@ export class RedisConnection implements OnModuleDestroy {
         .finally(() => (asking = false));
     }, intervalMs);
     timer.unref();
+    client.once('end', () => clearInterval(timer));
     return timer;
   }
 
