@@ -215,6 +215,21 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
         ['expired', (ak) => hs256({ accessKey: ak, exp: now() - 120 }), /^Token expired$/],
         ['not valid yet', (ak) => hs256({ accessKey: ak, exp: now() + 3600, nbf: now() + 600 }), /^Token not valid yet: nbf is \d{4}-/],
         ['too long', (ak) => hs256({ accessKey: ak, exp: now() + 31 * 86400 }), /TOKEN_MAX_TTL/],
+        ['issued in the future', (ak) => hs256({ accessKey: ak, exp: now() + 3600, iat: now() + 600 }), /^Token issued in the future: iat is \d{4}-/],
+        [
+          'iat not a number',
+          (ak) => {
+            // jsonwebtoken signs no such iat: signed by hand.
+            const unsigned = `${b64url({ alg: 'HS256', typ: 'JWT' })}.${b64url({ accessKey: ak, exp: now() + 3600, iat: 'yesterday' })}`;
+            return `${unsigned}.${createHmac('sha256', keyOf(a)).update(unsigned).digest('base64url')}`;
+          },
+          /^Token iat must be a finite number/,
+        ],
+        [
+          'a critical extension',
+          (ak) => sign({ accessKey: ak, exp: now() + 3600 }, keyOf(a), { algorithm: 'HS256', header: { alg: 'HS256', crit: ['b64'], b64: true } as never }),
+          /^Token header lists critical extensions \(crit\)/,
+        ],
         ['another secret', (ak) => hs256({ accessKey: ak, exp: now() + 3600 }, randomBytes(32)), /^Invalid token: its signature does not match/],
       ];
       for (const [label, token, why] of cases) {

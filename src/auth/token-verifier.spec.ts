@@ -56,6 +56,21 @@ describe('verifyCustomerToken', () => {
     rejected(() => verifyCustomerToken(token({ exp: now() + 600, nbf: now() + 300 }), SECRET, ACCESS_KEY, MAX_TTL));
   });
 
+  it('refuses an iat more than 60 s ahead or not a number, and a crit header; a past iat is fine', () => {
+    expect(verifyCustomerToken(token({ exp: now() + 600, iat: now() + 30 }), SECRET, ACCESS_KEY, MAX_TTL).iat).toBeGreaterThan(now());
+    expect(verifyCustomerToken(token({ exp: now() + 600, iat: now() - 86_400 }), SECRET, ACCESS_KEY, MAX_TTL).accessKey).toBe(ACCESS_KEY);
+    expect(rejected(() => verifyCustomerToken(token({ exp: now() + 600, iat: now() + 300 }), SECRET, ACCESS_KEY, MAX_TTL)).message).toMatch(
+      /^Token issued in the future: iat is \d{4}-.*more than 60 s after the server's clock$/,
+    );
+    // jsonwebtoken signs no iat of another type: signed by hand.
+    const header = b64url({ alg: 'HS256', typ: 'JWT' });
+    const payload = b64url({ accessKey: ACCESS_KEY, exp: now() + 600, iat: '1' });
+    const textIat = `${header}.${payload}.${createHmac('sha256', KEY).update(`${header}.${payload}`).digest('base64url')}`;
+    expect(rejected(() => verifyCustomerToken(textIat, SECRET, ACCESS_KEY, MAX_TTL)).message).toBe('Token iat must be a finite number of seconds');
+    const crit = token({ exp: now() + 600 }, KEY, { header: { alg: 'HS256', crit: ['exp'] } });
+    expect(rejected(() => verifyCustomerToken(crit, SECRET, ACCESS_KEY, MAX_TTL)).message).toMatch(/^Token header lists critical extensions \(crit\)/);
+  });
+
   it('refuses a token signed with another key', () => {
     const other = randomBytes(32);
     const err = rejected(() => verifyCustomerToken(token({ exp: now() + 60 }, other), SECRET, ACCESS_KEY, MAX_TTL));

@@ -32,8 +32,8 @@ export class TokenRejected extends Error {}
 export const BAD_SIGNATURE = "Invalid token: its signature does not match this access key's secret key";
 
 /**
- * What is wrong with a token that can be told without any key: its form, its algorithm and its claims
- * (accessKey against the path, exp, nbf); undefined when nothing is. Every refusal but a bad signature
+ * What is wrong with a token that can be told without any key: its form, its algorithm (and no `crit`
+ * extension) and its claims (accessKey against the path, exp, nbf, iat); undefined when nothing is. Every refusal but a bad signature
  * (and the previous key's end) is decided here, before the customer is looked up, so that the answer
  * is the same whether or not the access key exists.
  */
@@ -43,9 +43,11 @@ export function tokenProblem(token: string, accessKey: string, maxTtlSeconds: nu
   const payload = header ? jsonObject(parts[1]) : undefined;
   if (!header || !payload) return 'Malformed token: a JWT is three base64url parts, header.payload.signature, the first two JSON objects';
   if (header.alg !== 'HS256') return `Token algorithm ${JSON.stringify(header.alg ?? null).slice(0, 40)} is not accepted: sign with HS256`;
+  // A token that lists extensions its reader must understand (RFC 7515 §4.1.11): this service knows none.
+  if (header.crit !== undefined) return 'Token header lists critical extensions (crit), which this service does not understand; sign without them';
   if (payload.accessKey === undefined) return 'Token must carry an accessKey claim';
   if (payload.accessKey !== accessKey) return "Token is for another access key: its accessKey claim differs from the path's";
-  const { exp, nbf } = payload;
+  const { exp, nbf, iat } = payload;
   if (exp === undefined) return 'Token must carry an exp claim';
   if (typeof exp !== 'number' || !Number.isFinite(exp)) return 'Token exp must be a finite number of seconds';
   if (exp - now > maxTtlSeconds + CLOCK_SKEW_SECONDS) {
@@ -54,6 +56,11 @@ export function tokenProblem(token: string, accessKey: string, maxTtlSeconds: nu
   if (exp + CLOCK_SKEW_SECONDS <= now) return 'Token expired';
   if (nbf !== undefined && (typeof nbf !== 'number' || !Number.isFinite(nbf))) return 'Token nbf must be a finite number of seconds';
   if (typeof nbf === 'number' && nbf - CLOCK_SKEW_SECONDS > now) return `Token not valid yet: nbf is ${new Date(nbf * 1000).toISOString()}`;
+  if (iat !== undefined && (typeof iat !== 'number' || !Number.isFinite(iat))) return 'Token iat must be a finite number of seconds';
+  // Issued later than now: the signer's clock is wrong (or the token was made to look fresh).
+  if (typeof iat === 'number' && iat - CLOCK_SKEW_SECONDS > now) {
+    return `Token issued in the future: iat is ${new Date(iat * 1000).toISOString()}, more than 60 s after the server's clock`;
+  }
   return undefined;
 }
 
