@@ -21,6 +21,7 @@ import { connect, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import { RawViewer } from '../test/support/raw-viewer';
+import { MINIMAL_PARTS, zip } from '../test/support/sheet-fixtures';
 import { BenchServer, createCustomer, Engine, goodsElement, peakRssMb, startServer } from './support';
 
 const ENGINES = (process.argv
@@ -298,6 +299,17 @@ async function run(engine: Engine): Promise<void> {
         ),
       ),
     );
+    // Shared strings made of rich-text runs: exceljs keeps each run as an object with its font.
+    outcomes.push(
+      await measure(p, 'POST excel, 480 KB .xlsx of 4,500 shared strings × 1,400 rich-text runs', async () =>
+        sheetFile('runs.xlsx', await richStringsXlsx(4_500, 1_400, '<r><rPr><b/></rPr><t>a</t></r>')),
+      ),
+    );
+    outcomes.push(
+      await measure(p, 'POST excel, 480 KB .xlsx of one shared string of 9,000,000 empty runs', async () =>
+        sheetFile('oneruns.xlsx', await richStringsXlsx(1, 9_000_000, '<r><rPr><b/></rPr></r>')),
+      ),
+    );
     outcomes.push(
       await measure(p, 'POST goods, a price of 200,000 digits and a letter', () =>
         post(base, goods, JSON.stringify({ name: 'n', sku: 's', url: 'https://x.example/1', originalPrice: `${'1'.repeat(200_000)}x` }), json),
@@ -501,6 +513,44 @@ async function hostileXlsx(rowsXml: string): Promise<Uint8Array> {
     `<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${head}${rowsXml}</sheetData></worksheet>`,
   );
   return zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE', compressionOptions: { level: 9 } });
+}
+
+/**
+ * A workbook whose shared strings are `strings` strings of `runs` copies of `run` each (after "sku" and
+ * "name"), the sheet's rows 2 to 11 naming the first ten of them; the XML streamed into the zip.
+ */
+function richStringsXlsx(strings: number, runs: number, run: string): Promise<Buffer> {
+  const shared = (r: number, i: number, col: string) => `<c r="${col}${r}" t="s"><v>${i}</v></c>`;
+  const rows = Array.from(
+    { length: Math.min(10, strings) },
+    (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>R${k}</t></is></c>${shared(k + 2, k + 2, 'B')}</row>`,
+  );
+  return zip([
+    { name: '[Content_Types].xml', data: MINIMAL_PARTS.CONTENT_TYPES },
+    { name: '_rels/.rels', data: MINIMAL_PARTS.ROOT_RELS },
+    { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
+    { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
+    {
+      name: 'xl/sharedStrings.xml',
+      level: 9,
+      data: function* () {
+        yield Buffer.from('<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>sku</t></si><si><t>name</t></si>');
+        const batch = Buffer.from(run.repeat(Math.min(runs, 10_000)));
+        for (let i = 0; i < strings; i++) {
+          yield Buffer.from('<si>');
+          for (let left = runs; left > 0; left -= 10_000) yield left >= 10_000 ? batch : batch.subarray(0, left * run.length);
+          yield Buffer.from('</si>');
+        }
+        yield Buffer.from('</sst>');
+      },
+    },
+    {
+      name: 'xl/worksheets/sheet1.xml',
+      data:
+        '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>' +
+        `<row r="1">${shared(1, 0, 'A')}${shared(1, 1, 'B')}</row>${rows.join('')}</sheetData></worksheet>`,
+    },
+  ]);
 }
 
 async function main(): Promise<void> {

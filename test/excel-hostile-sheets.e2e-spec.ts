@@ -114,6 +114,37 @@ describeEngines(
       );
     }, 60_000);
 
+    it('a shared string of 9,000,000 empty rich-text runs (a 480 KB file): 413 naming it (upload, job), with little memory', async () => {
+      const c = await ctx().createCustomer();
+      const file = await workbook(
+        function* () {
+          yield Buffer.from(`${SHEET_HEAD}${HEADER}<row r="2"><c r="A2" t="s"><v>1</v></c></row>${SHEET_TAIL}`);
+        },
+        [
+          {
+            name: 'xl/sharedStrings.xml',
+            level: 9,
+            data: function* () {
+              yield Buffer.from(
+                '<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>a</t></si><si>',
+              );
+              yield* repeated('<r><rPr><b/></rPr></r>', 9_000_000);
+              yield Buffer.from('</si></sst>');
+            },
+          },
+        ],
+      );
+      expect(file.length).toBeLessThan(600 * 1024);
+      const message =
+        /^Shared string 1 of the workbook \(xl\/sharedStrings\.xml, counted from 0\) is made of more than 32,767 rich-text runs, more than an Excel cell has characters; refused$/;
+      const { result, growthMb } = await rssGrowth(() => upload(c, file, 'runs.xlsx'));
+      expectError(result, 413, -413, message);
+      expect(growthMb).toBeLessThan(300);
+      const job = await ended(c, await upload(c, file, 'runs.xlsx', '?async=true'));
+      expect(job).toMatchObject({ state: 'failed', rowsDone: 0 });
+      expect(job.error).toBe(`${result.body._e}; no row was applied`);
+    }, 120_000);
+
     it('10,000 rows with a cell in column XFD: read (the XFD cells ignored), also when the header names XFD', async () => {
       const c = await ctx().createCustomer();
       for (const headerToo of [false, true]) {

@@ -341,6 +341,33 @@ describe('parseGoodsSheet: .xlsx', () => {
     expect(rowsOf(await parse(file))).toEqual([[2, { sku: 'FRONT' }]]);
   });
 
+  it('reads a rich-text shared string as its plain text (escapes decoded as in plain strings, a phonetic guide left out)', async () => {
+    const run = (text: string, props = '') => `<r>${props && `<rPr>${props}</rPr>`}<t xml:space="preserve">${text}</t></r>`;
+    const strings =
+      '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>sku</t></si><si><t>name</t></si>' +
+      `<si>${run('Bold ', '<b/><sz val="11"/><color rgb="FF0000FF"/><rFont val="Calibri"/>')}${run('line_x000D_')}<r/>${run('two', '<i/>')}</si>` +
+      `<si>${run('x', '<u/>').repeat(2000)}<rPh sb="0" eb="1"><t>y</t></rPh></si></sst>`;
+    const shared = (r: number, i: number, col: string) => `<c r="${col}${r}" t="s"><v>${i}</v></c>`;
+    const file = await zip([
+      { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
+      { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
+      { name: 'xl/sharedStrings.xml', data: strings },
+      {
+        name: 'xl/worksheets/sheet1.xml',
+        data:
+          SHEET_XML_HEAD +
+          `<row r="1">${shared(1, 0, 'A')}${shared(1, 1, 'B')}</row>` +
+          `<row r="2">${rowXml(2, ['R1']).slice(10, -6)}${shared(2, 2, 'B')}</row>` +
+          `<row r="3">${rowXml(3, ['R2']).slice(10, -6)}${shared(3, 3, 'B')}</row>` +
+          SHEET_XML_TAIL,
+      },
+    ]);
+    const rows = rowsOf(await parse(file));
+    expect(rows[0]).toEqual([2, { sku: 'R1', name: 'Bold line\rtwo' }]);
+    // A phonetic guide (rPh) is no part of the text.
+    expect(rows[1][1].name === 'x'.repeat(2000)).toBe(true);
+  });
+
   it('never reads data hidden outside the central directory', async () => {
     const file = await zip([
       { name: 'xl/sharedStrings.xml', data: '<<< not xml at all', hidden: true },

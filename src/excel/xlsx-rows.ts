@@ -63,14 +63,24 @@ async function* utf8Chunks(chunks: AsyncIterable<Buffer | string>): AsyncGenerat
   if (rest) yield rest;
 }
 
-/** The shared-strings table handed to exceljs: an array that refuses to grow past the cap. */
+/**
+ * The shared-strings table handed to exceljs: an array that refuses to grow past the cap, and keeps a
+ * rich-text string as its plain text (its runs joined): exceljs hands over each run as an object with
+ * its font, so a workbook of a few thousand strings of a thousand runs each held the better part of a
+ * gigabyte; only the text ever reaches a goods field.
+ */
 class SharedStrings extends Array<unknown> {
   override push(...items: unknown[]): number {
     if (this.length + items.length > MAX_SHARED_STRINGS) {
       throw SheetError.tooLarge(`The workbook holds more than ${MAX_SHARED_STRINGS.toLocaleString('en-US')} distinct strings`);
     }
-    return super.push(...items);
+    return super.push(...items.map(plainSharedString));
   }
+}
+
+function plainSharedString(item: unknown): unknown {
+  const runs = (item as { richText?: unknown } | null)?.richText;
+  return Array.isArray(runs) ? richText({ richText: runs as Array<{ text?: string | null }> }) : item;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { SheetError } from './sheet-error';
-import { MAX_XML_DEPTH, MAX_XML_MARKUP_CHARS, MAX_XML_TEXT_CHARS, XlsxXmlGuard, XmlPart } from './xlsx-xml-guard';
+import { MAX_RICH_TEXT_RUNS, MAX_XML_DEPTH, MAX_XML_MARKUP_CHARS, MAX_XML_TEXT_CHARS, XlsxXmlGuard, XmlPart } from './xlsx-xml-guard';
 
 /** The XML through a guard in chunks of `size` characters: what the parser gets. */
 function through(xml: string, part: XmlPart = 'sheet', size = 7): string {
@@ -101,6 +101,20 @@ describe('XlsxXmlGuard', () => {
   it('refuses a shared string over the bound, naming it', () => {
     const xml = `<sst><si><t>a</t></si><si><r><t>${'x'.repeat(MAX_XML_TEXT_CHARS)}</t></r><r><t>x</t></r></si></sst>`;
     expect(refusal(() => through(xml, 'sharedStrings', 65536)).message).toMatch(/^Shared string 1 of the workbook .* holds more than 32,767 characters/);
+  });
+
+  it('refuses a shared string of more rich-text runs than a cell has characters, however the XML is cut; as many pass', () => {
+    const sst = (runs: number) => `<sst><si><t>a</t></si><si>${'<r><rPr><b/></rPr></r>'.repeat(runs)}</si><si><t>b</t></si></sst>`;
+    for (const size of [7, 4096, 65536, 1 << 20]) {
+      expect(refusal(() => through(sst(MAX_RICH_TEXT_RUNS + 1), 'sharedStrings', size)).message).toBe(
+        'Shared string 1 of the workbook (xl/sharedStrings.xml, counted from 0) is made of more than 32,767 rich-text runs, ' +
+          'more than an Excel cell has characters; refused',
+      );
+      expect(through(sst(MAX_RICH_TEXT_RUNS), 'sharedStrings', size)).toBe(sst(MAX_RICH_TEXT_RUNS));
+    }
+    // Each string counts its own runs; phonetic runs (rPh) are no rich-text runs.
+    const many = `<sst>${`<si>${'<r><t>x</t></r>'.repeat(1000)}<rPh><t>y</t></rPh></si>`.repeat(100)}</sst>`;
+    expect(through(many, 'sharedStrings', 65536)).toBe(many);
   });
 
   it('refuses whitespace padding, a huge tag, comment or CDATA, a DOCTYPE and a cell beyond XFD', () => {
