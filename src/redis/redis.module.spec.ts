@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type Redis from 'ioredis';
 import { REDIS_PROBES_BEFORE_RECONNECT, RedisConnection } from './redis.module';
 
@@ -54,15 +55,84 @@ describe('RedisConnection.pingEvery', () => {
     }
   });
 
-  it('sends one PING at a time: a tick while one is unanswered sends none', async () => {
+  it('sends one PING at a time, and counts each interval one stays unanswered as a miss (a client without a command timeout waits for ever)', async () => {
     const client = fakeClient('ready', () => new Promise(() => undefined));
     const timer = RedisConnection.pingEvery(client as unknown as Redis, 100);
     try {
-      jest.advanceTimersByTime(500);
+      // The first tick sends a PING; each later one finds it unanswered: a miss.
+      jest.advanceTimersByTime(100 * REDIS_PROBES_BEFORE_RECONNECT);
       await settle();
       expect(client.ping).toHaveBeenCalledTimes(1);
+      expect(client.disconnect).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(100);
+      await settle();
+      expect(client.ping).toHaveBeenCalledTimes(1);
+      expect(client.disconnect).toHaveBeenCalledWith(true);
+      // Reopened: the next tick asks again.
+      jest.advanceTimersByTime(100);
+      await settle();
+      expect(client.ping).toHaveBeenCalledTimes(2);
     } finally {
       clearInterval(timer);
     }
+  });
+
+  it('a PING answered late, within its interval, is no miss', async () => {
+    const client = fakeClient('ready', () => new Promise((resolve) => setTimeout(() => resolve('PONG'), 60)));
+    const answered = jest.fn();
+    const timer = RedisConnection.pingEvery(client as unknown as Redis, 100, answered);
+    try {
+      for (let i = 0; i < 10; i += 1) {
+        jest.advanceTimersByTime(100);
+        await settle();
+      }
+      expect(client.disconnect).not.toHaveBeenCalled();
+      expect(answered.mock.calls.length).toBeGreaterThanOrEqual(4);
+    } finally {
+      clearInterval(timer);
+    }
+  });
+});
+
+describe('RedisConnection.limitHandshake', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  /** A client that emits ioredis's events, with its status. */
+  function eventClient() {
+    const client = Object.assign(new EventEmitter(), { status: 'connecting', disconnect: jest.fn() });
+    const to = (status: string, event: string) => {
+      client.status = status;
+      client.emit(event);
+    };
+    return { client, to };
+  }
+
+  it('drops and reopens a connection whose handshake has not ended in time (TCP up, never ready)', () => {
+    const { client, to } = eventClient();
+    RedisConnection.limitHandshake(client as unknown as Redis, 1000);
+    to('connect', 'connect');
+    jest.advanceTimersByTime(999);
+    expect(client.disconnect).not.toHaveBeenCalled();
+    jest.advanceTimersByTime(1);
+    expect(client.disconnect).toHaveBeenCalledWith(true);
+  });
+
+  it('leaves a connection alone once it is ready, or closed; each new connection gets its own time', () => {
+    const { client, to } = eventClient();
+    RedisConnection.limitHandshake(client as unknown as Redis, 1000);
+    to('connect', 'connect');
+    jest.advanceTimersByTime(500);
+    to('ready', 'ready');
+    jest.advanceTimersByTime(5000);
+    to('reconnecting', 'close');
+    to('connect', 'connect');
+    jest.advanceTimersByTime(500);
+    to('reconnecting', 'close');
+    jest.advanceTimersByTime(5000);
+    expect(client.disconnect).not.toHaveBeenCalled();
+    to('connect', 'connect');
+    jest.advanceTimersByTime(1000);
+    expect(client.disconnect).toHaveBeenCalledTimes(1);
   });
 });

@@ -100,40 +100,69 @@ export class RedisConnection implements OnModuleDestroy {
   }
 
   /**
-   * Sends a PING every `intervalMs` (`onAnswer` when it answers). An open connection that answers none
-   * REDIS_PROBES_BEFORE_RECONNECT times in a row is dropped and opened anew: a connection lost in a
-   * network partition stays open and silent, even once the network has healed, and a client that only
-   * listens (a subscriber) or sends and forgets (a publisher) would never notice. While ioredis is
-   * (re)connecting, it retries by itself. The timer does not keep the process alive, and stops when the
-   * client is closed for good (its 'end'); clear it to stop sooner.
+   * Sends a PING every `intervalMs` (`onAnswer` when it answers), one at a time. An open connection that
+   * answers none REDIS_PROBES_BEFORE_RECONNECT times in a row is dropped and opened anew: a connection
+   * lost in a network partition stays open and silent, even once the network has healed, and a client that
+   * only listens (a subscriber), sends and forgets (a publisher) or waits without a command timeout (BullMQ's)
+   * would never notice. A PING that fails is a miss, and so is each interval that passes without its
+   * answer. While ioredis is (re)connecting, it retries by itself. The timer does not keep the process
+   * alive, and stops when the client is closed for good (its 'end'); clear it to stop sooner.
    */
   static pingEvery(client: Redis, intervalMs: number, onAnswer: () => void = () => undefined): NodeJS.Timeout {
     let missed = 0;
-    let asking = false;
+    let asking: Promise<unknown> | null = null;
+    const miss = () => {
+      if (client.status === 'connecting' || client.status === 'reconnecting') return;
+      missed += 1;
+      if (missed < REDIS_PROBES_BEFORE_RECONNECT) return;
+      missed = 0;
+      asking = null;
+      client.disconnect(true);
+    };
     const timer = setInterval(() => {
-      if (asking) return;
-      asking = true;
-      client
-        .ping()
-        .then(
-          () => {
-            missed = 0;
-            onAnswer();
-          },
-          () => {
-            if (client.status === 'connecting' || client.status === 'reconnecting') return;
-            missed += 1;
-            if (missed >= REDIS_PROBES_BEFORE_RECONNECT) {
-              missed = 0;
-              client.disconnect(true);
-            }
-          },
-        )
-        .finally(() => (asking = false));
+      if (asking) {
+        miss();
+        return;
+      }
+      const ping: Promise<unknown> = client.ping().then(
+        () => {
+          if (asking !== ping) return;
+          missed = 0;
+          onAnswer();
+        },
+        () => {
+          if (asking === ping) miss();
+        },
+      );
+      asking = ping;
+      void ping.finally(() => {
+        if (asking === ping) asking = null;
+      });
     }, intervalMs);
     timer.unref();
     client.once('end', () => clearInterval(timer));
     return timer;
+  }
+
+  /**
+   * Drops and reopens a connection whose handshake (ioredis's ready check, after the TCP connection is up)
+   * has not finished `ms` after it began: ioredis bounds the TCP connection (connectTimeout) but not the
+   * handshake, and a connection opened into a network partition is accepted and then never answers, so a
+   * client waiting for it to be ready (BullMQ's worker, after a reconnect of its blocking connection) would
+   * wait for ever, even once the network has healed.
+   */
+  static limitHandshake(client: Redis, ms: number): void {
+    let timer: NodeJS.Timeout | undefined;
+    const stop = () => clearTimeout(timer);
+    client.on('connect', () => {
+      stop();
+      timer = setTimeout(() => {
+        if (client.status === 'connect') client.disconnect(true);
+      }, ms);
+      timer.unref();
+    });
+    client.on('ready', stop);
+    client.on('close', stop);
   }
 
   /**
