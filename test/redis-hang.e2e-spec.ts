@@ -7,6 +7,8 @@ import { GoodsSearchCorpus } from '../src/goods/goods-search-corpus';
 import { LiveGateway } from '../src/live/live.gateway';
 import { RedisConnection } from '../src/redis/redis.module';
 import { eventually } from './support/eventually';
+import { minimalXlsx } from './support/sheet-fixtures';
+import { sheetUploads } from './support/sheet-uploads';
 import { TcpProxy } from './support/tcp-proxy';
 import { createTestApp, TestApp } from './support/test-app';
 
@@ -97,4 +99,24 @@ const required = process.env.REQUIRE_SERVICES === '1';
       shared.mockRestore();
     }
   }, 60_000);
+
+  it('a partition longer than BullMQ waits for its blocking command: once healed, the node takes import jobs again', async () => {
+    const { upload, ended } = sheetUploads(() => t);
+    const c = await t.createCustomer('Jobs');
+    const file = await minimalXlsx(['sku', 'name', 'url'], 3, (i) => [`J-${i}`, 'Job', `https://shop.example.com/j/${i}`]);
+    proxy.blackhole();
+    try {
+      // Taken (the database keeps the job); Redis cannot be told of it yet.
+      const accepted = await upload(c, file, 'jobs.xlsx', '?async=true');
+      expect(accepted.status).toBe(202);
+      // Longer than BullMQ's watch of its blocking command (5 s + 1 s): it opens that connection anew, into
+      // the partition, where its handshake never ends. The queue's and the worker's connections are lost.
+      await new Promise((r) => setTimeout(r, 12_000));
+      proxy.restore();
+      const job = await ended(c, accepted);
+      expect(job).toMatchObject({ state: 'succeeded', rowsDone: 3, createCount: 3 });
+    } finally {
+      proxy.restore();
+    }
+  }, 90_000);
 });

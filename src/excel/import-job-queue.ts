@@ -3,9 +3,13 @@ import { DelayedError, Job, Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
 import { redactCredentials } from '../common/util/redact';
 import { finishedWithin } from '../common/util/finished-within';
+import { REDIS_LIVENESS_MS, RedisConnection } from '../redis/redis.module';
 
 /** Longest an enqueue may wait for Redis (the job stays queued in the database and is enqueued again later). */
 const ADD_TIMEOUT_MS = 2000;
+
+/** Longest a connection to Redis may take to be set up: its TCP connection, then its handshake (each). */
+const HANDSHAKE_TIMEOUT_MS = 5000;
 
 /** Longest the queue's close may wait for Redis on shutdown. */
 const CLOSE_TIMEOUT_MS = 5000;
@@ -106,15 +110,38 @@ export class ImportJobQueue {
     for (const connection of [this.workerConnection, this.queueConnection]) connection?.disconnect();
   }
 
-  /** A worker's blocking connection must retry forever (BullMQ's rule); the queue's commands fail after one retry (and add() has its own deadline). */
+  /**
+   * A worker's connections must retry forever (BullMQ's rule); the queue's commands fail after one retry
+   * (and add() has its own deadline).
+   *
+   * A connection lost in a network partition stays open and silent once the network has healed, and
+   * BullMQ's commands on it (no command timeout: its worker's must be able to wait) would wait for ever:
+   * the node would take no import job again. So the queue's and the worker's connections are PINGed and
+   * opened anew when the PINGs go unanswered; the worker's blocking connection (a duplicate of its
+   * connection, made by BullMQ) is not (a PING would wait behind its blocking command): BullMQ opens it
+   * anew itself when a blocking command outlives its timeout. Every one of them gets its handshake
+   * bounded: one opened into the partition would never become ready, and BullMQ waits for it to.
+   */
   private connect(blocking: boolean): Redis {
-    const client = new Redis(this.url, {
-      maxRetriesPerRequest: blocking ? null : 1,
-      // BullMQ sends its first commands (script loading) before the connection is up.
-      enableOfflineQueue: true,
-      connectTimeout: 5000,
-      retryStrategy: (attempt) => Math.min(100 * 2 ** Math.min(attempt, 5), 3000),
-    });
+    const client = this.watched(
+      new Redis(this.url, {
+        maxRetriesPerRequest: blocking ? null : 1,
+        // BullMQ sends its first commands (script loading) before the connection is up.
+        enableOfflineQueue: true,
+        connectTimeout: HANDSHAKE_TIMEOUT_MS,
+        retryStrategy: (attempt) => Math.min(100 * 2 ** Math.min(attempt, 5), 3000),
+      }),
+    );
+    RedisConnection.pingEvery(client, REDIS_LIVENESS_MS);
+    if (blocking) {
+      const duplicate = client.duplicate.bind(client);
+      client.duplicate = (override) => this.watched(duplicate(override));
+    }
+    return client;
+  }
+
+  /** The client with its errors logged (once per outage) and its handshake bounded. */
+  private watched(client: Redis): Redis {
     let down = false;
     client.on('error', (err: Error) => {
       if (!down) this.logger.warn(redactCredentials(`redis: ${err.message}`));
@@ -123,6 +150,7 @@ export class ImportJobQueue {
     client.on('ready', () => {
       down = false;
     });
+    RedisConnection.limitHandshake(client, HANDSHAKE_TIMEOUT_MS);
     return client;
   }
 }
