@@ -25,6 +25,25 @@ function* repeated(text: string, count: number): Iterable<Buffer> {
   for (let left = count; left > 0; left -= per) yield left >= per ? chunk : Buffer.from(text.repeat(left));
 }
 
+/** A workbook whose row 2 names shared string `index`, the shared strings (`<si>`…) streamed from `strings`. */
+const withSharedStrings = (index: number, strings: () => Iterable<Buffer>) =>
+  workbook(
+    function* () {
+      yield Buffer.from(`${SHEET_HEAD}${HEADER}<row r="2"><c r="A2" t="s"><v>${index}</v></c></row>${SHEET_TAIL}`);
+    },
+    [
+      {
+        name: 'xl/sharedStrings.xml',
+        level: 9,
+        data: function* () {
+          yield Buffer.from('<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">');
+          yield* strings();
+          yield Buffer.from('</sst>');
+        },
+      },
+    ],
+  );
+
 const NESTED = 10_000_000;
 
 /** Row 2 holds 10,000,000 nested unknown elements (the audit's 70 KB file). */
@@ -89,23 +108,12 @@ describeEngines(
 
     it('shared strings nested 100,000 deep: 415 naming xl/sharedStrings.xml', async () => {
       const c = await ctx().createCustomer();
-      const file = await workbook(
-        function* () {
-          yield Buffer.from(`${SHEET_HEAD}${HEADER}<row r="2"><c r="A2" t="s"><v>0</v></c></row>${SHEET_TAIL}`);
-        },
-        [
-          {
-            name: 'xl/sharedStrings.xml',
-            level: 9,
-            data: function* () {
-              yield Buffer.from('<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si>');
-              yield* repeated('<r>', 100_000);
-              yield* repeated('</r>', 100_000);
-              yield Buffer.from('</si></sst>');
-            },
-          },
-        ],
-      );
+      const file = await withSharedStrings(0, function* () {
+        yield Buffer.from('<si>');
+        yield* repeated('<r>', 100_000);
+        yield* repeated('</r>', 100_000);
+        yield Buffer.from('</si>');
+      });
       expectError(
         await upload(c, file, 'sst.xlsx', '?dryRun=true'),
         415,
@@ -116,24 +124,11 @@ describeEngines(
 
     it('a shared string of 9,000,000 empty rich-text runs (a 480 KB file): 413 naming it (upload, job), with little memory', async () => {
       const c = await ctx().createCustomer();
-      const file = await workbook(
-        function* () {
-          yield Buffer.from(`${SHEET_HEAD}${HEADER}<row r="2"><c r="A2" t="s"><v>1</v></c></row>${SHEET_TAIL}`);
-        },
-        [
-          {
-            name: 'xl/sharedStrings.xml',
-            level: 9,
-            data: function* () {
-              yield Buffer.from(
-                '<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>a</t></si><si>',
-              );
-              yield* repeated('<r><rPr><b/></rPr></r>', 9_000_000);
-              yield Buffer.from('</si></sst>');
-            },
-          },
-        ],
-      );
+      const file = await withSharedStrings(1, function* () {
+        yield Buffer.from('<si><t>a</t></si><si>');
+        yield* repeated('<r><rPr><b/></rPr></r>', 9_000_000);
+        yield Buffer.from('</si>');
+      });
       expect(file.length).toBeLessThan(600 * 1024);
       const message =
         /^Shared string 1 of the workbook \(xl\/sharedStrings\.xml, counted from 0\) is made of more than 32,767 rich-text runs, more than an Excel cell has characters; refused$/;
