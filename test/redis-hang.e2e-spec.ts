@@ -17,7 +17,8 @@ import { createTestApp, TestApp } from './support/test-app';
  * that refuses: the first command that runs out of time takes Redis as away for every caller, so the
  * requests after it count their rate limits on the node and read this node's viewers at once instead of
  * each waiting for a command's timeout; a PING every second asks whether Redis answers again, and a
- * connection lost in the partition is opened anew, so the node goes back to Redis once it has healed.
+ * connection lost in the partition is opened anew, so the node goes back to Redis once it has healed,
+ * and takes import jobs (BullMQ) again.
  */
 
 const REDIS = new URL(process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379');
