@@ -2,12 +2,14 @@ import { get } from 'node:http';
 import { io } from 'socket.io-client';
 import WebSocket from 'ws';
 import { BareEngineIo, openEngineIo, PollingSession, within } from './support/bare-connections';
+import { POLLING_CLOSE_TIMEOUT_MS } from '../src/live/live-io.adapter';
 import { closeAllViewers, eventually, listenOn } from './support/live-client';
 import { parsePrometheusText, valueOf } from './support/prometheus-text';
 import { describeEngines, TestCustomer } from './support/test-app';
 
 const RATE_LIMIT_IP = 20;
 const SESSIONS_PER_IP = 4;
+const LIVE_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Socket.IO handshakes (new Engine.IO sessions, long-polling or WebSocket), which Engine.IO answers
@@ -255,6 +257,23 @@ describeEngines(
       ).toBe('joined');
     });
 
+    it('a long-polling session abandoned after its handshake gives its place back soon after LIVE_CONNECT_TIMEOUT_MS, not 30 s later', async () => {
+      const from = ip();
+      // Handshakes and nothing more: no poll ever asks for what the server has to say.
+      for (let i = 0; i < SESSIONS_PER_IP; i += 1) expect((await pollHandshake(from)).status).toBe(200);
+      const started = Date.now();
+      expect((await pollHandshake(from)).status).toBe(429);
+      // Socket.IO closes each after LIVE_CONNECT_TIMEOUT_MS (it never joined /live); Engine.IO then waits
+      // POLLING_CLOSE_TIMEOUT_MS for a poll to carry the close (its default: 30 s), and the place is free.
+      const status = await eventually(
+        async () => (await pollHandshake(from)).status,
+        (s) => s === 200,
+        LIVE_CONNECT_TIMEOUT_MS + POLLING_CLOSE_TIMEOUT_MS + 8_000,
+        2_000,
+      );
+      expect({ status, waitedUnder30s: Date.now() - started < 30_000 }).toEqual({ status: 200, waitedUnder30s: true });
+    }, 45_000);
+
     it("without a proxy header the socket's own address is counted: 127.0.0.x addresses each hold their own sessions", async () => {
       const full = '127.0.0.41';
       const opened: WebSocket[] = [];
@@ -279,6 +298,7 @@ describeEngines(
     RATE_LIMIT_IP: String(RATE_LIMIT_IP),
     RATE_LIMIT_LIVE_CONNECTIONS: '100',
     LIVE_SESSIONS_PER_IP: String(SESSIONS_PER_IP),
+    LIVE_CONNECT_TIMEOUT_MS: String(LIVE_CONNECT_TIMEOUT_MS),
     TRUST_PROXY: 'true',
   },
 );

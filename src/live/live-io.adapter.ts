@@ -52,6 +52,19 @@ function refuseUpgrade({ req, code, message, context }: EngineConnectionError): 
   socket.end(rawJsonResponse(status, reason, body, requestIdOf(req)));
 }
 
+/**
+ * Longest Engine.IO waits, when it closes a long-polling session, for the client's next poll to carry the
+ * close (its own default: 30 s). A client that is there polls again as soon as its last poll is answered;
+ * one that is not (a session abandoned after its handshake, closed after LIVE_CONNECT_TIMEOUT_MS) would
+ * keep its place among its address's sessions (LIVE_SESSIONS_PER_IP) for those 30 s.
+ */
+export const POLLING_CLOSE_TIMEOUT_MS = 5000;
+
+/** Engine.IO's long-polling transport (its `closeTimeout` is not part of its typed API). */
+function shortenPollingClose(transport: { name: string }): void {
+  if (transport.name === 'polling') (transport as unknown as { closeTimeout: number }).closeTimeout = POLLING_CLOSE_TIMEOUT_MS;
+}
+
 export class LiveIoAdapter extends IoAdapter {
   private readonly logger = new Logger('LiveIoAdapter');
   private readonly clients: Redis[] = [];
@@ -81,6 +94,7 @@ export class LiveIoAdapter extends IoAdapter {
       allowRequest: this.sessions.allowRequest,
     }) as Server;
     this.sessions.attach(server.engine);
+    server.engine.on('connection', (socket: { transport: { name: string } }) => shortenPollingClose(socket.transport));
     this.tagHttpAnswers(server);
     // Only /live serves clients: a connection to the main namespace would count as joined and so
     // escape connectTimeout. Refused, it is closed after connectTimeout like any other idle one.
