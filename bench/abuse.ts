@@ -21,7 +21,7 @@ import { connect, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import { RawViewer } from '../test/support/raw-viewer';
-import { MINIMAL_PARTS, zip } from '../test/support/sheet-fixtures';
+import { streamedXlsx } from '../test/support/sheet-fixtures';
 import { BenchServer, createCustomer, Engine, goodsElement, peakRssMb, startServer } from './support';
 
 const ENGINES = (process.argv
@@ -525,32 +525,30 @@ function richStringsXlsx(strings: number, runs: number, run: string): Promise<Bu
     { length: Math.min(10, strings) },
     (_, k) => `<row r="${k + 2}"><c r="A${k + 2}" t="inlineStr"><is><t>R${k}</t></is></c>${shared(k + 2, k + 2, 'B')}</row>`,
   );
-  return zip([
-    { name: '[Content_Types].xml', data: MINIMAL_PARTS.CONTENT_TYPES },
-    { name: '_rels/.rels', data: MINIMAL_PARTS.ROOT_RELS },
-    { name: 'xl/workbook.xml', data: MINIMAL_PARTS.WORKBOOK },
-    { name: 'xl/_rels/workbook.xml.rels', data: MINIMAL_PARTS.WORKBOOK_RELS },
-    {
-      name: 'xl/sharedStrings.xml',
-      level: 9,
-      data: function* () {
-        yield Buffer.from('<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>sku</t></si><si><t>name</t></si>');
-        const batch = Buffer.from(run.repeat(Math.min(runs, 10_000)));
-        for (let i = 0; i < strings; i++) {
-          yield Buffer.from('<si>');
-          for (let left = runs; left > 0; left -= 10_000) yield left >= 10_000 ? batch : batch.subarray(0, left * run.length);
-          yield Buffer.from('</si>');
-        }
-        yield Buffer.from('</sst>');
-      },
-    },
-    {
-      name: 'xl/worksheets/sheet1.xml',
-      data:
+  return streamedXlsx(
+    function* () {
+      yield Buffer.from(
         '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>' +
-        `<row r="1">${shared(1, 0, 'A')}${shared(1, 1, 'B')}</row>${rows.join('')}</sheetData></worksheet>`,
+          `<row r="1">${shared(1, 0, 'A')}${shared(1, 1, 'B')}</row>${rows.join('')}</sheetData></worksheet>`,
+      );
     },
-  ]);
+    [
+      {
+        name: 'xl/sharedStrings.xml',
+        level: 9,
+        data: function* () {
+          yield Buffer.from('<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>sku</t></si><si><t>name</t></si>');
+          const batch = Buffer.from(run.repeat(Math.min(runs, 10_000)));
+          for (let i = 0; i < strings; i++) {
+            yield Buffer.from('<si>');
+            for (let left = runs; left > 0; left -= 10_000) yield left >= 10_000 ? batch : batch.subarray(0, left * run.length);
+            yield Buffer.from('</si>');
+          }
+          yield Buffer.from('</sst>');
+        },
+      },
+    ],
+  );
 }
 
 async function main(): Promise<void> {
