@@ -357,8 +357,8 @@ describe('parseGoodsSheet: .xlsx', () => {
         data:
           SHEET_XML_HEAD +
           `<row r="1">${shared(1, 0, 'A')}${shared(1, 1, 'B')}</row>` +
-          `<row r="2">${rowXml(2, ['R1']).slice(10, -6)}${shared(2, 2, 'B')}</row>` +
-          `<row r="3">${rowXml(3, ['R2']).slice(10, -6)}${shared(3, 3, 'B')}</row>` +
+          rowXml(2, ['R1']).replace('</row>', `${shared(2, 2, 'B')}</row>`) +
+          rowXml(3, ['R2']).replace('</row>', `${shared(3, 3, 'B')}</row>`) +
           SHEET_XML_TAIL,
       },
     ]);
