@@ -124,20 +124,21 @@ export class RedisConnection implements OnModuleDestroy {
         miss();
         return;
       }
+      // The answer of a PING given up on (its connection dropped since) counts for nothing.
       const ping: Promise<unknown> = client.ping().then(
         () => {
           if (asking !== ping) return;
+          asking = null;
           missed = 0;
           onAnswer();
         },
         () => {
-          if (asking === ping) miss();
+          if (asking !== ping) return;
+          asking = null;
+          miss();
         },
       );
       asking = ping;
-      void ping.finally(() => {
-        if (asking === ping) asking = null;
-      });
     }, intervalMs);
     timer.unref();
     client.once('end', () => clearInterval(timer));
