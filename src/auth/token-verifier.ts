@@ -33,9 +33,9 @@ export const BAD_SIGNATURE = "Invalid token: its signature does not match this a
 
 /**
  * What is wrong with a token that can be told without any key: its form, its algorithm (and no `crit`
- * extension) and its claims (accessKey against the path, exp, nbf, iat); undefined when nothing is. Every refusal but a bad signature
- * (and the previous key's end) is decided here, before the customer is looked up, so that the answer
- * is the same whether or not the access key exists.
+ * extension) and its claims (accessKey against the path, exp, nbf, iat); undefined when nothing is.
+ * Every refusal but a bad signature (and the previous key's end) is decided here, before the customer is
+ * looked up, so that the answer is the same whether or not the access key exists.
  */
 export function tokenProblem(token: string, accessKey: string, maxTtlSeconds: number, now = Date.now() / 1000): string | undefined {
   const parts = token.split('.');
