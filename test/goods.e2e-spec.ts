@@ -331,6 +331,29 @@ describeEngines('goods API', __filename, (ctx) => {
       expectInvalid(await api(c).update({ id: ok.body.id, brand: '\udbff' }), 'brand');
       expect((await api(c).bySku('SUR-1')).body).toMatchObject({ name: 'Watch 😀 7', brand: null });
     });
+
+    it('text holding U+0000 → 400 -510 naming the field and the character, nothing stored', async () => {
+      for (const field of ['name', 'brand', 'description', 'sku']) {
+        const res = await api(c).register({ name: 'Nul', sku: 'NUL-1', url: 'https://shop.example.com/nul-1', [field]: 'x\u0000y' });
+        expectInvalid(res, field);
+        expect(res.body.errors[0].message).toMatch(/U\+0000/);
+      }
+      expectError(await api(c).bySku('NUL-1'), 404, -404);
+    });
+
+    it('null for a field that cannot be cleared is left out; blank text clears a nullable one', async () => {
+      const created = await api(c).register({ id: null, name: 'Blank', sku: 'BLANK-1', url: 'https://shop.example.com/blank-1', brand: '', originalPrice: '' });
+      expect(created.status).toBe(200);
+      expect(created.body).toMatchObject({ name: 'Blank', brand: null, originalPrice: null });
+      expectInvalid(await api(c).register({ name: null, sku: 'BLANK-2', url: 'https://shop.example.com/blank-2' }), 'name');
+      const updated = await api(c).update({ sku: 'BLANK-1', name: null, url: null, brand: 'B', description: '' }, '/sku');
+      expect(updated.status).toBe(200);
+      expect(updated.body).toMatchObject({ name: 'Blank', url: 'https://shop.example.com/blank-1', brand: 'B', description: '' });
+      const cleared = await api(c).update({ id: created.body.id, brand: '  ', mediaUrl: '', discountPercentage: ' ' });
+      expect(cleared.status).toBe(200);
+      expect(cleared.body).toMatchObject({ brand: null, mediaUrl: null, discountPercentage: null, description: '' });
+      expectInvalid(await api(c).update({ sku: 'BLANK-1', name: ' ' }, '/sku'), 'name');
+    });
   });
 
   describe('decimal prices', () => {
@@ -779,10 +802,14 @@ describeEngines('goods API', __filename, (ctx) => {
       expect((await api(c).bySku('UPD-OTHER').expect(200)).body).toEqual(other);
     });
 
+    it.each(['name', 'sku', 'url'])('%s: null is the same as leaving it out → 200 and the item is unchanged', async (field) => {
+      const res = await api(c).update({ id: item.id, [field]: null });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(expect.objectContaining({ id: item.id, [field]: item[field] }));
+      expect(await storedBySku(c, item.sku as string)).toEqual(item);
+    });
+
     it.each<[string, unknown]>([
-      ['name', null],
-      ['sku', null],
-      ['url', null],
       ['name', ''],
       ['url', 'ftp://shop.example.com/x'],
       ['originalPrice', -5],

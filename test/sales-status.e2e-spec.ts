@@ -222,6 +222,24 @@ describeEngines(
           expectError(await salesStatus(A, key, 'id', { goodsId: 'abc', salesStatus: 'SOLD_OUT' }, style), 400, -510);
           expectError(await salesStatus(A, key, 'id', { goodsId: g.id, salesStatus: 'SOLD_OUT', notify: 'perhaps' }, style), 400, -510);
         }
+        // A list where one value belongs (JSON) is told so; a parameter given twice is told it was repeated;
+        // a value that is not text is told that, naming it, rather than that it is too long.
+        const listed = await salesStatus(A, key, 'id', { goodsId: [g.id], salesStatus: 'SOLD_OUT' });
+        expectError(listed, 400, -510);
+        expect(listed.body).toMatchObject({
+          _e: expect.stringMatching(/^Invalid argument: goodsId must be one value, not a list; got \[/),
+          errors: [{ field: 'goodsId' }],
+        });
+        const twice = await http()
+          .put(`/v1/goods/${A.accessKey}/campaign/${key}/salesStatus/id?goodsId=${g.id}&goodsId=${g.id}&salesStatus=SOLD_OUT`)
+          .set('Authorization', A.auth());
+        expectError(twice, 400, -510);
+        expect(twice.body._e).toMatch(/^Invalid argument: goodsId was given 2 times; give it once; got \[/);
+        for (const field of ['name', 'adminChatNotice', 'chatMessage']) {
+          const typed = await salesStatus(A, key, 'id', { goodsId: g.id, salesStatus: 'SOLD_OUT', [field]: 5 });
+          expectError(typed, 400, -510);
+          expect(typed.body.errors).toEqual([{ field, message: `${field} must be a string; got 5` }]);
+        }
         expectError(await http().put(`/v1/goods/${A.accessKey}/campaign/${key}/salesStatus/id`).query({ goodsId: g.id, salesStatus: 'SOLD_OUT' }), 401, -102);
         // Nothing above changed the item.
         expect((await con(A).goods(key)).body.results[0].salesStatus).toBe('ON_SALE');
@@ -293,6 +311,10 @@ describeEngines(
         ]);
         expect(events[1].payload).toMatchObject({ message: 'Sold out!', adminName: 'Mina' });
         expect(events[2].payload).toMatchObject({ message: 'Thank you', adminName: 'Mina' });
+        // JSON null for notify (a typed client's unset option) is the default: pushed.
+        expectOk(await salesStatus(A, key, 'url', { url: goods[0].url, salesStatus: 'ON_SALE', notify: null, name: null }));
+        const [next] = await v.take(1);
+        expect(next).toMatchObject({ type: 'goods.salesStatus', payload: { seq: snap.seq + 4, salesStatus: 'ON_SALE' } });
       });
     });
 

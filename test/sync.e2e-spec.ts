@@ -189,6 +189,45 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await rowCount(ctx(), c)).toBe(3);
   });
 
+  it('null for id, name, sku or url is the same as leaving it out, blank text clears a nullable field: a FAIL row goes back as it is once fixed', async () => {
+    const c = await ctx().createCustomer();
+    // Typed clients send null for every field they do not set.
+    const typed = { id: null, name: 'Typed', sku: 'SKU-typed', url: 'https://shop.example.com/typed', brand: null, mediaUrl: null, originalPrice: null };
+    const created = await syncOk(c, [typed]);
+    expect(created.results[0]).toMatchObject({ status: 'CREATE', message: null, name: 'Typed' });
+    expect(typeof created.results[0].id).toBe('number');
+    // An element that fails: its FAIL row carries every field, null where none was sent.
+    const failed = await syncOk(c, [{ sku: 'SKU-fixed', url: 'https://shop.example.com/fixed', name: 'Fixed', originalPrice: -1 }]);
+    const fail = failed.results[0];
+    expect(fail).toMatchObject({ status: 'FAIL', id: null, brand: null, medias: [] });
+    expect(fail.message).toMatch(/originalPrice/);
+    // Fixed and sent back whole (row, status, message, currency, medias and all): it is created.
+    const resent = await syncOk(c, [{ ...fail, originalPrice: 100 }]);
+    expect(resent.results[0]).toMatchObject({ status: 'CREATE', message: null, sku: 'SKU-fixed', name: 'Fixed', originalPrice: 100 });
+    // Blank text: "" clears brand, mediaUrl and prices, as null does; description keeps "" as sent.
+    await syncOk(c, [{ sku: 'SKU-typed', brand: 'B', originalPrice: 5, description: 'D' }]);
+    const blank = await syncOk(c, [{ id: null, sku: 'SKU-typed', name: null, url: null, brand: '', mediaUrl: ' ', originalPrice: '', description: '' }]);
+    expect(blank.results[0]).toMatchObject({ status: 'UPDATE', message: null });
+    expect(await stored(c, 'SKU-typed')).toMatchObject({
+      name: 'Typed',
+      url: 'https://shop.example.com/typed',
+      brand: null,
+      mediaUrl: null,
+      originalPrice: null,
+      description: '',
+    });
+    // A key that is blank still fails, and so does an element whose keys are all null.
+    const refused = await syncOk(c, [
+      { sku: ' ', url: 'https://shop.example.com/blank' },
+      { id: null, sku: null, url: null, name: 'no key' },
+    ]);
+    expect(refused.results.map((r) => [r.status, r.message])).toEqual([
+      ['FAIL', 'sku must not be empty'],
+      ['FAIL', 'one of id, sku or url is required to match or create an item'],
+    ]);
+    expect(await rowCount(ctx(), c)).toBe(2);
+  });
+
   it('every stored column follows an update, whichever fields it changes (a price, the name, a key), and search finds the new text only', async () => {
     const c = await ctx().createCustomer();
     const names = ['p', 'n', 'b', 'u', 's', 'm'];

@@ -3,7 +3,7 @@ import { NoFilesInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { ApiException } from '../common/errors/api.exception';
+import { listRefusal } from '../common/validation/api-validation.pipe';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { CampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { SalesStatusParams } from './dto/campaign-goods-requests.dto';
@@ -19,10 +19,11 @@ export const SalesStatusInput = createParamDecorator((_: unknown, ctx: Execution
   const req = ctx.switchToHttp().getRequest<Request>();
   const body = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
   const params = { ...(req.query as Record<string, unknown>), ...body };
+  // A JSON array is a list sent where one value belongs; in a query string or form it is a repeat.
+  const json = typeof req.is('json') === 'string' && body === req.body;
   for (const [name, value] of Object.entries(params)) {
-    if (Array.isArray(value)) {
-      throw ApiException.invalid(`${name} was given ${value.length} times; give it once`, [{ field: name, message: 'must be given once' }]);
-    }
+    if (!Array.isArray(value)) continue;
+    throw listRefusal(name, value, (json && Object.hasOwn(body, name)) || value.length < 2 ? 'list' : 'repeated');
   }
   return params;
 });

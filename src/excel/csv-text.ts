@@ -12,7 +12,10 @@ const NEEDS_QUOTE = /^'*[=+\-@\t\r]/;
  * cell (csv-rows.ts), reads back every value exactly as it was exported.
  */
 export function neutralizeCsvText(text: string): string {
-  return NEEDS_QUOTE.test(text) ? `'${text}` : text;
+  // U+0000, which the API refuses but text stored before that rule may hold, becomes U+FFFD: a NUL byte
+  // would make the whole file read as binary and refused on import.
+  const clean = text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+  return NEEDS_QUOTE.test(clean) ? `'${clean}` : clean;
 }
 
 /** The reverse of neutralizeCsvText, applied to every CSV cell on import. */

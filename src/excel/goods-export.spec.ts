@@ -59,6 +59,11 @@ describe('CSV text neutralisation', () => {
     // A quote typed before a formula start by hand is read as the neutralisation too.
     expect(unquoteCsvText("'=SUM(A1)")).toBe('=SUM(A1)');
   });
+
+  it('writes a U+0000 (only text stored before the API refused it holds one) as U+FFFD, so the file stays a text file', () => {
+    expect(neutralizeCsvText('x\u0000y\u0000')).toBe('x\uFFFDy\uFFFD');
+    expect(neutralizeCsvText('\u0000=1')).toBe('\uFFFD=1');
+  });
 });
 
 describe('xlsx text escapes', () => {

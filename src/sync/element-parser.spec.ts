@@ -27,6 +27,7 @@ const TEXTS: unknown[] = [
   'ｆｕｌｌｗｉｄｔｈ',
   'emoji 😀',
   'lone \ud800 surrogate',
+  'nul \u0000 inside',
   'variation \u2764\uFE0F',
   '\uFE0F',
   text(GoodsLimits.sku),
@@ -159,6 +160,41 @@ describe('parseElement: the fast path for plainly valid elements', () => {
       }
     }
     expect(fast).toBeGreaterThan(1000);
+  });
+
+  it('reads null for a field that cannot be cleared as absent, and blank text for one that may be as null (a FAIL row goes back as it is)', () => {
+    const failRow = {
+      id: null,
+      sku: 'S-9',
+      url: null,
+      name: null,
+      brand: null,
+      description: null,
+      mediaUrl: null,
+      originalPrice: null,
+      currency: 'KRW',
+      medias: [],
+      row: 3,
+      status: 'FAIL',
+    };
+    const parsed = parseElement({ row: 1, data: failRow });
+    expect(parsed.error).toBeUndefined();
+    expect(shape(parsed.write as object).filter(([, v]) => v !== undefined)).toEqual([
+      ['brand', null],
+      ['description', null],
+      ['sku', 'S-9'],
+      ['mediaUrl', null],
+      ['originalPrice', null],
+    ]);
+    const blank = parseElement({ row: 2, data: { id: null, sku: 'S-10', brand: '', mediaUrl: ' ', originalPrice: '', description: '' } });
+    expect(blank.write).toEqual(expect.objectContaining({ sku: 'S-10', brand: null, mediaUrl: null, originalPrice: null, description: '' }));
+    // The library reads them the same way.
+    expect(shape(byLibrary({ sku: 'S-10', brand: '', mediaUrl: ' ', originalPrice: '' }) as object)).toEqual(
+      shape(plainlyValid({ sku: 'S-10', brand: '', mediaUrl: ' ', originalPrice: '' }) as object),
+    );
+    expect(parseElement({ row: 3, data: { id: null, sku: null, url: null, name: 'no key' } }).error).toBe(
+      'one of id, sku or url is required to match or create an item',
+    );
   });
 
   it('takes no field it has no rule for (unknown or inherited names)', () => {

@@ -42,7 +42,9 @@ function readElement(element: BatchElement): ParsedElement {
   let nested: string | undefined;
   for (const key of ECHOED) {
     const value = (data as Record<string, unknown>)[key];
-    if (value === undefined) continue;
+    // null for a field that cannot be cleared (id, name, sku, url) is the same as leaving it out, as in
+    // every goods body (a FAIL row, which shows such fields as null, can be sent back as it is).
+    if (value === undefined || (value === null && !PLAIN_RULES[key].nullable)) continue;
     if (value !== null && typeof value === 'object') nested ??= key;
     else echo[key] = value;
   }
@@ -136,6 +138,8 @@ export function plainlyValid(echo: Record<string, unknown>): SyncGoodsElementDto
 
 function plainValue(rule: (typeof PLAIN_RULES)[string], value: unknown): unknown {
   if (value === null) return rule.nullable ? null : REFUSED;
+  // Blank text clears a field that may be cleared, as the field decorators read it (free text is kept as sent).
+  if (rule.nullable && rule.kind !== 'longText' && typeof value === 'string' && value.trim() === '') return null;
   if (rule.kind === 'number' || rule.kind === 'id') {
     const n = typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value;
     if (typeof n !== 'number' || !Number.isFinite(n) || n < (rule.min as number) || n > rule.max) return REFUSED;
@@ -150,11 +154,14 @@ function plainValue(rule: (typeof PLAIN_RULES)[string], value: unknown): unknown
   return text;
 }
 
-/** Text without UTF-16 surrogates or variation selectors: well-formed, and as long as the length rules count it. */
+/**
+ * Text without UTF-16 surrogates, variation selectors or U+0000: well-formed, as long as the length rules
+ * count it, and what WellFormedText accepts.
+ */
 function plainText(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c >= 0xd800 && (c <= 0xdfff || c === 0xfe0e || c === 0xfe0f)) return false;
+    if (c === 0 || (c >= 0xd800 && (c <= 0xdfff || c === 0xfe0e || c === 0xfe0f))) return false;
   }
   return true;
 }

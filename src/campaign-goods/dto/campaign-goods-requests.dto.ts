@@ -10,14 +10,12 @@ import {
   IsOptional,
   IsString,
   Max,
-  MaxLength,
   Min,
-  MinLength,
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
 import { Transform } from 'class-transformer';
-import { BooleanField, booleanText, IdField, IdListField, sent, WellFormedText } from '../../common/validation/decorators';
+import { BooleanField, booleanText, IdField, IdListField, sent, TextRules } from '../../common/validation/decorators';
 import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-goods.entity';
 import { CAMPAIGN_MAX_GOODS_CEILING } from '../../config/env.validation';
 
@@ -94,23 +92,17 @@ export class SalesStatusParams {
 
   @ApiPropertyOptional({ example: 'Mina', description: 'Operator name for adminName and the messages' })
   @IsOptional()
-  @IsString()
-  @MaxLength(255)
-  @WellFormedText('name')
+  @TextRules('name', 255)
   name?: string;
 
   @ApiPropertyOptional({ example: 'Only a few left!', description: 'Pinned operator notice' })
   @IsOptional()
-  @IsString()
-  @MaxLength(2000)
-  @WellFormedText('adminChatNotice')
+  @TextRules('adminChatNotice', 2000)
   adminChatNotice?: string;
 
   @ApiPropertyOptional({ example: 'Sold out, thank you!', description: 'Operator chat message' })
   @IsOptional()
-  @IsString()
-  @MaxLength(2000)
-  @WellFormedText('chatMessage')
+  @TextRules('chatMessage', 2000)
   chatMessage?: string;
 
   @IdField('goodsId', {}, { description: 'Locator of …/salesStatus/id' })
@@ -118,16 +110,12 @@ export class SalesStatusParams {
 
   @ApiPropertyOptional({ description: 'Locator of …/salesStatus/url' })
   @IsOptional()
-  @IsString({ message: (args: ValidationArguments) => `url must be a string; got ${sent(args.value)}` })
-  @MinLength(1, { message: 'url must not be empty' })
-  @MaxLength(2048)
+  @TextRules('url', 2048, 1)
   url?: string;
 
   @ApiPropertyOptional({ description: 'Locator of …/salesStatus/sku' })
   @IsOptional()
-  @IsString({ message: (args: ValidationArguments) => `sku must be a string; got ${sent(args.value)}` })
-  @MinLength(1, { message: 'sku must not be empty' })
-  @MaxLength(128)
+  @TextRules('sku', 128, 1)
   sku?: string;
 }
 
@@ -151,16 +139,12 @@ export class StockParams {
 
   @ApiPropertyOptional({ description: 'Locator of …/stock/url' })
   @IsOptional()
-  @IsString({ message: (args: ValidationArguments) => `url must be a string; got ${sent(args.value)}` })
-  @MinLength(1, { message: 'url must not be empty' })
-  @MaxLength(2048)
+  @TextRules('url', 2048, 1)
   url?: string;
 
   @ApiPropertyOptional({ description: 'Locator of …/stock/sku' })
   @IsOptional()
-  @IsString({ message: (args: ValidationArguments) => `sku must be a string; got ${sent(args.value)}` })
-  @MinLength(1, { message: 'sku must not be empty' })
-  @MaxLength(128)
+  @TextRules('sku', 128, 1)
   sku?: string;
 
   @BooleanField('notify', {}, { default: true, description: 'Push a derived status change to viewers now: true/false, 1/0, yes/no or on/off; empty = true' })
@@ -168,9 +152,7 @@ export class StockParams {
 
   @ApiPropertyOptional({ example: 'Mina', description: 'Operator name for adminName on a derived status change' })
   @IsOptional()
-  @IsString()
-  @MaxLength(255)
-  @WellFormedText('name')
+  @TextRules('name', 255)
   name?: string;
 }
 

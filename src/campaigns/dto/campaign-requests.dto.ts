@@ -1,14 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsDefined, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
-import { BooleanField, booleanText, DateField, HttpUrlField, IntQuery, SafeLinkText, TextField, WellFormedText } from '../../common/validation/decorators';
+import { IsBoolean, IsDefined, IsIn, IsOptional, ValidateIf } from 'class-validator';
+import { BooleanField, booleanText, DateField, HttpUrlField, IntQuery, SafeLinkText, TextField, TextRules } from '../../common/validation/decorators';
 import { CAMPAIGN_STATUSES, CampaignStatus } from '../entities/campaign.entity';
 
 class CampaignFields {
   @ApiPropertyOptional({ nullable: true, type: String, maxLength: 10000 })
   @ValidateIf((o: CampaignFields) => o.description !== undefined && o.description !== null)
-  @IsString()
-  @MaxLength(10_000)
-  @WellFormedText('description')
+  @TextRules('description', 10_000)
   description?: string | null;
 
   @DateField('scheduledAt', { nullable: true }, { example: 1763712000000 })
@@ -27,17 +25,15 @@ class CampaignFields {
     description: 'Free text: the stream URL or id (not a javascript:, vbscript:, data:, file: or blob: link)',
   })
   @ValidateIf((o: CampaignFields) => o.liveUrl !== undefined && o.liveUrl !== null)
-  @IsString()
-  @MaxLength(2048)
-  @WellFormedText('liveUrl')
   @SafeLinkText('liveUrl')
+  @TextRules('liveUrl', 2048)
   liveUrl?: string | null;
 
-  // Trimmed, and not blank (null clears it), as a goods item's brand.
+  // Trimmed; blank or null clears it, as a goods item's brand.
   @TextField('operatorName', 255, { nullable: true }, { example: 'Mina', description: 'Default name on operator messages and status changes; null clears it' })
   operatorName?: string | null;
 
-  // Not nullable: null is refused (400) rather than stored into a NOT NULL column.
+  // Not nullable: null leaves it as it is (or false on create), never stored into the NOT NULL column.
   @BooleanField('collectionVisible', {}, { default: false, description: 'Listed publicly (collection-view visibility)' })
   collectionVisible?: boolean;
 
@@ -73,9 +69,7 @@ export class ListCampaignsQuery {
 export class ChatDto {
   @ApiProperty({ example: 'Only 10 left!', description: 'With pinned=true, an empty message unpins the notice' })
   @IsDefined({ message: 'message is required' })
-  @IsString()
-  @MaxLength(2000)
-  @WellFormedText('message')
+  @TextRules('message', 2000)
   message: string;
 
   @ApiPropertyOptional({ default: false, description: 'Pin as the notice instead of a chat line' })
@@ -86,8 +80,6 @@ export class ChatDto {
 
   @ApiPropertyOptional({ example: 'Mina', description: "Operator name; default: the campaign's operatorName, then the token's name claim" })
   @IsOptional()
-  @IsString()
-  @MaxLength(255)
-  @WellFormedText('name')
+  @TextRules('name', 255)
   name?: string;
 }

@@ -71,10 +71,28 @@ const NULL_BRANCH = { type: 'string', nullable: true, enum: [null], description:
 /** Numeric text ("19.99") becomes a number; anything else is left for the validators to refuse. */
 const numericText = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value));
 
+/**
+ * `null` for a field that cannot be cleared means the same as leaving the field out (typed clients send
+ * null for every field they do not set, and clients echo whole answers back): it keeps the stored value,
+ * takes the default, or is "required" when the field must be given.
+ */
+const nullIsAbsent = Transform(({ value }: { value: unknown }) => (value === null ? undefined : value));
+
+/**
+ * Blank text (empty, or only white space) for a field that may be cleared is the same as null: it clears
+ * the stored value (a brand or an image URL sent as "" means there is none).
+ */
+const blankIsNull = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && value.trim() === '' ? null : value));
+
 function presence({ required, nullable }: Presence, property: string): PropertyDecorator[] {
-  if (required) return [IsDefined({ message: `${property} is required` })];
+  if (required) return [nullIsAbsent, IsDefined({ message: `${property} is required` })];
   // Absent always skips; null skips only for nullable fields (null then clears the stored value).
-  return nullable ? [IsOptional()] : [ValidateIf((o: Record<string, unknown>) => o[property] !== undefined)];
+  return nullable ? [IsOptional()] : [nullIsAbsent, ValidateIf((o: Record<string, unknown>) => o[property] !== undefined)];
+}
+
+/** presence(), with blank text read as null when the field may be cleared (blankIsNull). */
+function presenceBlankIsNull(p: Presence, property: string): PropertyDecorator[] {
+  return p.nullable ? [blankIsNull, ...presence(p, property)] : presence(p, property);
 }
 
 function docs(p: Presence, options: ApiPropertyOptions): PropertyDecorator {
@@ -86,10 +104,12 @@ function docs(p: Presence, options: ApiPropertyOptions): PropertyDecorator {
 /**
  * Text must be well-formed Unicode (String.prototype.isWellFormed): a lone UTF-16 surrogate (JSON
  * `"\ud800"`) would be answered back as sent but stored as U+FFFD by the database, so the stored value
- * would differ from the one acknowledged. `each` checks every element of an array.
+ * would differ from the one acknowledged. Nor may it hold U+0000 (JSON `"\u0000"`): no catalog text means
+ * it, C-based tools cut text there, and a CSV export holding it would not import again (a NUL byte marks
+ * a binary file). `each` checks every element of an array.
  */
 export function WellFormedText(property: string, each = false): PropertyDecorator {
-  const wellFormed = (value: unknown) => typeof value !== 'string' || value.isWellFormed();
+  const wellFormed = (value: unknown) => typeof value !== 'string' || (value.isWellFormed() && !value.includes('\0'));
   return (target, key) =>
     registerDecorator({
       name: 'isWellFormedText',
@@ -97,7 +117,11 @@ export function WellFormedText(property: string, each = false): PropertyDecorato
       propertyName: key as string,
       validator: {
         validate: (value: unknown) => (each && Array.isArray(value) ? value.every(wellFormed) : wellFormed(value)),
-        defaultMessage: (args?: ValidationArguments) => `${args?.property ?? property} must be well-formed Unicode text (it contains a lone UTF-16 surrogate)`,
+        defaultMessage: (args?: ValidationArguments) => {
+          const values: unknown[] = each && Array.isArray(args?.value) ? args.value : [args?.value];
+          const nul = values.some((v) => typeof v === 'string' && v.includes('\0'));
+          return `${args?.property ?? property} must be well-formed Unicode text (it contains ${nul ? 'the NUL character U+0000' : 'a lone UTF-16 surrogate'})`;
+        },
       },
     });
 }
@@ -137,11 +161,27 @@ export function SafeLinkText(property: string): PropertyDecorator {
     });
 }
 
+/**
+ * The checks of a text of at most `max` characters (at least `min`, when given), type first: a value that is
+ * not text is told so, naming it, rather than that it is too long. Validators only (presence and
+ * documentation are the field's own). class-validator checks a property's rules in the order they were
+ * registered, and stacked decorators register from the bottom up, so a bare `@IsString() @MaxLength(n)`
+ * would check the length first.
+ */
+export function TextRules(property: string, max: number, min = 0): PropertyDecorator {
+  return applyDecorators(
+    IsString({ message: (args: ValidationArguments) => `${property} must be a string; got ${sent(args.value)}` }),
+    ...(min > 0 ? [MinLength(min, { message: `${property} must not be empty` })] : []),
+    MaxLength(max, { message: `${property} must be at most ${max} characters` }),
+    WellFormedText(property),
+  );
+}
+
 /** A trimmed, non-blank string of at most `max` characters. */
 export function TextField(property: string, max: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return applyDecorators(
     trim,
-    ...presence(p, property),
+    ...presenceBlankIsNull(p, property),
     IsString({ message: `${property} must be a string` }),
     MinLength(1, { message: `${property} must not be empty` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
@@ -185,7 +225,7 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
     });
   return applyDecorators(
     trim,
-    ...presence(p, property),
+    ...presenceBlankIsNull(p, property),
     IsString({ message: `${property} must be a string` }),
     MaxLength(max, { message: `${property} must be at most ${max} characters` }),
     WellFormedText(property),
@@ -198,7 +238,7 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
 export function DecimalField(property: string, min: number, max: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return applyDecorators(
     numericText,
-    ...presence(p, property),
+    ...presenceBlankIsNull(p, property),
     IsNumber({ allowNaN: false, allowInfinity: false }, { message: `${property} must be a number` }),
     Min(min, { message: `${property} must be at least ${min}` }),
     Max(max, { message: `${property} must be at most ${max}` }),

@@ -28,17 +28,24 @@ export class ListGoodsQuery {
  * Messages name the value sent.
  */
 function AfterId(): PropertyDecorator {
-  const message = (args: ValidationArguments) => `after must be a goods id (an integer from 0) as last seen; got ${sent(args.value)}`;
+  const tooLarge = (args: ValidationArguments) => `after is too large: ids go up to ${Number.MAX_SAFE_INTEGER}; got ${sent(args.value)}`;
+  // Digits beyond the largest id stay text, so that the message names them as sent (not as the float they would become).
+  const message = (args: ValidationArguments) =>
+    typeof args.value === 'string' && /^\d+$/.test(args.value)
+      ? tooLarge(args)
+      : `after must be a goods id (an integer from 0) as last seen; got ${sent(args.value)}`;
   return applyDecorators(
     Transform(({ value }: { value: unknown }) => {
       if (typeof value !== 'string') return value;
-      if (value.trim() === '') return undefined;
-      return /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+      const text = value.trim();
+      if (text === '') return undefined;
+      if (!/^\d+$/.test(text)) return value;
+      return Number.isSafeInteger(Number(text)) ? Number(text) : text;
     }),
     IsOptional(),
     IsInt({ message }),
     Min(0, { message }),
-    Max(Number.MAX_SAFE_INTEGER, { message: (args: ValidationArguments) => `after is too large; got ${sent(args.value)}` }),
+    Max(Number.MAX_SAFE_INTEGER, { message: tooLarge }),
     ApiPropertyOptional({
       type: 'integer',
       format: 'int64',

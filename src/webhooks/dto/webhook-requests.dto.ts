@@ -1,17 +1,27 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsDefined, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
-import { BooleanField, HttpUrlField, IntQuery, WellFormedText } from '../../common/validation/decorators';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsDefined, IsIn, IsOptional, ValidateIf } from 'class-validator';
+import { BooleanField, HttpUrlField, IntQuery, TextRules } from '../../common/validation/decorators';
 import { DELIVERY_STATES, DeliveryState } from '../entities/webhook-delivery.entity';
 import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '../webhook-event-types';
 
 const EVENTS_TEXT = `one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}`;
 
+/** The event types of an endpoint: a list first, then its size, repeats and names (in this order; see TextRules). */
+function EventTypes(): PropertyDecorator {
+  return applyDecorators(
+    IsArray({ message: `events must be a list: ${EVENTS_TEXT}` }),
+    ArrayMinSize(1, { message: `events must name ${EVENTS_TEXT}` }),
+    ArrayMaxSize(WEBHOOK_EVENT_TYPES.length, { message: `events must name ${EVENTS_TEXT}` }),
+    ArrayUnique({ message: 'events must not repeat a type' }),
+    IsIn(WEBHOOK_EVENT_TYPES, { each: true, message: `events must name ${EVENTS_TEXT}` }),
+  );
+}
+
 class WebhookFields {
   @ApiPropertyOptional({ nullable: true, type: String, maxLength: 255, example: 'Order system (production)' })
   @ValidateIf((o: WebhookFields) => o.description !== undefined && o.description !== null)
-  @IsString({ message: 'description must be a string' })
-  @MaxLength(255, { message: 'description must be at most 255 characters' })
-  @WellFormedText('description')
+  @TextRules('description', 255)
   description?: string | null;
 
   @BooleanField(
@@ -33,11 +43,7 @@ export class CreateWebhookDto extends WebhookFields {
     description: `The event types to send: ${EVENTS_TEXT}`,
   })
   @IsDefined({ message: 'events is required' })
-  @IsArray({ message: `events must be a list: ${EVENTS_TEXT}` })
-  @ArrayMinSize(1, { message: `events must name ${EVENTS_TEXT}` })
-  @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length, { message: `events must name ${EVENTS_TEXT}` })
-  @ArrayUnique({ message: 'events must not repeat a type' })
-  @IsIn(WEBHOOK_EVENT_TYPES, { each: true, message: `events must name ${EVENTS_TEXT}` })
+  @EventTypes()
   events: WebhookEventType[];
 }
 
@@ -47,11 +53,7 @@ export class UpdateWebhookDto extends WebhookFields {
 
   @ApiPropertyOptional({ type: [String], enum: WEBHOOK_EVENT_TYPES, example: ['goods.salesStatus'], description: `The event types to send: ${EVENTS_TEXT}` })
   @IsOptional()
-  @IsArray({ message: `events must be a list: ${EVENTS_TEXT}` })
-  @ArrayMinSize(1, { message: `events must name ${EVENTS_TEXT}` })
-  @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length, { message: `events must name ${EVENTS_TEXT}` })
-  @ArrayUnique({ message: 'events must not repeat a type' })
-  @IsIn(WEBHOOK_EVENT_TYPES, { each: true, message: `events must name ${EVENTS_TEXT}` })
+  @EventTypes()
   events?: WebhookEventType[];
 }
 
