@@ -161,6 +161,19 @@ describe('validateEnv', () => {
     for (const bad of ['999', '600001', 'soon']) expect(refusal({ MEDIA_PROCESS_TIMEOUT_MS: bad }).message).toContain('MEDIA_PROCESS_TIMEOUT_MS');
   });
 
+  it('MEDIA_ALLOWED_HOSTS and WEBHOOK_ALLOWED_HOSTS: host names, IP addresses and CIDR ranges; anything else refused, naming it', () => {
+    const list = ' images.internal, IMG-1.example.com., 10.0.0.7, [::1], fd12:3456::/32, 10.20.0.0/16 ,';
+    expect(validateEnv({ MEDIA_ALLOWED_HOSTS: list, WEBHOOK_ALLOWED_HOSTS: 'hooks.internal' })).toMatchObject({ MEDIA_ALLOWED_HOSTS: list });
+    for (const name of ['MEDIA_ALLOWED_HOSTS', 'WEBHOOK_ALLOWED_HOSTS']) {
+      for (const bad of ['-7zz!', 'images.internal, 10.0.0.0/33', 'http://images.internal', 'a b', '-leading.example', 'x'.repeat(64) + '.example']) {
+        const message = refusal({ [name]: bad }).message;
+        expect(message).toContain(name);
+        expect(message).toMatch(/must be comma-separated host names, IP addresses and CIDR ranges/);
+      }
+      expect(refusal({ [name]: 'ok.example,-7zz!' }).message).toContain("not: '-7zz!'");
+    }
+  });
+
   it('refuses a boolean it cannot read', () => {
     expect(refusal({ MEDIA_ALLOW_PRIVATE_HOSTS: 'maybe' }).message).toContain('MEDIA_ALLOW_PRIVATE_HOSTS');
   });

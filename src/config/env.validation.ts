@@ -1,5 +1,21 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength, registerDecorator, validateSync } from 'class-validator';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  registerDecorator,
+  ValidationArguments,
+  validateSync,
+} from 'class-validator';
 import { formatDuration, parseDuration } from '../common/util/duration';
 import { redactCredentials } from '../common/util/redact';
 
@@ -54,25 +70,60 @@ export function normalizeOrigin(text: string): string | undefined {
   return url.origin;
 }
 
-/** CORS_ORIGINS: empty, or comma-separated origins each of which normalizeOrigin accepts. */
-function IsCorsOrigins(): PropertyDecorator {
+/** The entries of a comma-separated setting, trimmed, empty ones left out. */
+function listEntries(value: unknown): string[] {
+  return typeof value === 'string'
+    ? value
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean)
+    : [];
+}
+
+/** A comma-separated setting (empty allowed) whose every entry `accepts`; the message names the entries refused. */
+function IsCommaList(name: string, accepts: (entry: string) => boolean, expected: string): PropertyDecorator {
   return (target, key) =>
     registerDecorator({
-      name: 'isCorsOrigins',
+      name,
       target: target.constructor,
       propertyName: key as string,
       validator: {
-        validate: (value: unknown) =>
-          typeof value === 'string' &&
-          value
-            .split(',')
-            .map((o) => o.trim())
-            .filter(Boolean)
-            .every((o) => normalizeOrigin(o) !== undefined),
-        defaultMessage: () => `${String(key)} must be comma-separated origins such as https://shop.example or http://localhost:8080 (no paths, no wildcards)`,
+        validate: (value: unknown) => typeof value === 'string' && listEntries(value).every(accepts),
+        defaultMessage: (args?: ValidationArguments) => {
+          const refused = listEntries(args?.value).filter((e) => !accepts(e));
+          return `${String(key)} must be ${expected}${refused.length ? `; not: ${refused.map((e) => `'${e}'`).join(', ')}` : ''}`;
+        },
       },
     });
 }
+
+/** CORS_ORIGINS: empty, or comma-separated origins each of which normalizeOrigin accepts. */
+const IsCorsOrigins = () =>
+  IsCommaList(
+    'isCorsOrigins',
+    (o) => normalizeOrigin(o) !== undefined,
+    'comma-separated origins such as https://shop.example or http://localhost:8080 (no paths, no wildcards)',
+  );
+
+/** A DNS host name (letters, digits, `-` and `_` in labels of at most 63 characters, at most 253 in all). */
+const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
+
+/** One entry of an allowed-hosts list: a CIDR range, an IP address (IPv6 also in brackets) or a host name. */
+export function isHostListEntry(entry: string): boolean {
+  if (entry.includes('/')) {
+    try {
+      ipaddr.parseCIDR(entry);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  return isIP(entry.replace(/^\[(.*)\]$/, '$1')) !== 0 || HOST_NAME.test(entry);
+}
+
+/** MEDIA_ALLOWED_HOSTS, WEBHOOK_ALLOWED_HOSTS: empty, or comma-separated entries isHostListEntry accepts. */
+const IsHostList = () =>
+  IsCommaList('isHostList', isHostListEntry, 'comma-separated host names, IP addresses and CIDR ranges (such as images.internal, 10.0.0.7, 10.20.0.0/16)');
 
 /** The highest CAMPAIGN_MAX_GOODS may be set to (the reorder body's list takes as many ids). */
 export const CAMPAIGN_MAX_GOODS_CEILING = 10_000;
@@ -182,7 +233,7 @@ export class EnvironmentVariables {
   MEDIA_ALLOW_PRIVATE_HOSTS = false;
 
   /** Comma-separated host names and CIDR ranges the media fetcher may reach even though they are private. */
-  @IsString()
+  @IsHostList()
   MEDIA_ALLOWED_HOSTS = '';
 
   @Transform(toInt)
@@ -538,7 +589,7 @@ export class EnvironmentVariables {
   WEBHOOK_ALLOW_PRIVATE_HOSTS = false;
 
   /** Comma-separated host names and CIDR ranges webhook targets may resolve to even though they are private (still https only). */
-  @IsString()
+  @IsHostList()
   WEBHOOK_ALLOWED_HOSTS = '';
 
   /** Longest wait, in milliseconds, for a receiver's answer (connecting included); past it the try counts as failed. */

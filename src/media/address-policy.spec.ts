@@ -5,43 +5,43 @@ describe('AddressPolicy', () => {
     const policy = new AddressPolicy(false);
 
     it.each([
-      ['127.0.0.1', 'loopback'],
-      ['127.5.6.7', 'loopback'],
-      ['10.0.0.1', 'private'],
-      ['10.255.255.255', 'private'],
-      ['172.16.0.1', 'private'],
-      ['172.31.255.254', 'private'],
-      ['192.168.1.10', 'private'],
-      ['169.254.169.254', 'linkLocal'],
-      ['169.254.0.1', 'linkLocal'],
-      ['100.64.0.1', 'carrierGradeNat'],
-      ['100.100.100.200', 'carrierGradeNat'],
-      ['0.0.0.0', 'unspecified'],
-      ['0.1.2.3', 'unspecified'],
-      ['224.0.0.1', 'multicast'],
-      ['255.255.255.255', 'broadcast'],
-      ['240.0.0.1', 'reserved'],
-      ['192.0.2.1', 'reserved'],
-      ['198.18.0.1', 'reserved'],
-      ['::1', 'loopback'],
-      ['::', 'unspecified'],
-      ['fe80::1', 'linkLocal'],
-      ['fc00::1', 'uniqueLocal'],
-      ['fd00:ec2::254', 'uniqueLocal'],
-      ['ff02::1', 'multicast'],
-      ['2001:db8::1', 'reserved'],
-      ['64:ff9b::a00:1', 'rfc6052'],
-      ['2002:7f00:1::', '6to4'],
+      ['127.0.0.1', 'a loopback'],
+      ['127.5.6.7', 'a loopback'],
+      ['10.0.0.1', 'a private'],
+      ['10.255.255.255', 'a private'],
+      ['172.16.0.1', 'a private'],
+      ['172.31.255.254', 'a private'],
+      ['192.168.1.10', 'a private'],
+      ['169.254.169.254', 'a link-local'],
+      ['169.254.0.1', 'a link-local'],
+      ['100.64.0.1', 'a carrier-grade NAT'],
+      ['100.100.100.200', 'a carrier-grade NAT'],
+      ['0.0.0.0', 'an unspecified'],
+      ['0.1.2.3', 'an unspecified'],
+      ['224.0.0.1', 'a multicast'],
+      ['255.255.255.255', 'a broadcast'],
+      ['240.0.0.1', 'a reserved'],
+      ['192.0.2.1', 'a reserved'],
+      ['198.18.0.1', 'a reserved'],
+      ['::1', 'a loopback'],
+      ['::', 'an unspecified'],
+      ['fe80::1', 'a link-local'],
+      ['fc00::1', 'a unique-local'],
+      ['fd00:ec2::254', 'a unique-local'],
+      ['ff02::1', 'a multicast'],
+      ['2001:db8::1', 'a reserved'],
+      ['64:ff9b::a00:1', 'a NAT64 (RFC 6052)'],
+      ['2002:7f00:1::', 'a 6to4'],
     ])('refuses %s (%s) and names the range', (address, range) => {
       const why = policy.refusal(address, address);
-      expect(why).toBe(`${address} is a ${range} address`);
+      expect(why).toBe(`${address} is ${range} address`);
     });
 
     it.each([
       ['::ffff:127.0.0.1', '127.0.0.1', 'loopback'],
       ['::ffff:7f00:1', '127.0.0.1', 'loopback'],
       ['::ffff:10.0.0.1', '10.0.0.1', 'private'],
-      ['::ffff:169.254.169.254', '169.254.169.254', 'linkLocal'],
+      ['::ffff:169.254.169.254', '169.254.169.254', 'link-local'],
       ['::ffff:192.168.0.1', '192.168.0.1', 'private'],
       ['::ffff:0.0.0.0', '0.0.0.0', 'unspecified'],
     ])('refuses the IPv4-mapped IPv6 address %s like %s', (address, _v4, range) => {
@@ -78,8 +78,24 @@ describe('AddressPolicy', () => {
   describe('with private hosts allowed (tests, closed networks)', () => {
     const policy = new AddressPolicy(true);
 
-    it.each(['127.0.0.1', '10.0.0.1', '169.254.169.254', '::1', '::ffff:127.0.0.1', '8.8.8.8'])('allows %s', (address) => {
+    it.each(['127.0.0.1', '10.0.0.1', '192.168.1.10', '100.64.0.1', 'fc00::1', '::1', '::ffff:127.0.0.1', '8.8.8.8'])('allows %s', (address) => {
       expect(policy.refusal(address, address)).toBeNull();
+    });
+
+    it.each([
+      ['169.254.169.254', /link-local/],
+      ['169.254.170.2', /link-local/],
+      ['fe80::a9fe:a9fe', /link-local/],
+      ['::ffff:169.254.169.254', /link-local/],
+      ['fd00:ec2::254', /cloud metadata address/],
+      ['100.100.100.200', /cloud metadata address/],
+    ])('still refuses the cloud metadata service at %s', (address, why) => {
+      expect(policy.refusal(address, 'metadata.google.internal')).toMatch(why);
+    });
+
+    it('opens a metadata address only through the allow list', () => {
+      expect(new AddressPolicy(true, ['169.254.0.0/16']).refusal('169.254.169.254', 'x')).toBeNull();
+      expect(new AddressPolicy(true, ['100.100.100.200']).refusal('100.100.100.200', '100.100.100.200')).toBeNull();
     });
   });
 
@@ -100,7 +116,7 @@ describe('AddressPolicy', () => {
 
     it('allows addresses inside an IPv6 CIDR range only', () => {
       expect(policy.refusal('fd12:3456::9', 'a.example')).toBeNull();
-      expect(policy.refusal('fd12:3457::9', 'a.example')).toBe('fd12:3457::9 is a uniqueLocal address');
+      expect(policy.refusal('fd12:3457::9', 'a.example')).toBe('fd12:3457::9 is a unique-local address');
     });
 
     it('an IPv4 range never matches an IPv6 address and the other way round', () => {

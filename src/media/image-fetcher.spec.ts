@@ -173,7 +173,7 @@ describe('ImageFetcher', () => {
       ],
       ['[::1]', (s: ImageServer) => `http://[::1]:${s.port1}/photo.jpg`, /^refused to fetch from ::1: ::1 is a loopback address$/],
       ['[::ffff:127.0.0.1] (IPv4-mapped)', (s: ImageServer) => `http://[::ffff:127.0.0.1]:${s.port1}/photo.jpg`, /^refused to fetch from .*loopback address$/],
-      ['0.0.0.0', (s: ImageServer) => `http://0.0.0.0:${s.port1}/photo.jpg`, /^refused to fetch from 0\.0\.0\.0: 0\.0\.0\.0 is a unspecified address$/],
+      ['0.0.0.0', (s: ImageServer) => `http://0.0.0.0:${s.port1}/photo.jpg`, /^refused to fetch from 0\.0\.0\.0: 0\.0\.0\.0 is an unspecified address$/],
       ['2130706433 (127.0.0.1 in decimal)', (s: ImageServer) => `http://2130706433:${s.port1}/photo.jpg`, /^refused to fetch from 127\.0\.0\.1: .*loopback/],
       ['127.0.0.2 (not on the allow list)', (s: ImageServer) => s.url2('/photo.jpg'), /^refused to fetch from 127\.0\.0\.2: .*loopback/],
     ])('refuses %s before connecting', async (_title, url, expected) => {
@@ -190,9 +190,9 @@ describe('ImageFetcher', () => {
     it.each([
       ['http://10.0.0.1/x.jpg', /^refused to fetch from 10\.0\.0\.1: 10\.0\.0\.1 is a private address$/],
       ['http://192.168.1.1/x.jpg', /is a private address$/],
-      ['http://169.254.169.254/latest/meta-data', /^refused to fetch from 169\.254\.169\.254: 169\.254\.169\.254 is a linkLocal address$/],
-      ['http://100.100.100.200/latest/meta-data', /carrierGradeNat/],
-      ['http://[fd00:ec2::254]/latest/meta-data', /uniqueLocal/],
+      ['http://169.254.169.254/latest/meta-data', /^refused to fetch from 169\.254\.169\.254: 169\.254\.169\.254 is a link-local address$/],
+      ['http://100.100.100.200/latest/meta-data', /carrier-grade NAT/],
+      ['http://[fd00:ec2::254]/latest/meta-data', /unique-local/],
     ])('refuses %s without sending a packet', async (url, expected) => {
       const attempts = net.attempts.length;
       const { message, ms } = await refusal(strict.fetch(url));
@@ -212,7 +212,7 @@ describe('ImageFetcher', () => {
       const toName = await refusal(allowList.fetch(images.url2(`/redirect?to=${encodeURIComponent(`http://localhost:${images.port1}/photo.jpg`)}`)));
       expect(toName.message).toMatch(/^refused to fetch from localhost: .*loopback/);
       const toMetadata = await refusal(allowList.fetch(images.url2('/redirect?to=http://169.254.169.254/latest/meta-data')));
-      expect(toMetadata.message).toMatch(/169\.254\.169\.254 is a linkLocal address/);
+      expect(toMetadata.message).toMatch(/169\.254\.169\.254 is a link-local address/);
       expect(images.hits('/photo.jpg', 1)).toBe(before);
     });
 

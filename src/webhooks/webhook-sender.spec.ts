@@ -23,7 +23,7 @@ describe('targetRefusal', () => {
     ['https://127.0.0.1/hook', 'url may not point at a loopback address'],
     ['https://localhost:8443/hook', 'url may not point at a loopback address'],
     ['https://10.0.0.5/hook', 'url may not point at a private address'],
-    ['https://169.254.169.254/latest', 'url may not point at a linkLocal address'],
+    ['https://169.254.169.254/latest', 'url may not point at a link-local address'],
     ['https://[::1]/hook', 'url may not point at a loopback address'],
     ['https://[::ffff:10.0.0.1]/hook', 'url may not point at a private address'],
     ['not a url', 'url must be an absolute URL'],
@@ -35,6 +35,9 @@ describe('targetRefusal', () => {
     expect(targetRefusal('http://127.0.0.1:8080/hook', open, true)).toBeNull();
     expect(targetRefusal('https://localhost/hook', open, true)).toBeNull();
     expect(targetRefusal('ftp://127.0.0.1/hook', open, true)).toBe('url must be an http or https URL');
+    // The cloud metadata service stays closed.
+    expect(targetRefusal('http://169.254.169.254/latest', open, true)).toMatch(/^url may not point at a link-local address/);
+    expect(targetRefusal('http://100.100.100.200/latest', open, true)).toMatch(/^url may not point at a cloud metadata address/);
   });
 
   it('lets an allow-listed private range through, still https only', () => {
