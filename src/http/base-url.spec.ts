@@ -19,6 +19,17 @@ describe('the base URL of links in answers', () => {
     expect(requestBaseUrl(AppConfig.fromEnv({ DATA_DIR: '/tmp/x' }), 'http', 'one-too-many.example')).toBe('http://one-too-many.example');
   });
 
+  it("a Host that is no host name or address, or a scheme other than http and https, gets the node's own base", () => {
+    const config = AppConfig.fromEnv({ PORT: '4321', DATA_DIR: '/tmp/x' });
+    for (const host of ['"><script>', 'a b.example', 'shop.example.com/path', 'user@shop.example', 'shop.example:80:80', '[::1', 'shop.example:port', '']) {
+      expect(requestBaseUrl(config, 'http', host)).toBe('http://localhost:4321');
+    }
+    expect(requestBaseUrl(config, 'javascript', 'shop.example.com')).toBe('http://localhost:4321');
+    for (const host of ['shop.example.com', 'SHOP.example.com.', '127.0.0.1:8080', '[::1]:3000', '[2001:db8::1]', 'my_host.internal']) {
+      expect(requestBaseUrl(config, 'https', host)).toBe(`https://${host.toLowerCase()}`);
+    }
+  });
+
   it('a Host naming the port the connection came in on counts as its host name alone; another port is another base', () => {
     const config = AppConfig.fromEnv({ PORT: '4321', DATA_DIR: '/tmp/x' });
     for (let port = 40_000; port < 40_000 + NEW_BASES_PER_MINUTE * 2; port += 1) {

@@ -50,6 +50,9 @@ function admittedOf(config: AppConfig): AdmittedBases {
   return bases;
 }
 
+/** A Host header that may name a base: a DNS name or IPv4 address, or an IPv6 address in brackets, then an optional port. */
+const HOST_HEADER = /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+
 /** The node's own base: PUBLIC_BASE_URL, else localhost and PORT. */
 export function ownBaseUrl(config: AppConfig): string {
   return config.server.publicBaseUrl || `http://localhost:${config.server.port}`;
@@ -64,7 +67,9 @@ export function ownBaseUrl(config: AppConfig): string {
  */
 export function requestBaseUrl(config: AppConfig, proto: string, host: string | undefined, localPort?: number): string {
   if (config.server.publicBaseUrl) return config.server.publicBaseUrl;
-  if (!host) return ownBaseUrl(config);
+  // Only a Host that is a host name or an IP address with an optional port, and only http or https (a
+  // trusted proxy's X-Forwarded-Proto), become links: `Host: "><script>` never reaches an answer.
+  if (!host || !HOST_HEADER.test(host) || (proto !== 'http' && proto !== 'https')) return ownBaseUrl(config);
   const base = `${proto}://${host.toLowerCase()}`;
   const suffix = localPort ? `:${localPort}` : undefined;
   const admission = suffix && base.endsWith(suffix) ? base.slice(0, -suffix.length) : base;
