@@ -387,7 +387,9 @@ describeEngines(
         expect(onair.body.startedAt).toBeGreaterThanOrEqual(before - 5);
         expect(onair.body.startedAt).toBeLessThanOrEqual(Date.now() + 5);
         expect(onair.body.endedAt).toBeNull();
-        expectError(await con(A).status(key, 'ONAIR'), 422, -422);
+        const again = await con(A).status(key, 'ONAIR');
+        expectError(again, 422, -422);
+        expect(again.body._e).toBe('An ONAIR campaign cannot become ONAIR (READY → ONAIR → CLOSED only)');
         expectError(await con(A).status(key, 'READY'), 422, -422);
         const closed = await con(A).status(key, 'CLOSED');
         expectOk(closed);

@@ -157,7 +157,7 @@ export class CampaignsService {
       if (NEXT[campaign.campaignStatus] !== body.campaignStatus) {
         throw new ApiException(
           ErrorCode.InvalidTransition,
-          `A ${campaign.campaignStatus} campaign cannot become ${body.campaignStatus} (READY → ONAIR → CLOSED only)`,
+          `${campaign.campaignStatus === 'ONAIR' ? 'An' : 'A'} ${campaign.campaignStatus} campaign cannot become ${body.campaignStatus} (READY → ONAIR → CLOSED only)`,
         );
       }
       const now = new Date();
