@@ -204,6 +204,13 @@ describeEngines(
         expectError(await con(A).addGoods(c.campaignKey, { goodsIds: [mine.id], skus: [mine.sku] }), 400, -510);
         expectError(await con(A).addGoods(c.campaignKey, { goodsIds: ['x'] }), 400, -510);
         expectError(await con(A).addGoods('NoSuchCampaign1', { goodsIds: [mine.id] }), 404, -710);
+        // The lists a client leaves null are not sent (a typed client's unset fields); a list's type is checked first.
+        expectError(await con(A).addGoods(c.campaignKey, { skus: null, urls: null }), 400, -510);
+        const listed = await con(A).addGoods(c.campaignKey, { skus: 'NOT-A-LIST' });
+        expectError(listed, 400, -510);
+        expect(listed.body.errors).toEqual([{ field: 'skus', message: "skus must be a list; got 'NOT-A-LIST'" }]);
+        expectOk(await con(A).addGoods(c.campaignKey, { goodsIds: null, skus: [mine.sku], urls: null }));
+        expect((await con(A).goods(c.campaignKey)).body.totalCount).toBe(1);
       });
 
       it('reorders: listed ids first, the rest after in their old order; an id not in the campaign is 404 -711, an unknown one -404', async () => {
@@ -428,7 +435,7 @@ describeEngines(
         expect(unpinned.body).toEqual({ notice: null, _s: 0 });
         expect((await con(A).get(key)).body.notice).toBeNull();
 
-        const line = await con(A).chat(key, { message: 'Welcome!' });
+        const line = await con(A).chat(key, { message: 'Welcome!', pinned: null, name: null });
         expectOk(line);
         expect(keys(line.body)).toEqual(['_s', 'chat']);
         expect(keys(line.body.chat)).toEqual(['adminName', 'createdAt', 'id', 'message']);
@@ -450,6 +457,9 @@ describeEngines(
         expectError(await con(A).chat(key, { message: '' }), 400, -510);
         expectError(await con(A).chat(key, { message: '   ' }), 400, -510);
         expectError(await con(A).chat(key, {}), 400, -510);
+        const numeric = await con(A).chat(key, { message: 123 });
+        expectError(numeric, 400, -510);
+        expect(numeric.body.errors).toEqual([{ field: 'message', message: 'message must be a string; got 123' }]);
         expectError(await con(A).chat('NoSuchCampaign1', { message: 'x' }), 404, -710);
       });
 

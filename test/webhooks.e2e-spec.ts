@@ -120,6 +120,10 @@ describeEngines(
         expectOk(patched);
         expect(patched.body).toMatchObject({ active: false, events: ['campaign.stockDepleted'], description: null, url: 'https://shop.example.com/hooks' });
         expect((await api(c).get(id)).body).toMatchObject({ active: false, events: ['campaign.stockDepleted'] });
+        // null for a field that cannot be cleared (the events, url, active) leaves it as it is.
+        const kept = await api(c).patch(id, { events: null, url: null, active: null, description: 'Orders' });
+        expectOk(kept);
+        expect(kept.body).toMatchObject({ active: false, events: ['campaign.stockDepleted'], url: 'https://shop.example.com/hooks', description: 'Orders' });
 
         const rotated = await api(c).rotate(id);
         expectOk(rotated);

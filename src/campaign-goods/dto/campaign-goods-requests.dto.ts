@@ -1,23 +1,21 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsBoolean,
-  IsDefined,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Max,
-  Min,
-  ValidateIf,
-  ValidationArguments,
-} from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsDefined, IsIn, IsInt, IsString, Max, Min, ValidateIf, ValidationArguments } from 'class-validator';
 import { Transform } from 'class-transformer';
-import { BooleanField, booleanText, IdField, IdListField, sent, TextRules } from '../../common/validation/decorators';
+import { BooleanField, booleanText, IdField, IdListField, OptionalField, sent, TextRules } from '../../common/validation/decorators';
 import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-goods.entity';
 import { CAMPAIGN_MAX_GOODS_CEILING } from '../../config/env.validation';
+
+/** A list of 1 to 1,000 texts (goods codes or URLs), checked in this order: a list, its size, each entry; null is absent. */
+function TextList(property: string): PropertyDecorator {
+  return applyDecorators(
+    OptionalField(),
+    IsArray({ message: (args: ValidationArguments) => `${property} must be a list; got ${sent(args.value)}` }),
+    ArrayMinSize(1, { message: `${property} must list at least 1 entry` }),
+    ArrayMaxSize(1000, { message: `${property} must list at most 1,000 entries` }),
+    IsString({ each: true, message: `every entry of ${property} must be a string` }),
+  );
+}
 
 /** Goods named by id, by sku or by url (exactly one of the three lists). */
 export class CampaignGoodsRefsDto {
@@ -31,11 +29,7 @@ export class CampaignGoodsRefsDto {
   goodsIds?: number[];
 
   @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: 1000, example: ['SW-7'], description: 'Goods codes (exactly one of goodsIds, skus, urls)' })
-  @IsOptional()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(1000)
-  @IsString({ each: true })
+  @TextList('skus')
   skus?: string[];
 
   @ApiPropertyOptional({
@@ -45,11 +39,7 @@ export class CampaignGoodsRefsDto {
     example: ['https://shop.example.com/goods/SW-7'],
     description: 'Goods URLs (exactly one of goodsIds, skus, urls)',
   })
-  @IsOptional()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(1000)
-  @IsString({ each: true })
+  @TextList('urls')
   urls?: string[];
 }
 
@@ -91,17 +81,17 @@ export class SalesStatusParams {
   notify?: boolean;
 
   @ApiPropertyOptional({ example: 'Mina', description: 'Operator name for adminName and the messages' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('name', 255)
   name?: string;
 
   @ApiPropertyOptional({ example: 'Only a few left!', description: 'Pinned operator notice' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('adminChatNotice', 2000)
   adminChatNotice?: string;
 
   @ApiPropertyOptional({ example: 'Sold out, thank you!', description: 'Operator chat message' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('chatMessage', 2000)
   chatMessage?: string;
 
@@ -109,12 +99,12 @@ export class SalesStatusParams {
   goodsId?: number;
 
   @ApiPropertyOptional({ description: 'Locator of …/salesStatus/url' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('url', 2048, 1)
   url?: string;
 
   @ApiPropertyOptional({ description: 'Locator of …/salesStatus/sku' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('sku', 128, 1)
   sku?: string;
 }
@@ -138,12 +128,12 @@ export class StockParams {
   goodsId?: number;
 
   @ApiPropertyOptional({ description: 'Locator of …/stock/url' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('url', 2048, 1)
   url?: string;
 
   @ApiPropertyOptional({ description: 'Locator of …/stock/sku' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('sku', 128, 1)
   sku?: string;
 
@@ -151,7 +141,7 @@ export class StockParams {
   notify?: boolean;
 
   @ApiPropertyOptional({ example: 'Mina', description: 'Operator name for adminName on a derived status change' })
-  @IsOptional()
+  @OptionalField()
   @TextRules('name', 255)
   name?: string;
 }

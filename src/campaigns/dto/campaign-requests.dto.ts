@@ -1,6 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsDefined, IsIn, IsOptional, ValidateIf } from 'class-validator';
-import { BooleanField, booleanText, DateField, HttpUrlField, IntQuery, SafeLinkText, TextField, TextRules } from '../../common/validation/decorators';
+import { IsBoolean, IsDefined, IsIn, ValidateIf } from 'class-validator';
+import {
+  BooleanField,
+  booleanText,
+  DateField,
+  HttpUrlField,
+  IntQuery,
+  OptionalField,
+  SafeLinkText,
+  TextField,
+  TextRules,
+} from '../../common/validation/decorators';
 import { CAMPAIGN_STATUSES, CampaignStatus } from '../entities/campaign.entity';
 
 class CampaignFields {
@@ -74,12 +84,12 @@ export class ChatDto {
 
   @ApiPropertyOptional({ default: false, description: 'Pin as the notice instead of a chat line' })
   @booleanText
-  @IsOptional()
+  @OptionalField()
   @IsBoolean()
   pinned?: boolean;
 
   @ApiPropertyOptional({ example: 'Mina', description: "Operator name; default: the campaign's operatorName, then the token's name claim" })
-  @IsOptional()
+  @OptionalField()
   @TextRules('name', 255)
   name?: string;
 }

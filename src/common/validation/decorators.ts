@@ -84,6 +84,15 @@ const nullIsAbsent = Transform(({ value }: { value: unknown }) => (value === nul
  */
 const blankIsNull = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && value.trim() === '' ? null : value));
 
+/**
+ * An optional body field that cannot be cleared: absent or null skips its rules, and null reaches the
+ * handler as absent (nullIsAbsent), never as a null the handler does not expect. A bare IsOptional() lets
+ * null through to the handler.
+ */
+export function OptionalField(): PropertyDecorator {
+  return applyDecorators(nullIsAbsent, IsOptional());
+}
+
 function presence({ required, nullable }: Presence, property: string): PropertyDecorator[] {
   if (required) return [nullIsAbsent, IsDefined({ message: `${property} is required` })];
   // Absent always skips; null skips only for nullable fields (null then clears the stored value).

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsDefined, IsIn, IsOptional, ValidateIf } from 'class-validator';
-import { BooleanField, HttpUrlField, IntQuery, TextRules } from '../../common/validation/decorators';
+import { BooleanField, HttpUrlField, IntQuery, OptionalField, TextRules } from '../../common/validation/decorators';
 import { DELIVERY_STATES, DeliveryState } from '../entities/webhook-delivery.entity';
 import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '../webhook-event-types';
 
@@ -52,7 +52,7 @@ export class UpdateWebhookDto extends WebhookFields {
   url?: string;
 
   @ApiPropertyOptional({ type: [String], enum: WEBHOOK_EVENT_TYPES, example: ['goods.salesStatus'], description: `The event types to send: ${EVENTS_TEXT}` })
-  @IsOptional()
+  @OptionalField()
   @EventTypes()
   events?: WebhookEventType[];
 }
