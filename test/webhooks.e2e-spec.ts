@@ -364,9 +364,13 @@ describeEngines(
           ['IMP-1', 'https://shop.example.com/imp/1', 'Imported'],
           ['IMP-2', 'not a url', 'Broken'],
         ] as ExcelJS.CellValue[][]);
+        // A dry run applies nothing, so it announces nothing: it comes first, and only the real import is sent.
+        expectOk(await ctx().http.post(`/v1/goods/${c.accessKey}/excel?dryRun=true`).set('Authorization', c.auth()).attach('file', sheet, 'dry-run.xlsx'));
         expectOk(await ctx().http.post(`/v1/goods/${c.accessKey}/excel`).set('Authorization', c.auth()).attach('file', sheet, 'goods.xlsx'));
 
         await all.until('four events', () => all.received.length >= 4);
+        await all.until('the import event', () => all.of('import.completed').length >= 1);
+        expect(all.of('import.completed').map((x) => (x.event.data as { fileName: string }).fileName)).toEqual(['goods.xlsx']);
         await onlyStatus.until('the status event', () => onlyStatus.received.length >= 1);
         expect(all.of('campaign.status')[0].event.data).toMatchObject({ campaignKey: key, campaignStatus: 'ONAIR', previousStatus: 'READY', endedAt: null });
         expect(all.of('goods.salesStatus')[0].event.data).toMatchObject({

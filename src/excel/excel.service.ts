@@ -137,6 +137,8 @@ export class ExcelService implements OnModuleInit {
         sheet.rows.map((r) => ({ row: r.row, data: r.values })),
         { refreshMedia: !!options.refreshMedia, dryRun: !!options.dryRun, source: 'spreadsheet' },
       );
+      // A dry run applied nothing, so nothing is announced.
+      if (options.dryRun) return { kind: 'applied', response, ignoredColumns: sheet.ignoredColumns };
       // The rows are committed by now (the writer works in slices); the event follows in its own transaction.
       await this.webhooks.recordNow(tenant.id, 'import.completed', {
         source: 'spreadsheet',
