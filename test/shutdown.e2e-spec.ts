@@ -3,7 +3,7 @@ import { io } from 'socket.io-client';
 import { HealthService } from '../src/health/health.service';
 import { Logger } from '@nestjs/common';
 import { CLOSE_MAX_MS, Lifecycle } from '../src/lifecycle/lifecycle.service';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { listenOn } from './support/live-client';
 import { openTcp, within } from './support/bare-connections';
 import { insertCustomer, ServerProcess } from './support/server-process';
@@ -150,19 +150,30 @@ describe('readiness while draining [sqlite]', () => {
   it('is 503 from the moment shutdown starts, while an accepted request still completes', async () => {
     const t = await createTestApp('sqlite', `${__filename}.ready`);
     const C = await t.createCustomer('Draining');
-    await listenOn(t.app);
+    const base = await listenOn(t.app);
     const health = t.app.get(HealthService);
     expect((await health.readiness()).status).toBe('ok');
     const elements = Array.from({ length: 3000 }, (_, i) => ({ name: `D ${i}`, sku: `D-${i}`, url: `https://shop.example.com/d/${i}` }));
-    const sync = t.http
-      .post(`/v1/goods/${C.accessKey}/sync`)
-      .set('Authorization', C.auth())
-      .send(elements)
-      .then((res) => res.status);
+    // On a kept-alive connection: the answer of a request that was running when the drain began says
+    // `Connection: close`, so the client sends nothing more on that connection (which would be reset).
+    const agent = new Agent({ keepAlive: true });
+    const sync = new Promise<[number | undefined, string | undefined]>((resolve, reject) => {
+      const req = httpRequest(
+        `${base}/v1/goods/${C.accessKey}/sync`,
+        { method: 'POST', agent, headers: { authorization: C.auth(), 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve([res.statusCode, res.headers.connection]));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(elements));
+    });
     await new Promise((r) => setTimeout(r, 100));
     const closing = t.app.get(Lifecycle).shutdown(t.app, 'TEST');
     expect(await health.readiness()).toEqual({ status: 'error', checks: { node: 'down' } });
-    expect(await sync).toBe(200);
+    expect(await sync).toEqual([200, 'close']);
+    agent.destroy();
     await closing;
     rmSync(t.config.dataDir, { recursive: true, force: true });
   });

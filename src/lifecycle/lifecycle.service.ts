@@ -49,6 +49,8 @@ export class Lifecycle {
   private readonly fresh = new Map<Socket, number>();
   /** Connections that have sent requests: how many are in flight on each (0 = an idle keep-alive connection). */
   private readonly served = new Map<Socket, number>();
+  /** Responses of the requests in flight: those not begun when the drain starts are told to say `Connection: close`. */
+  private readonly answering = new Set<Response>();
 
   constructor(private readonly config: AppConfig) {}
 
@@ -96,9 +98,11 @@ export class Lifecycle {
     // Interactive until its route says it is bulk work (BulkWorkGuard) or it is answered.
     foreground.enter(req);
     let done = false;
+    this.answering.add(res);
     const finish = () => {
       if (done) return;
       done = true;
+      this.answering.delete(res);
       this.inFlight -= 1;
       foreground.leave(req);
       const onSocket = this.served.get(socket);
@@ -132,6 +136,10 @@ export class Lifecycle {
   async shutdown(app: INestApplication, signal: string): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    // Requests already running when the drain starts are answered `Connection: close` too (where the answer
+    // has not begun): said keep-alive, their connection would be closed once idle, and the client's next
+    // request on it, sent meanwhile, would meet a reset.
+    for (const res of this.answering) if (!res.headersSent) res.setHeader('Connection', 'close');
     const started = Date.now();
     const server = app.getHttpServer() as Server;
     this.logger.log(`${signal} received: readiness is 503 from now on; closing the listener`);
