@@ -23,8 +23,13 @@ export class ForegroundRequests {
   private writersQueued = 0;
   private readonly waiting = new Set<() => void>();
 
+  constructor(
+    /** The clock that ages requests (INTERACTIVE_MS), in ms. */
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
   enter(request: object): void {
-    this.started.set(request, performance.now());
+    this.started.set(request, this.now());
   }
 
   /** Idempotent: a request leaves when answered, or earlier when its route turns out to be bulk work. */
@@ -47,7 +52,7 @@ export class ForegroundRequests {
   /** An interactive request is in flight, and no write waits for its turn. */
   get busy(): boolean {
     if (this.started.size === 0 || this.writersQueued > 0) return false;
-    const youngSince = performance.now() - INTERACTIVE_MS;
+    const youngSince = this.now() - INTERACTIVE_MS;
     for (const since of this.started.values()) if (since > youngSince) return true;
     return false;
   }
