@@ -248,7 +248,15 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
   });
 
   it('a goods id in the path that is not a number is named, with the text sent', async () => {
-    expectInvalid(await ctx().http.delete(`${goods()}/abc`).set('Authorization', C.auth()), /goodsId must be a positive integer; got 'abc'/);
+    // Worded as every other invalid argument.
+    expectInvalid(
+      await ctx().http.delete(`${goods()}/abc`).set('Authorization', C.auth()),
+      /^Invalid argument: goodsId must be a positive integer; got 'abc'$/,
+    );
+    expectInvalid(
+      await ctx().http.get(`/v1/campaigns/${C.accessKey}/upcoming`).query({ includeOnAir: 'maybe' }),
+      /includeOnAir must be true or false \(also 1\/0, yes\/no, on\/off\); got 'maybe'/,
+    );
     expectInvalid(
       await ctx().http.delete(`${goods()}/12.5/sku`).query({ sku: 'x' }).set('Authorization', C.auth()),
       /goodsId must be a positive integer; got '12.5'/,

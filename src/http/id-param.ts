@@ -17,7 +17,7 @@ export function parseIdSegment(name: string, raw: unknown): number {
   const ok = typeof raw === 'string' && /^\d{1,19}$/.test(raw) && BigInt(raw) >= 1n && BigInt(raw) <= INT64_MAX;
   if (!ok) {
     const message = `${name} must be a positive integer; got ${sent(raw)}`;
-    throw ApiException.invalid(message, [{ field: name, message }]);
+    throw ApiException.invalid(`Invalid argument: ${message}`, [{ field: name, message }]);
   }
   if (BigInt(raw) > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw ApiException.notFound(`${NOUNS[name] ?? name} not found: id ${raw} (ids go up to ${Number.MAX_SAFE_INTEGER})`);

@@ -2,7 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsDefined, IsIn, IsInt, IsString, Max, Min, ValidateIf, ValidationArguments } from 'class-validator';
 import { Transform } from 'class-transformer';
-import { BooleanField, booleanText, IdField, IdListField, OptionalField, sent, TextRules } from '../../common/validation/decorators';
+import { BooleanField, booleanRefusal, booleanText, IdField, IdListField, OptionalField, sent, TextRules } from '../../common/validation/decorators';
 import { SALES_STATUSES, SalesStatus } from '../../campaigns/entities/campaign-goods.entity';
 import { CAMPAIGN_MAX_GOODS_CEILING } from '../../config/env.validation';
 
@@ -66,7 +66,7 @@ export class ShowingDto {
   @ApiProperty({ type: Boolean, example: true, description: 'true: this item shows now (clears it on the others); false: it does not' })
   @booleanText
   @IsDefined({ message: 'showingNow is required' })
-  @IsBoolean({ message: 'showingNow must be true or false' })
+  @IsBoolean({ message: booleanRefusal('showingNow') })
   showingNow: boolean;
 }
 

@@ -53,14 +53,14 @@ export function sent(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/** The message refusing a value a boolean field cannot read: the spellings it takes, and the value sent. */
+export function booleanRefusal(property: string): (args: ValidationArguments) => string {
+  return (args) => `${property} must be true or false (also 1/0, yes/no, on/off); got ${sent(args.value)}`;
+}
+
 /** A boolean field (query, form or JSON), see booleanText; the message names the value sent. */
 export function BooleanField(property: string, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
-  return applyDecorators(
-    booleanText,
-    ...presence(p, property),
-    IsBoolean({ message: (args: ValidationArguments) => `${property} must be true or false (also 1/0, yes/no, on/off); got ${sent(args.value)}` }),
-    docs(p, { type: Boolean, ...options }),
-  );
+  return applyDecorators(booleanText, ...presence(p, property), IsBoolean({ message: booleanRefusal(property) }), docs(p, { type: Boolean, ...options }));
 }
 
 /** Text that numeric fields read as a number ("19.99", " 12 "). */

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional } from 'class-validator';
-import { booleanText } from '../../common/validation/decorators';
+import { booleanRefusal, booleanText } from '../../common/validation/decorators';
 import { BatchQuery } from '../../sync/dto/batch-query.dto';
 
 /** The multipart/form-data body of POST /excel (documentation only: multer reads it). */
@@ -25,6 +25,6 @@ export class ExcelUploadQuery extends BatchQuery {
   })
   @booleanText
   @IsOptional()
-  @IsBoolean({ message: 'async must be true or false' })
+  @IsBoolean({ message: booleanRefusal('async') })
   async?: boolean;
 }

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsOptional, registerDecorator } from 'class-validator';
-import { booleanText, DateField, IntQuery } from '../../common/validation/decorators';
+import { booleanRefusal, booleanText, DateField, IntQuery } from '../../common/validation/decorators';
 
 const STATUSES = ['READY', 'ONAIR', 'CLOSED'];
 
@@ -52,7 +52,7 @@ export class PublicCampaignListQuery {
   @ApiPropertyOptional({ default: false, description: 'Add description and the goods with their statuses' })
   @booleanText
   @IsOptional()
-  @IsBoolean({ message: 'detail must be true or false' })
+  @IsBoolean({ message: booleanRefusal('detail') })
   detail?: boolean;
 }
 
@@ -65,6 +65,6 @@ export class UpcomingQuery {
   @ApiPropertyOptional({ default: true, description: 'Answer the running campaign when there is one' })
   @booleanText
   @IsOptional()
-  @IsBoolean({ message: 'includeOnAir must be true or false' })
+  @IsBoolean({ message: booleanRefusal('includeOnAir') })
   includeOnAir?: boolean;
 }
