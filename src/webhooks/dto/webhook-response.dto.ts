@@ -46,7 +46,13 @@ export class WebhookDeliveryResponse {
   statusCode: number | null;
   @ApiProperty({ type: 'integer', format: 'int32', nullable: true, example: 42, description: 'How long the last try took, ms' }) durationMs: number | null;
   @ApiProperty({ type: String, nullable: true, example: null, description: 'Why the last try failed' }) error: string | null;
-  @ApiProperty({ ...EPOCH_MS, nullable: true, description: 'When the next try is due (pending only), epoch ms' }) nextAttemptAt: number | null;
+  @ApiProperty({
+    ...EPOCH_MS,
+    nullable: true,
+    description:
+      "When the next try is due (pending), or when the sending node's lease ends (sending: if that node dies mid-send, another tries it then); null once delivered or failed; epoch ms",
+  })
+  nextAttemptAt: number | null;
   @ApiProperty({ ...EPOCH_MS, nullable: true, description: 'When the last try started, epoch ms' }) lastAttemptAt: number | null;
   @ApiProperty({ ...EPOCH_MS, description: 'When the event was recorded, epoch ms' }) createdAt: number;
   @ApiProperty({ ...EPOCH_MS, nullable: true, description: 'When it was delivered or given up, epoch ms' }) finishedAt: number | null;
@@ -92,7 +98,7 @@ export function toDeliveryResponse(d: WebhookDelivery): WebhookDeliveryResponse 
     statusCode: d.lastStatusCode ?? null,
     durationMs: d.lastDurationMs ?? null,
     error: d.lastError ?? null,
-    nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt.getTime() : null,
+    nextAttemptAt: d.state === 'pending' || d.state === 'sending' ? d.nextAttemptAt.getTime() : null,
     lastAttemptAt: d.lastAttemptAt?.getTime() ?? null,
     createdAt: d.createdAt.getTime(),
     finishedAt: d.finishedAt?.getTime() ?? null,
