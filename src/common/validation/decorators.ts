@@ -186,7 +186,7 @@ export function TextRules(property: string, max: number, min = 0): PropertyDecor
   );
 }
 
-/** A trimmed, non-blank string of at most `max` characters. */
+/** A trimmed string of 1 to `max` characters; blank text is refused, or is null where the field may be cleared. */
 export function TextField(property: string, max: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return applyDecorators(
     trim,
