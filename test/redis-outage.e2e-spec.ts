@@ -72,6 +72,7 @@ const required = process.env.REQUIRE_SERVICES === '1';
     const s0 = Number((await onA.next('campaign.snapshot')).seq);
     expect(Number((await onB.next('campaign.snapshot')).seq)).toBe(s0);
 
+    const logFrom = [nodeA.output.length, nodeB.output.length];
     proxy.cut();
     // Changes through both nodes while they cannot reach Redis: every request succeeds.
     const statuses = ['SOLD_OUT', 'ON_SALE', 'ALMOST_SOLD_OUT'];
@@ -91,6 +92,13 @@ const required = process.env.REQUIRE_SERVICES === '1';
     await new Promise((r) => setTimeout(r, 3000));
     expect([nodeA.alive, nodeB.alive]).toEqual([true, true]);
 
+    // An outage is logged once per connection, not once per reconnection attempt (BullMQ's queue and
+    // worker passed on every attempt's error: about 1.5 lines a second).
+    for (const [i, node] of [nodeA, nodeB].entries()) {
+      const during = node.output.slice(logFrom[i]);
+      expect(during.match(/(worker|queue): /g) ?? []).toEqual([]);
+      expect((during.match(/a subscription command for the other nodes' events failed/g) ?? []).length).toBeLessThanOrEqual(1);
+    }
     proxy.restore();
     const complete = (v: Viewer) => async () => seqsOf(v);
     const expected = Array.from({ length: 6 }, (_, i) => s0 + i + 1);

@@ -33,6 +33,8 @@ export type QueueVerdict = { kind: 'done' } | { kind: 'later'; delayMs: number }
 export class ImportJobQueue {
   private readonly logger = new Logger('ImportJobQueue');
   private readonly queue: Queue;
+  /** Errors the connections emitted (logged once per outage by watched()), which BullMQ passes on again. */
+  private readonly connectionErrors = new WeakSet<Error>();
   private readonly queueConnection: Redis;
   private worker: ImportWorker | null = null;
   private workerConnection: Redis | null = null;
@@ -44,7 +46,7 @@ export class ImportJobQueue {
   ) {
     this.queueConnection = this.connect(false);
     this.queue = new Queue('import-jobs', { connection: this.queueConnection, prefix });
-    this.queue.on('error', (err) => this.logger.warn(redactCredentials(`queue: ${err.message}`)));
+    this.queue.on('error', (err) => this.warnUnlessDown(this.queueConnection, 'queue', err));
   }
 
   /** Puts a job in the queue (a no-op when it is there already). Bounded by ADD_TIMEOUT_MS. */
@@ -82,7 +84,7 @@ export class ImportJobQueue {
         stalledInterval: Math.max(1000, Math.floor(this.lockMs / 2)),
       },
     );
-    this.worker.on('error', (err) => this.logger.warn(redactCredentials(`worker: ${err.message}`)));
+    this.worker.on('error', (err) => this.warnUnlessDown(this.workerConnection, 'worker', err));
   }
 
   /** Stops taking jobs and waits for the running ones (they stop after their current chunk). */
@@ -140,10 +142,21 @@ export class ImportJobQueue {
     return client;
   }
 
+  /**
+   * BullMQ passes on its connections' errors, once for every reconnection attempt (about 1.5 lines a
+   * second while Redis is unreachable). Those are logged once per outage by watched(), which sees each
+   * first (its listener is older): only BullMQ's own errors (a command it could not run) are logged here.
+   */
+  private warnUnlessDown(connection: Redis | null, what: string, err: Error): void {
+    if (this.connectionErrors.has(err) || (connection && connection.status !== 'ready')) return;
+    this.logger.warn(redactCredentials(`${what}: ${err.message}`));
+  }
+
   /** The client with its errors logged (once per outage) and its handshake bounded. */
   private watched(client: Redis): Redis {
     let down = false;
     client.on('error', (err: Error) => {
+      this.connectionErrors.add(err);
       if (!down) this.logger.warn(redactCredentials(`redis: ${err.message}`));
       down = true;
     });

@@ -106,7 +106,10 @@ export class LiveIoAdapter extends IoAdapter {
       const sub = RedisConnection.neverRejecting(
         RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true }),
         { subscribe: undefined, psubscribe: undefined, unsubscribe: undefined, punsubscribe: undefined },
-        (err) => this.logger.warn(`a subscription command for the other nodes' events failed: ${err.message}`),
+        // While the connection is down its commands fail with it, and that is logged once per outage.
+        (err) => {
+          if (sub.status === 'ready') this.logger.warn(`a subscription command for the other nodes' events failed: ${err.message}`);
+        },
       );
       let lost = false;
       sub.on('error', () => (lost = true));
