@@ -39,7 +39,6 @@ export const CLOSE_MAX_MS = 10_000;
 @Injectable()
 export class Lifecycle {
   private readonly logger = new Logger('Shutdown');
-  private inFlight = 0;
   private lastStart = 0;
   private connections = 0;
   private draining = false;
@@ -49,7 +48,10 @@ export class Lifecycle {
   private readonly fresh = new Map<Socket, number>();
   /** Connections that have sent requests: how many are in flight on each (0 = an idle keep-alive connection). */
   private readonly served = new Map<Socket, number>();
-  /** Responses of the requests in flight: those not begun when the drain starts are told to say `Connection: close`. */
+  /**
+   * Responses of the requests in flight (their count is the requests in flight): those not begun when the
+   * drain starts are told to say `Connection: close`.
+   */
   private readonly answering = new Set<Response>();
 
   constructor(private readonly config: AppConfig) {}
@@ -60,7 +62,7 @@ export class Lifecycle {
   }
 
   get requestsInFlight(): number {
-    return this.inFlight;
+    return this.answering.size;
   }
 
   /** The viewer channel's namespace, to tell its viewers to reconnect on shutdown. */
@@ -93,7 +95,6 @@ export class Lifecycle {
     const socket = req.socket;
     this.fresh.delete(socket);
     this.served.set(socket, (this.served.get(socket) ?? 0) + 1);
-    this.inFlight += 1;
     this.lastStart = Date.now();
     // Interactive until its route says it is bulk work (BulkWorkGuard) or it is answered.
     foreground.enter(req);
@@ -103,7 +104,6 @@ export class Lifecycle {
       if (done) return;
       done = true;
       this.answering.delete(res);
-      this.inFlight -= 1;
       foreground.leave(req);
       const onSocket = this.served.get(socket);
       if (onSocket !== undefined) this.served.set(socket, onSocket - 1);
@@ -123,7 +123,7 @@ export class Lifecycle {
   private async quiet(): Promise<boolean> {
     const idle = () => {
       const now = Date.now();
-      if (this.inFlight > 0 || now - this.lastStart < SETTLE_MS || this.lingering() > 0) return false;
+      if (this.requestsInFlight > 0 || now - this.lastStart < SETTLE_MS || this.lingering() > 0) return false;
       for (const since of this.fresh.values()) if (now - since < FIRST_REQUEST_MS) return false;
       return true;
     };
@@ -171,9 +171,11 @@ export class Lifecycle {
     }
 
     const deadline = started + this.config.server.shutdownTimeoutMs;
-    if (this.inFlight > 0) this.logger.log(`waiting for ${this.inFlight} request(s) in flight (at most ${this.config.server.shutdownTimeoutMs} ms)`);
+    if (this.requestsInFlight > 0)
+      this.logger.log(`waiting for ${this.requestsInFlight} request(s) in flight (at most ${this.config.server.shutdownTimeoutMs} ms)`);
     while (Date.now() < deadline && !(await this.quiet())) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    if (this.inFlight > 0) this.logger.warn(`${this.inFlight} request(s) still running after ${this.config.server.shutdownTimeoutMs} ms; closing anyway`);
+    if (this.requestsInFlight > 0)
+      this.logger.warn(`${this.requestsInFlight} request(s) still running after ${this.config.server.shutdownTimeoutMs} ms; closing anyway`);
     else this.logger.log(`all requests finished (${Date.now() - started} ms)`);
     server.closeAllConnections();
 
