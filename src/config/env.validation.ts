@@ -17,6 +17,7 @@ import {
   validateSync,
 } from 'class-validator';
 import { formatDuration, parseDuration } from '../common/util/duration';
+import { HOST_NAME } from '../common/util/host-name';
 import { redactCredentials } from '../common/util/redact';
 
 const toBool = ({ value }: { value: unknown }): unknown => {
@@ -104,9 +105,6 @@ const IsCorsOrigins = () =>
     (o) => normalizeOrigin(o) !== undefined,
     'comma-separated origins such as https://shop.example or http://localhost:8080 (no paths, no wildcards)',
   );
-
-/** A DNS host name (letters, digits, `-` and `_` in labels of at most 63 characters, at most 253 in all). */
-const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
 
 /** One entry of an allowed-hosts list: a CIDR range, an IP address (IPv6 also in brackets) or a host name. */
 export function isHostListEntry(entry: string): boolean {

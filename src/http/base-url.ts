@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { HOST_NAME_PATTERN } from '../common/util/host-name';
 import { AppConfig } from '../config/app-config';
 
 /** Bases taken from requests (their Host) that a node admits per minute; past it, a new one gets the node's own base. */
@@ -51,7 +52,7 @@ function admittedOf(config: AppConfig): AdmittedBases {
 }
 
 /** A Host header that may name a base: a DNS name or IPv4 address, or an IPv6 address in brackets, then an optional port. */
-const HOST_HEADER = /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+const HOST_HEADER = new RegExp(`^(?:${HOST_NAME_PATTERN}|\\[[0-9a-f:.]+\\])(?::\\d{1,5})?$`, 'i');
 
 /** The node's own base: PUBLIC_BASE_URL, else localhost and PORT. */
 export function ownBaseUrl(config: AppConfig): string {
