@@ -22,8 +22,7 @@ export const SalesStatusInput = createParamDecorator((_: unknown, ctx: Execution
   // A JSON array is a list sent where one value belongs; in a query string or form it is a repeat.
   const json = typeof req.is('json') === 'string' && body === req.body;
   for (const [name, value] of Object.entries(params)) {
-    if (!Array.isArray(value)) continue;
-    throw listRefusal(name, value, (json && Object.hasOwn(body, name)) || value.length < 2 ? 'list' : 'repeated');
+    if (Array.isArray(value)) throw listRefusal(name, value, json && Object.hasOwn(body, name));
   }
   return params;
 });

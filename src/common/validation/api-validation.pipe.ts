@@ -36,16 +36,17 @@ export function refuseRepeated(value: unknown, name?: string): void {
   const entries: Array<[string, unknown]> =
     name !== undefined ? [[name, value]] : value && typeof value === 'object' ? Object.entries(value as Record<string, unknown>) : [];
   for (const [param, given] of entries) {
-    if (Array.isArray(given)) throw listRefusal(param, given, given.length > 1 ? 'repeated' : 'list');
+    if (Array.isArray(given)) throw listRefusal(param, given);
   }
 }
 
 /**
- * 400 -510 for a parameter that came as a list: given several times (a query string or form), or as a list
- * where one value belongs (a JSON array, or a form's `name[]=…`).
+ * 400 -510 for a parameter that came as a list: given several times in a query string or form, or as a
+ * list where one value belongs (`fromJson`: a JSON array; or a single `name[]=…` of a query string or form).
  */
-export function listRefusal(param: string, given: unknown[], how: 'repeated' | 'list'): ApiException {
-  const message = how === 'repeated' ? `${param} was given ${given.length} times; give it once` : `${param} must be one value, not a list`;
+export function listRefusal(param: string, given: unknown[], fromJson = false): ApiException {
+  const repeated = !fromJson && given.length > 1;
+  const message = repeated ? `${param} was given ${given.length} times; give it once` : `${param} must be one value, not a list`;
   return ApiException.invalid(`Invalid argument: ${message}; got ${sent(given)}`, [{ field: param, message }]);
 }
 

@@ -287,9 +287,18 @@ function isPositiveId(value: unknown): boolean {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
 }
 
+/**
+ * Why an id sent as digits beyond the ids this service gives is refused, naming it as sent; undefined for
+ * any other value. (Such digits stay text when read, not the float they would become.)
+ */
+export function idTooLarge(name: string, value: unknown): string | undefined {
+  return typeof value === 'string' && /^\d+$/.test(value) ? `${name} is too large: ids go up to ${Number.MAX_SAFE_INTEGER}; got ${sent(value)}` : undefined;
+}
+
 /** Why `value` (after idOfText) is not a positive id, naming `name` and the value sent. */
 function idRefusal(name: string, value: unknown): string {
-  if (typeof value === 'string' && /^\d+$/.test(value)) return `${name} is too large: ids go up to ${Number.MAX_SAFE_INTEGER}; got ${sent(value)}`;
+  const tooLarge = idTooLarge(name, value);
+  if (tooLarge) return tooLarge;
   if (typeof value === 'number' && Number.isInteger(value) && value > Number.MAX_SAFE_INTEGER) {
     return `${name} is too large: ids go up to ${Number.MAX_SAFE_INTEGER} (send larger ones as text to have them named exactly)`;
   }

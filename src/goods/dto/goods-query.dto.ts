@@ -1,8 +1,8 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDefined, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateIf, ValidationArguments } from 'class-validator';
-import { IntQuery, sent } from '../../common/validation/decorators';
+import { IsDefined, IsInt, IsOptional, IsString, MaxLength, Min, MinLength, ValidateIf, ValidationArguments } from 'class-validator';
+import { idTooLarge, IntQuery, sent } from '../../common/validation/decorators';
 import { GoodsLimits } from '../goods.limits';
 
 export class ListGoodsQuery {
@@ -28,24 +28,20 @@ export class ListGoodsQuery {
  * Messages name the value sent.
  */
 function AfterId(): PropertyDecorator {
-  const tooLarge = (args: ValidationArguments) => `after is too large: ids go up to ${Number.MAX_SAFE_INTEGER}; got ${sent(args.value)}`;
-  // Digits beyond the largest id stay text, so that the message names them as sent (not as the float they would become).
   const message = (args: ValidationArguments) =>
-    typeof args.value === 'string' && /^\d+$/.test(args.value)
-      ? tooLarge(args)
-      : `after must be a goods id (an integer from 0) as last seen; got ${sent(args.value)}`;
+    idTooLarge('after', args.value) ?? `after must be a goods id (an integer from 0) as last seen; got ${sent(args.value)}`;
   return applyDecorators(
     Transform(({ value }: { value: unknown }) => {
       if (typeof value !== 'string') return value;
       const text = value.trim();
       if (text === '') return undefined;
       if (!/^\d+$/.test(text)) return value;
+      // Digits beyond the largest id stay text, so that the message names them as sent (idTooLarge).
       return Number.isSafeInteger(Number(text)) ? Number(text) : text;
     }),
     IsOptional(),
     IsInt({ message }),
     Min(0, { message }),
-    Max(Number.MAX_SAFE_INTEGER, { message: tooLarge }),
     ApiPropertyOptional({
       type: 'integer',
       format: 'int64',
