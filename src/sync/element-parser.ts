@@ -42,9 +42,7 @@ function readElement(element: BatchElement): ParsedElement {
   let nested: string | undefined;
   for (const key of ECHOED) {
     const value = (data as Record<string, unknown>)[key];
-    // null for a field that cannot be cleared (id, name, sku, url) is the same as leaving it out, as in
-    // every goods body (a FAIL row, which shows such fields as null, can be sent back as it is).
-    if (value === undefined || (value === null && !PLAIN_RULES[key].nullable)) continue;
+    if (value === undefined) continue;
     if (value !== null && typeof value === 'object') nested ??= key;
     else echo[key] = value;
   }
@@ -137,7 +135,9 @@ export function plainlyValid(echo: Record<string, unknown>): SyncGoodsElementDto
 }
 
 function plainValue(rule: (typeof PLAIN_RULES)[string], value: unknown): unknown {
-  if (value === null) return rule.nullable ? null : REFUSED;
+  // null clears a field that may be cleared; for one that cannot (id, name, sku, url) it is the same as
+  // leaving it out, as in every goods body: a FAIL row, which shows such fields as null, goes back as it is.
+  if (value === null) return rule.nullable ? null : undefined;
   // Blank text clears a field that may be cleared, as the field decorators read it (free text is kept as sent).
   if (rule.nullable && rule.kind !== 'longText' && typeof value === 'string' && value.trim() === '') return null;
   if (rule.kind === 'number' || rule.kind === 'id') {

@@ -14,7 +14,6 @@ import {
   MinLength,
   registerDecorator,
   ValidateBy,
-  ValidateIf,
   ValidationArguments,
 } from 'class-validator';
 import { MAX_EPOCH_MS, parseDateInput, toDate } from './dates';
@@ -95,8 +94,8 @@ export function OptionalField(): PropertyDecorator {
 
 function presence({ required, nullable }: Presence, property: string): PropertyDecorator[] {
   if (required) return [nullIsAbsent, IsDefined({ message: `${property} is required` })];
-  // Absent always skips; null skips only for nullable fields (null then clears the stored value).
-  return nullable ? [IsOptional()] : [nullIsAbsent, ValidateIf((o: Record<string, unknown>) => o[property] !== undefined)];
+  // Absent or null skips; null reaches the handler only for nullable fields (it then clears the stored value).
+  return nullable ? [IsOptional()] : [OptionalField()];
 }
 
 /** presence(), with blank text read as null when the field may be cleared (blankIsNull). */
