@@ -13,13 +13,21 @@ export function sheetUploads(ctx: () => TestApp) {
       .attach('file', file, { filename, contentType: 'application/octet-stream' });
   }
 
-  /** The job of a 202 upload, once it has ended. */
-  async function ended(c: TestCustomer, res: Response): Promise<Record<string, unknown>> {
+  /**
+   * The job of a 202 upload, once it has ended; an error naming its last state if it has not within
+   * `timeoutMs` (a test timing out instead would leave this loop polling after the app is closed).
+   */
+  async function ended(c: TestCustomer, res: Response, timeoutMs = 60_000): Promise<Record<string, unknown>> {
     expect(res.status).toBe(202);
     const path = `/v1/goods/${c.accessKey}/excel/jobs/${res.body.jobId}`;
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       const job = await ctx().http.get(path).set('Authorization', c.auth()).expect(200);
       if (job.body.state === 'succeeded' || job.body.state === 'failed') return job.body as Record<string, unknown>;
+      if (Date.now() > deadline) {
+        const { results: _results, ...state } = job.body as Record<string, unknown>;
+        throw new Error(`import job ${String(job.body.jobId)} has not ended within ${timeoutMs} ms: ${JSON.stringify(state)}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
