@@ -3,6 +3,7 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { HealthService } from '../src/health/health.service';
 import type Redis from 'ioredis';
 import type { Namespace } from 'socket.io';
+import { ImportJobRunner } from '../src/excel/import-job-runner';
 import { GoodsSearchCorpus } from '../src/goods/goods-search-corpus';
 import { LiveGateway } from '../src/live/live.gateway';
 import { RedisConnection } from '../src/redis/redis.module';
@@ -120,4 +121,26 @@ const required = process.env.REQUIRE_SERVICES === '1';
       proxy.restore();
     }
   }, 90_000);
+
+  it('a queue that hands nothing out: the job is claimed from the database once it could have been for IMPORT_JOB_LEASE_MS', async () => {
+    const own = await createTestApp('sqlite', __filename, {
+      REDIS_URL: REDIS.href,
+      REDIS_PREFIX: `lgtest-hang-stuck-${process.pid}-${Date.now().toString(36)}`,
+      IMPORT_JOB_LEASE_MS: '3000',
+    });
+    try {
+      // A worker stuck for good (whatever the cause): it takes no job from the queue.
+      const runner: unknown = own.app.get(ImportJobRunner);
+      const worker = (runner as { queue: { worker: { pause: (doNotWaitActive: boolean) => Promise<void> } } }).queue.worker;
+      await worker.pause(true);
+      const { upload, ended } = sheetUploads(() => own);
+      const c = await own.createCustomer('Stuck');
+      const file = await minimalXlsx(['sku', 'name', 'url'], 3, (i) => [`S-${i}`, 'Stuck', `https://shop.example.com/s/${i}`]);
+      const job = await ended(c, await upload(c, file, 'stuck.xlsx', '?async=true'), 30_000);
+      expect(job).toMatchObject({ state: 'succeeded', rowsDone: 3, createCount: 3 });
+    } finally {
+      await own.app.close();
+      rmSync(own.config.dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

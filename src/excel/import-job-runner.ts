@@ -98,6 +98,11 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
   private readonly lastProgress = new Map<number, number>();
   /** With REDIS_URL: BullMQ hands the jobs out; without, this node polls the database. */
   private queue: ImportJobQueue | null = null;
+  /**
+   * With BullMQ: since when (ms) each job could be claimed while this node had a slot free. One the queue
+   * has not handed out within IMPORT_JOB_LEASE_MS is claimed from the database (see claimOverdue).
+   */
+  private readonly claimableSince = new Map<number, number>();
 
   constructor(
     private readonly transactions: Transactions,
@@ -259,9 +264,48 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     return job;
   }
 
-  /** BullMQ: puts the jobs that may run into the queue (a no-op for those already there). */
+  /**
+   * BullMQ: claims from the database the jobs the queue has left waiting too long (claimOverdue), then puts
+   * the jobs that may run into the queue (a no-op for those already there).
+   */
   private async enqueueWaiting(): Promise<void> {
-    for (const job of await this.waiting(Date.now())) await (this.queue as ImportJobQueue).add(job.id);
+    await this.claimOverdue().catch((err: unknown) => {
+      if (!isDatabaseUnavailable(err)) this.logger.warn(`import job claim failed: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    for (const job of await this.waiting(Date.now())) {
+      if (this.stopped) return;
+      await (this.queue as ImportJobQueue).add(job.id);
+    }
+  }
+
+  /**
+   * The database keeps every job; Redis only hands them out, and a queue can get stuck where the database
+   * is not (a BullMQ worker that does not recover from a network partition, a job lost from Redis). So
+   * while this node has a slot free, it notes since when each job could be claimed, and claims one that
+   * could for longer than IMPORT_JOB_LEASE_MS straight from the database, fairest first as ever. (Claims are
+   * atomic: should the queue hand the job out after all, it is found running or ended, and dropped.)
+   */
+  private async claimOverdue(): Promise<void> {
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS && !this.stopped; attempt++) {
+      if (this.running.size >= this.config.importJobs.concurrency) {
+        this.claimableSince.clear(); // no slot here: nothing waits on this node
+        return;
+      }
+      const now = Date.now();
+      const claimable = await this.claimable(now, 50);
+      const ids = new Set(claimable.map((job) => job.id));
+      for (const id of this.claimableSince.keys()) if (!ids.has(id)) this.claimableSince.delete(id);
+      for (const job of claimable) if (!this.claimableSince.has(job.id)) this.claimableSince.set(job.id, now);
+      // Only the fairest: a job that can wait its turn is not taken before it.
+      const [fairest] = claimable;
+      if (!fairest || (this.claimableSince.get(fairest.id) as number) > now - this.config.importJobs.leaseMs) return;
+      const claimed = await this.tryClaim(fairest.id, now);
+      if (!claimed) continue;
+      const waited = Math.round((now - (this.claimableSince.get(claimed.id) as number)) / 1000);
+      this.claimableSince.delete(claimed.id);
+      this.logger.warn(`import job ${claimed.id}: the queue had not handed it out after ${waited} s; claimed from the database (does every node reach Redis?)`);
+      void this.start(claimed);
+    }
   }
 
   /** BullMQ's worker: claims and runs the job, or asks the queue to hand it out again later. */
@@ -274,6 +318,8 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     if (job.state === 'running' && job.leaseUntil !== null && job.leaseUntil >= now) {
       return { kind: 'later', delayMs: Math.max(retry, job.leaseUntil - now + 100) };
     }
+    // This node's slots may have gone to jobs claimed from the database (claimOverdue).
+    if (this.running.size >= this.config.importJobs.concurrency) return { kind: 'later', delayMs: retry };
     // BullMQ hands jobs out oldest first: one of another customer who was served less recently goes
     // first. (The fairest claimable job is never of a customer with a job running: so a customer's
     // second job waits, too.)
