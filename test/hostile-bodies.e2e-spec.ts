@@ -169,9 +169,9 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
         body: { _s: -415, _e: 'JSON bodies are read as UTF-8 only, not utf-16le' },
       });
     }
-    // UTF-8, in either case, is read.
-    for (const charset of ['utf-8', 'UTF-8']) {
-      const sku = `U8-${charset}`;
+    // UTF-8, in either case and by any of its labels, is read.
+    for (const charset of ['utf-8', 'UTF-8', 'utf8', 'UTF8', '"utf8"', 'unicode-1-1-utf-8']) {
+      const sku = `U8-${charset.replace(/"/g, 'q')}`;
       const res = await ctx()
         .http.post(goods())
         .set('Authorization', c.auth())
@@ -219,6 +219,19 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
       .set('Content-Type', 'application/x-www-form-urlencoded')
       .send('name=Curl&sku=CURL-1&url=https%3A%2F%2Fshop.example.com%2Fcurl');
     expect([form.status, form.body.sku]).toEqual([200, 'CURL-1']);
+    // UTF-8 by another of its labels is UTF-8; a charset the form reader does not read is 415.
+    const utf8 = await ctx()
+      .http.post(goods())
+      .set('Authorization', c.auth())
+      .set('Content-Type', 'application/x-www-form-urlencoded; charset=UTF8')
+      .send('name=%EC%9B%8C%EC%B9%98&sku=CURL-2&url=https%3A%2F%2Fshop.example.com%2Fcurl2');
+    expect([utf8.status, utf8.body.name]).toEqual([200, '워치']);
+    const koi8 = await ctx()
+      .http.post(goods())
+      .set('Authorization', c.auth())
+      .set('Content-Type', 'application/x-www-form-urlencoded; charset=koi8-r')
+      .send('name=x&sku=CURL-3&url=https%3A%2F%2Fshop.example.com%2Fcurl3');
+    expect([koi8.status, koi8.body._s]).toEqual([415, -415]);
   });
 
   /**

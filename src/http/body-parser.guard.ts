@@ -90,6 +90,7 @@ export class BodyParserGuard implements CanActivate {
     const http = context.switchToHttp();
     const req = http.getRequest<Request>();
     if (!NO_BODY.has(req.method) && req.body === undefined) {
+      utf8LabelledSo(req);
       const size = this.reflector.getAllAndOverride<BodySize | undefined>(BODY_SIZE, [context.getHandler(), context.getClass()]) ?? 'item';
       const parsers = this.parsers[size];
       const res = http.getResponse<Response>();
@@ -248,6 +249,22 @@ function refuseJsonAsForm(_req: unknown, _res: unknown, buf: Buffer): void {
     if (byte === 0x7b || byte === 0x5b) throw Object.assign(new Error('JSON sent as a form'), { type: 'entity.json.as.form', status: 415 });
     return;
   }
+}
+
+/** The WHATWG Encoding standard's other labels of UTF-8 (`charset=utf8` is what some clients write). */
+const UTF8_LABELS = new Set(['utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8']);
+
+/**
+ * A Content-Type whose charset names UTF-8 by another of its labels is read as `charset=utf-8` (the one
+ * label body-parser and the JSON check know): the body is UTF-8 all the same.
+ */
+function utf8LabelledSo(req: Request): void {
+  const type = req.headers['content-type'];
+  if (!type) return;
+  const read = type.replace(/(;\s*charset\s*=\s*)("?)([^";\s]*)\2/i, (all: string, param: string, _quote: string, label: string) =>
+    UTF8_LABELS.has(label.toLowerCase()) ? `${param}utf-8` : all,
+  );
+  if (read !== type) req.headers['content-type'] = read;
 }
 
 /** The Content-Type's charset in lower case; undefined when it names none or utf-8 (what JSON is). */
