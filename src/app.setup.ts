@@ -129,7 +129,32 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
   for (const [name, description] of TAGS) builder.addTag(name, description);
   const config = builder.build();
   config.info.contact = { name: 'livegoods maintainers (issues on the project repository)' };
-  return SwaggerModule.createDocument(app, config);
+  return withoutPrefilledParameters(SwaggerModule.createDocument(app, config));
+}
+
+/**
+ * Parameters' examples moved into their descriptions. Swagger UI's "Try it out" fills every parameter
+ * with its example, and sends the optional ones the user does not notice: a notice and a chat line pushed
+ * to a campaign's viewers, one Idempotency-Key for every write (422 from the second operation on), a
+ * paging cursor that empties a list. Bodies keep theirs: the body is shown whole, to be edited.
+ */
+export function withoutPrefilledParameters(document: OpenAPIObject): OpenAPIObject {
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item) as Array<{ parameters?: unknown[] }>) {
+      if (!operation || typeof operation !== 'object' || !Array.isArray(operation.parameters)) continue;
+      for (const parameter of operation.parameters as Array<{ example?: unknown; description?: string; schema?: { example?: unknown } }>) {
+        const example = parameter.example ?? parameter.schema?.example;
+        delete parameter.example;
+        if (parameter.schema) delete parameter.schema.example;
+        if (example === undefined) continue;
+        const shown = typeof example === 'string' ? example : JSON.stringify(example);
+        const description = (parameter.description ?? '').trim();
+        if (!description.includes(shown))
+          parameter.description = `${description}${description && !/[.!?]$/.test(description) ? '.' : ''} Example: \`${shown}\`.`.trim();
+      }
+    }
+  }
+  return document;
 }
 
 function setupSwagger(app: NestExpressApplication): void {

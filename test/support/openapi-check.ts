@@ -295,6 +295,9 @@ export function hygieneProblems(doc: Json): string[] {
         if (!p.description) problems.push(`${name}: parameter ${String(p.name)} has no description`);
         if (!typed(schema)) problems.push(`${name}: parameter ${String(p.name)} has no type (${JSON.stringify(schema)})`);
         if (p.required && schema && schema.default !== undefined) problems.push(`${name}: parameter ${String(p.name)} is required but has a default`);
+        // Swagger UI's "Try it out" fills a parameter with its example, and sends it unnoticed.
+        if (p.example !== undefined || p.examples !== undefined || schema?.example !== undefined)
+          problems.push(`${name}: parameter ${String(p.name)} has an example (Swagger UI would send it)`);
       }
       const responses = (op.responses as Json) ?? {};
       if (!Object.keys(responses).some((s) => s.startsWith('2'))) problems.push(`${name}: no 2xx response`);
