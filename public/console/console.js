@@ -21,6 +21,8 @@ const view = {
   chat: [],
   search: { keyword: '', page: 1, total: 0, results: [], done: false },
   reloadTimer: null,
+  /** The settings form's inputs as filled from the open campaign (see editFormInputs). */
+  filledForm: null,
 };
 
 // ------------------------------------------------------------------ API access and errors
@@ -271,6 +273,20 @@ function fillEditForm(c) {
   $('edit-description').value = c.description ?? '';
   $('edit-visible').checked = Boolean(c.collectionVisible);
   $('edit-show-stock').checked = Boolean(c.showStock);
+  view.filledForm = editFormInputs();
+}
+
+/** The settings form's inputs as they read now (to tell which the operator changed). */
+function editFormInputs() {
+  return {
+    title: $('edit-title').value,
+    scheduledAt: $('edit-scheduled').value,
+    scheduledEndAt: $('edit-scheduled-end').value,
+    operatorName: $('edit-operator').value,
+    description: $('edit-description').value,
+    collectionVisible: $('edit-visible').checked,
+    showStock: $('edit-show-stock').checked,
+  };
 }
 
 function renderCampaign() {
@@ -843,15 +859,24 @@ $('create-form').addEventListener('submit', (event) => {
 $('edit-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const key = view.current.campaignKey;
-  const body = {
-    title: $('edit-title').value,
-    scheduledAt: fromLocalInput($('edit-scheduled').value),
-    scheduledEndAt: fromLocalInput($('edit-scheduled-end').value),
-    operatorName: $('edit-operator').value.trim() || null,
-    description: $('edit-description').value.trim() ? $('edit-description').value : null,
-    collectionVisible: $('edit-visible').checked,
-    showStock: $('edit-show-stock').checked,
+  // Only what the operator changed is sent: the inputs hold whole minutes, and a schedule set through the
+  // API to the second would otherwise be moved (and every viewer told) by saving an edit of another field.
+  const inputs = editFormInputs();
+  const read = {
+    title: (v) => v,
+    scheduledAt: fromLocalInput,
+    scheduledEndAt: fromLocalInput,
+    operatorName: (v) => v.trim() || null,
+    description: (v) => (v.trim() ? v : null),
+    collectionVisible: (v) => v,
+    showStock: (v) => v,
   };
+  const body = {};
+  for (const [field, value] of Object.entries(inputs)) if (value !== view.filledForm?.[field]) body[field] = read[field](value);
+  if (!Object.keys(body).length) {
+    flash('Nothing changed');
+    return;
+  }
   void act(
     'Saving the settings',
     async () => {

@@ -387,6 +387,27 @@ if (chromiumMissing && !required) {
       expect(await operator.locator('#campaigns-body').textContent()).toContain('Friday Night Deals: Live');
     });
 
+    it('console: saving the settings sends only what the operator changed (a schedule set to the second through the API stays)', async () => {
+      const path = `/v1/console/${accessKey}/campaigns/${campaignKey}`;
+      const stored = async () => (await api(path)).json as Record<string, unknown>;
+      const at = (await stored()).scheduledAt as number;
+      const precise = at + 30_500;
+      expect((await api(path, { method: 'PATCH', body: { scheduledAt: precise } })).status).toBe(200);
+      // Opened again (the form filled anew), it holds whole minutes.
+      await operator.locator('#edit-title').fill('(not filled yet)');
+      await operator.locator('#campaigns-body').getByRole('button', { name: 'Friday Night Deals: Live' }).click();
+      await operator.waitForFunction("document.getElementById('edit-title')?.value === 'Friday Night Deals: Live'");
+      await operator.locator('#edit-description').fill('Every Friday at eight');
+      await operator.getByRole('button', { name: 'Save settings' }).click();
+      await operator.waitForFunction(() => document.getElementById('flash')?.textContent === 'Settings saved');
+      expect(await stored()).toMatchObject({ description: 'Every Friday at eight', scheduledAt: precise });
+      // Nothing changed: nothing is sent.
+      const updatedAt = (await stored()).updatedAt as number;
+      await operator.getByRole('button', { name: 'Save settings' }).click();
+      await operator.waitForFunction(() => document.getElementById('flash')?.textContent === 'Nothing changed');
+      expect(await stored()).toMatchObject({ updatedAt, scheduledAt: precise });
+    });
+
     it('console: exports the catalog as CSV and as .xlsx (downloads named by the service)', async () => {
       const [csv] = await Promise.all([operator.waitForEvent('download'), operator.getByRole('button', { name: 'Export CSV' }).click()]);
       expect(csv.suggestedFilename()).toMatch(/^goods-\d{8}-\d{6}\.csv$/);
