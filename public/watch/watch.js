@@ -24,9 +24,11 @@ const locale = pageLocale();
 document.documentElement.lang = locale;
 
 const $ = (id) => document.getElementById(id);
+// The channel's state, not the broadcast's (the status pill tells that): "Live" here read as "on air" on
+// a page of a broadcast that had ended or not begun.
 const CONNECTION_TEXT = {
   connecting: 'Connecting…',
-  live: 'Live',
+  live: 'Connected',
   reconnecting: 'Reconnecting…',
   offline: 'Offline',
 };

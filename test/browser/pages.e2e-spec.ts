@@ -396,7 +396,10 @@ if (chromiumMissing && !required) {
       // Opened again (the form filled anew), it holds whole minutes.
       await operator.locator('#edit-title').fill('(not filled yet)');
       await operator.locator('#campaigns-body').getByRole('button', { name: 'Friday Night Deals: Live' }).click();
-      await operator.waitForFunction("document.getElementById('edit-title')?.value === 'Friday Night Deals: Live'");
+      await operator.waitForFunction(
+        (title) => (document.getElementById('edit-title') as unknown as { value: string } | null)?.value === title,
+        'Friday Night Deals: Live',
+      );
       await operator.locator('#edit-description').fill('Every Friday at eight');
       await operator.getByRole('button', { name: 'Save settings' }).click();
       await operator.waitForFunction(() => document.getElementById('flash')?.textContent === 'Settings saved');
@@ -471,7 +474,7 @@ if (chromiumMissing && !required) {
       await viewer.waitForFunction(() => document.querySelectorAll('#goods li').length === 3);
       expect(await viewer.locator('h1').textContent()).toBe('Friday Night Deals: Live');
       expect(await viewer.locator('#campaign-status').getAttribute('data-status')).toBe('READY');
-      expect(await viewer.locator('#connection').textContent()).toBe('Live');
+      expect(await viewer.locator('#connection').textContent()).toBe('Connected');
       // The Content-Security-Policy lets the WebSocket through (no fallback to long-polling needed).
       expect(await viewer.evaluate(() => (window as LiveWindow).livegoods.live.socket.io.engine.transport.name)).toBe('websocket');
       expect(await viewerNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
@@ -491,6 +494,13 @@ if (chromiumMissing && !required) {
       expect(await card('mug').locator('.badge-discount').count()).toBe(0);
       // Fits the phone: nothing wider than the screen.
       expect(await viewer.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      // Even with a brand that has no place to break.
+      const brand = 'SAMPLETECH_OFFICIAL_STORE_KOREA_GLOBAL_FLAGSHIP';
+      expect((await api(`/v1/goods/${accessKey}`, { method: 'PUT', body: { id: goodsIds.mug, brand } })).status).toBe(200);
+      await viewer.waitForFunction((b) => document.querySelector(`#goods li:last-child .brand`)?.textContent === b, brand);
+      expect(await viewer.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      expect((await api(`/v1/goods/${accessKey}`, { method: 'PUT', body: { id: goodsIds.mug, brand: 'Potter & Co' } })).status).toBe(200);
+      await viewer.waitForFunction(() => document.querySelector(`#goods li:last-child .brand`)?.textContent === 'Potter & Co');
     });
 
     it('operator starts the broadcast; the viewer sees it live', async () => {
