@@ -349,14 +349,20 @@ describeEngines(
         );
       });
 
-      it('are refused with connect_error for an unknown campaign, a wrong accessKey, or no keys', async () => {
+      it('are refused with connect_error for an unknown campaign, a wrong accessKey, no keys, or keys that are no keys', async () => {
         const a = await createCampaign(A);
         const b = await createCampaign(B);
         expect(await Viewer.refused(base, { accessKey: A.accessKey, campaignKey: 'NoSuchCampaign1' })).toMatch(/not found/i);
         expect(await Viewer.refused(base, { accessKey: A.accessKey, campaignKey: b.campaignKey })).toMatch(/not found/i);
         expect(await Viewer.refused(base, { accessKey: B.accessKey, campaignKey: a.campaignKey })).toMatch(/not found/i);
         expect(await Viewer.refused(base, { accessKey: 'NoSuchAccessKey000000', campaignKey: a.campaignKey })).toMatch(/\S/);
-        expect(await Viewer.refused(base, {})).toMatch(/\S/);
+        expect(await Viewer.refused(base, {})).toBe('auth must carry accessKey and campaignKey');
+        // A key that was sent but is no key is told as such, not as missing.
+        expect(await Viewer.refused(base, { accessKey: A.accessKey, campaignKey: 12345 })).toBe('campaignKey must be text; got number');
+        expect(await Viewer.refused(base, { accessKey: A.accessKey, campaignKey: 'a'.repeat(65) })).toBe(
+          'campaignKey is 65 characters long; a key has at most 64',
+        );
+        expect(await Viewer.refused(base, { accessKey: ['x'], campaignKey: a.campaignKey })).toBe('accessKey must be text; got a list');
         // The right pair is admitted.
         const ok = await viewer(B, b.campaignKey);
         expect((await ok.next('campaign.snapshot')).campaign.campaignKey).toBe(b.campaignKey);

@@ -77,6 +77,20 @@ function text(value: unknown, max = 64): string | undefined {
 }
 
 /**
+ * The handshake's key `name` (from `auth`, else the query string); undefined when neither gives one. A
+ * value given that is no key (not text, or too long) is refused naming what was wrong with it: "must
+ * carry" would send the developer looking for a field they did send.
+ */
+function handshakeKey(name: string, auth: Record<string, unknown>, query: Record<string, unknown>): string | undefined {
+  const key = text(auth[name]) ?? text(query[name]);
+  if (key !== undefined) return key;
+  const given = [auth[name], query[name]].find((v) => v !== undefined && v !== null && v !== '');
+  if (given === undefined) return undefined;
+  if (typeof given !== 'string') throw new LiveRefusal(`${name} must be text; got ${Array.isArray(given) ? 'a list' : typeof given}`);
+  throw new LiveRefusal(`${name} is ${given.length} characters long; a key has at most 64`);
+}
+
+/**
  * The viewer channel: namespace /live. A player connects with `auth: {accessKey, campaignKey}`, gets
  * `campaign.snapshot`, then every event of that campaign, each with the next `seq`. After a gap or a
  * reconnect it emits `resync` with `{sinceSeq}` and receives the missed events in order, or a new
@@ -146,8 +160,8 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     this.holdSlot(socket);
     const auth = (socket.handshake.auth ?? {}) as Record<string, unknown>;
     const query = socket.handshake.query as Record<string, unknown>;
-    const accessKey = text(auth.accessKey) ?? text(query.accessKey);
-    const campaignKey = text(auth.campaignKey) ?? text(query.campaignKey);
+    const accessKey = handshakeKey('accessKey', auth, query);
+    const campaignKey = handshakeKey('campaignKey', auth, query);
     if (!accessKey || !campaignKey) throw new LiveRefusal('auth must carry accessKey and campaignKey');
     const operator = auth.role === 'operator';
     // Only the customer's own console may stay out of userCount: it proves it with the customer's token.
