@@ -9,6 +9,8 @@ const locale = pageLocale();
 const CAMPAIGN_PAGE = 20;
 const SEARCH_PAGE = 10;
 const STORE = 'livegoods.console';
+/** How often the open campaign's viewer count is read again (no event tells it). */
+const VIEWER_COUNT_MS = 5000;
 
 const session = { accessKey: '', token: '', claims: null };
 const view = {
@@ -23,6 +25,7 @@ const view = {
   reloadTimer: null,
   /** The settings form's inputs as filled from the open campaign (see editFormInputs). */
   filledForm: null,
+  viewerCountTimer: null,
 };
 
 // ------------------------------------------------------------------ API access and errors
@@ -162,6 +165,7 @@ async function signIn(accessKey, token) {
 function signOut() {
   sessionStorage.removeItem(STORE);
   if (view.live) view.live.stop();
+  clearInterval(view.viewerCountTimer);
   Object.assign(session, { accessKey: '', token: '', claims: null });
   Object.assign(view, { current: null, live: null, campaigns: [], chat: [] });
   $('workspace').hidden = true;
@@ -649,7 +653,22 @@ function renderChatLog() {
   log.scrollTop = log.scrollHeight;
 }
 
+/** Reads the open campaign's viewer count again (while the page is seen); failures wait for the next turn. */
+async function refreshViewerCount(campaignKey) {
+  if (document.hidden || view.current?.campaignKey !== campaignKey) return;
+  try {
+    const campaign = await api('GET', campaignPath(campaignKey));
+    if (view.current?.campaignKey !== campaignKey) return;
+    view.current.userCount = campaign.userCount;
+    $('campaign-viewers').textContent = `${campaign.userCount} watching now`;
+  } catch {
+    // The next turn asks again; the campaign's own errors show when the operator acts on it.
+  }
+}
+
 function connectLive(campaignKey) {
+  clearInterval(view.viewerCountTimer);
+  view.viewerCountTimer = setInterval(() => void refreshViewerCount(campaignKey), VIEWER_COUNT_MS);
   if (view.live) view.live.stop();
   view.chat = [];
   renderChatLog();

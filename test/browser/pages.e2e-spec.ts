@@ -478,6 +478,8 @@ if (chromiumMissing && !required) {
       // The Content-Security-Policy lets the WebSocket through (no fallback to long-polling needed).
       expect(await viewer.evaluate(() => (window as LiveWindow).livegoods.live.socket.io.engine.transport.name)).toBe('websocket');
       expect(await viewerNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
+      // The console shows the viewer among those watching (read again every few seconds).
+      await operator.waitForFunction(() => document.getElementById('campaign-viewers')?.textContent === '1 watching now', undefined, { timeout: 15_000 });
 
       const won = (n: number) => new Intl.NumberFormat(VIEWER_LOCALE, { style: 'currency', currency: 'KRW' }).format(n);
       const watch = card('watch');
