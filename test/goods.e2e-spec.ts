@@ -301,7 +301,10 @@ describeEngines('goods API', __filename, (ctx) => {
     });
 
     it('a JSON array or a string instead of an object → 400 -510', async () => {
-      expectInvalid(await api(c).register([{ name: 'x', sku: 'ARR', url: 'https://shop.example.com/arr' }]));
+      const list = await api(c).register([{ name: 'x', sku: 'ARR', url: 'https://shop.example.com/arr' }]);
+      expectInvalid(list);
+      // Told as a list, not as every required field missing.
+      expect(list.body._e).toBe('Invalid argument: the body must be a JSON object, not a list');
       const res = await ctx().http.post(path(c)).set('Authorization', c.auth()).set('Content-Type', 'application/json').send('"just a string"');
       expectError(res, 400, -510);
     });

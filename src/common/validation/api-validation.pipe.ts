@@ -23,12 +23,23 @@ export class ApiValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // A list where the route takes one object (its DTO): told so, not as every required field missing.
+    if (metadata.type === 'body' && Array.isArray(value) && isDtoClass(metadata.metatype)) {
+      throw ApiException.invalid('Invalid argument: the body must be a JSON object, not a list', [
+        { field: 'body', message: 'must be a JSON object, not a list' },
+      ]);
+    }
     if (metadata.type === 'query') {
       refuseRepeated(value, metadata.data);
       if (metadata.data === undefined && metadata.metatype) refuseBracketed(value, metadata.metatype);
     }
     return super.transform(value, metadata);
   }
+}
+
+/** A class the body is validated against (a DTO), not a built-in type such as Array or Object. */
+function isDtoClass(metatype: ArgumentMetadata['metatype']): boolean {
+  return typeof metatype === 'function' && ![Array, Object, String, Number, Boolean].includes(metatype as never);
 }
 
 /** 400 -510 for the first parameter of a query (or the one named parameter) that was given more than once. */
