@@ -90,7 +90,7 @@ export class BodyParserGuard implements CanActivate {
     const http = context.switchToHttp();
     const req = http.getRequest<Request>();
     if (!NO_BODY.has(req.method) && req.body === undefined) {
-      utf8LabelledSo(req);
+      readUtf8LabelsAsUtf8(req);
       const size = this.reflector.getAllAndOverride<BodySize | undefined>(BODY_SIZE, [context.getHandler(), context.getClass()]) ?? 'item';
       const parsers = this.parsers[size];
       const res = http.getResponse<Response>();
@@ -258,7 +258,7 @@ const UTF8_LABELS = new Set(['utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unic
  * A Content-Type whose charset names UTF-8 by another of its labels is read as `charset=utf-8` (the one
  * label body-parser and the JSON check know): the body is UTF-8 all the same.
  */
-function utf8LabelledSo(req: Request): void {
+function readUtf8LabelsAsUtf8(req: Request): void {
   const type = req.headers['content-type'];
   if (!type) return;
   const read = type.replace(/(;\s*charset\s*=\s*)("?)([^";\s]*)\2/i, (all: string, param: string, _quote: string, label: string) =>
