@@ -251,6 +251,9 @@ function refuseJsonAsForm(_req: unknown, _res: unknown, buf: Buffer): void {
   }
 }
 
+/** A Content-Type's charset parameter: what comes before its label (an opening quote too), and the label. */
+const CHARSET_PARAM = /(;\s*charset\s*=\s*"?)([^";\s]*)/i;
+
 /** The WHATWG Encoding standard's other labels of UTF-8 (`charset=utf8` is what some clients write). */
 const UTF8_LABELS = new Set(['utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8']);
 
@@ -261,15 +264,13 @@ const UTF8_LABELS = new Set(['utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unic
 function readUtf8LabelsAsUtf8(req: Request): void {
   const type = req.headers['content-type'];
   if (!type) return;
-  const read = type.replace(/(;\s*charset\s*=\s*)("?)([^";\s]*)\2/i, (all: string, param: string, _quote: string, label: string) =>
-    UTF8_LABELS.has(label.toLowerCase()) ? `${param}utf-8` : all,
-  );
+  const read = type.replace(CHARSET_PARAM, (all: string, param: string, label: string) => (UTF8_LABELS.has(label.toLowerCase()) ? `${param}utf-8` : all));
   if (read !== type) req.headers['content-type'] = read;
 }
 
 /** The Content-Type's charset in lower case; undefined when it names none or utf-8 (what JSON is). */
 function charsetOf(req: Request): string | undefined {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+  const charset = CHARSET_PARAM.exec(req.headers['content-type'] ?? '')?.[2]?.toLowerCase();
   return charset === 'utf-8' ? undefined : charset;
 }
 
