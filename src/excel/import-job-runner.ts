@@ -269,11 +269,17 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
    * the jobs that may run into the queue (a no-op for those already there).
    */
   private async enqueueWaiting(): Promise<void> {
+    const waiting = await this.waiting(Date.now());
+    if (!waiting.length) {
+      this.claimableSince.clear(); // nothing waits: the idle poll stays one query
+      return;
+    }
     await this.claimOverdue().catch((err: unknown) => {
       if (!isDatabaseUnavailable(err)) this.logger.warn(`import job claim failed: ${err instanceof Error ? err.message : String(err)}`);
     });
-    for (const job of await this.waiting(Date.now())) {
+    for (const job of waiting) {
       if (this.stopped) return;
+      if (this.running.has(job.id)) continue; // just claimed from the database
       await (this.queue as ImportJobQueue).add(job.id);
     }
   }
