@@ -198,8 +198,10 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
   });
 
   it('JSON labelled a form (curl -d without a Content-Type) is 415 saying so; a real form is read', async () => {
+    const FORM = 'application/x-www-form-urlencoded';
+    const post = (body: string, type = FORM, path = goods()) => ctx().http.post(path).set('Authorization', c.auth()).set('Content-Type', type).send(body);
     const json = JSON.stringify({ name: 'Curl', sku: 'CURL-1', url: 'https://shop.example.com/curl' });
-    const labelled = await ctx().http.post(goods()).set('Authorization', c.auth()).set('Content-Type', 'application/x-www-form-urlencoded').send(`\n ${json}`);
+    const labelled = await post(`\n ${json}`);
     expect({ status: labelled.status, body: labelled.body }).toEqual({
       status: 415,
       body: {
@@ -207,30 +209,14 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
         _e: 'The body is JSON but labelled a form (application/x-www-form-urlencoded, as curl -d labels it): send it with Content-Type: application/json',
       },
     });
-    const array = await ctx()
-      .http.post(`${goods()}/sync`)
-      .set('Authorization', c.auth())
-      .set('Content-Type', 'application/x-www-form-urlencoded')
-      .send(`[${json}]`);
+    const array = await post(`[${json}]`, FORM, `${goods()}/sync`);
     expect([array.status, array.body._s]).toEqual([415, -415]);
-    const form = await ctx()
-      .http.post(goods())
-      .set('Authorization', c.auth())
-      .set('Content-Type', 'application/x-www-form-urlencoded')
-      .send('name=Curl&sku=CURL-1&url=https%3A%2F%2Fshop.example.com%2Fcurl');
+    const form = await post('name=Curl&sku=CURL-1&url=https%3A%2F%2Fshop.example.com%2Fcurl');
     expect([form.status, form.body.sku]).toEqual([200, 'CURL-1']);
     // UTF-8 by another of its labels is UTF-8; a charset the form reader does not read is 415.
-    const utf8 = await ctx()
-      .http.post(goods())
-      .set('Authorization', c.auth())
-      .set('Content-Type', 'application/x-www-form-urlencoded; charset=UTF8')
-      .send('name=%EC%9B%8C%EC%B9%98&sku=CURL-2&url=https%3A%2F%2Fshop.example.com%2Fcurl2');
+    const utf8 = await post('name=%EC%9B%8C%EC%B9%98&sku=CURL-2&url=https%3A%2F%2Fshop.example.com%2Fcurl2', `${FORM}; charset=UTF8`);
     expect([utf8.status, utf8.body.name]).toEqual([200, '워치']);
-    const koi8 = await ctx()
-      .http.post(goods())
-      .set('Authorization', c.auth())
-      .set('Content-Type', 'application/x-www-form-urlencoded; charset=koi8-r')
-      .send('name=x&sku=CURL-3&url=https%3A%2F%2Fshop.example.com%2Fcurl3');
+    const koi8 = await post('name=x&sku=CURL-3&url=https%3A%2F%2Fshop.example.com%2Fcurl3', `${FORM}; charset=koi8-r`);
     expect([koi8.status, koi8.body._s]).toEqual([415, -415]);
   });
 
