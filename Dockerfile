@@ -8,7 +8,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json .npmrc ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --loglevel=warn
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 RUN npm run build
@@ -17,7 +17,7 @@ RUN npm run build
 # which --omit=dev does not drop. Without the devDependencies in the manifest they are extraneous and
 # go. (--omit=optional is no way out: it would also drop sharp's platform binaries.)
 RUN npm pkg delete devDependencies \
- && npm prune --omit=dev --no-audit --no-fund \
+ && npm prune --omit=dev --no-audit --no-fund --loglevel=warn \
  && leftover="$(find node_modules -type d \( -path '*node_modules/typescript' -o -path '*node_modules/ts-node' \) -prune)" \
  && if [ -n "$leftover" ]; then echo "dev tools left in the production node_modules: $leftover" >&2; exit 1; fi
 
@@ -29,6 +29,8 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # The real manifest (the build stage's lost its devDependencies): `npm ls --omit=dev` checks against it.
 COPY package.json ./package.json
+# npm's settings: silent, so that `npm run admin -- …` prints the CLI's JSON alone (no npm banner).
+COPY .npmrc ./.npmrc
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # `npm start` and `npm run admin` run it first (prestart/preadmin); without src/ it does nothing.

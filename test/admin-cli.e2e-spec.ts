@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NestExpressApplication } from '@nestjs/platform-express';
@@ -285,5 +285,32 @@ describe('admin CLI [sqlite]', () => {
       expect(other.body._s).toBe(-102);
       await request(server).get(`/v1/goods/${created.accessKey}`).expect(401);
     });
+  });
+});
+
+describe('npm run admin, as written in the contract', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'livegoods-npmrc-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("prints only the CLI's output on stdout: the project's npm settings keep npm's banner off it", async () => {
+    // The project's .npmrc, with stand-ins for the CLI and its build step (one prints to stdout, one to stderr).
+    copyFileSync(join(ROOT, '.npmrc'), join(dir, '.npmrc'));
+    const print = (text: string, stream: string) => `node -e "process.${stream}.write(process.argv[1] + '\\n')" '${text}'`;
+    const manifest = {
+      name: 'npmrc-check',
+      version: '1.0.0',
+      private: true,
+      scripts: { preadmin: print('built', 'stderr'), admin: print('{"accessKey":"a"}', 'stdout') },
+    };
+    writeFileSync(join(dir, 'package.json'), JSON.stringify(manifest));
+    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+    const { code, stdout, stderr } = await new Promise<CliResult>((done, fail) =>
+      execFile(npm, ['run', 'admin', '--', 'customer', 'create', '--name', 'X'], { cwd: dir, timeout: 60_000 }, (err, out, errOut) => {
+        if (err && typeof err.code !== 'number') return fail(new Error(`npm did not run: ${err.message}`));
+        done({ code: err ? (err.code as number) : 0, stdout: out, stderr: errOut });
+      }),
+    );
+    expect({ code, stdout }).toEqual({ code: 0, stdout: '{"accessKey":"a"}\n' });
+    expect(stderr).toBe('built\n');
   });
 });
