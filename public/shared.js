@@ -59,10 +59,13 @@ export function formatPrice(value, currency, locale) {
   return format.format(Number(value));
 }
 
-/** "10%" for a discountPercentage (up to one decimal), '' when there is none. */
+/**
+ * "10%" for a discountPercentage (up to one decimal), '' when there is none. The decimal is cut, not
+ * rounded: 99.99 reads "99.9%", never a "100%" the price does not give.
+ */
 export function formatPercent(value, locale) {
   if (value === null || value === undefined || Number(value) <= 0) return '';
-  return new Intl.NumberFormat(locale, { maximumFractionDigits: 1 }).format(Number(value)) + '%';
+  return new Intl.NumberFormat(locale, { maximumFractionDigits: 1, roundingMode: 'trunc' }).format(Number(value)) + '%';
 }
 
 export function formatTime(ms, locale) {

@@ -486,6 +486,12 @@ if (chromiumMissing && !required) {
       expect(await watch.locator('.price').textContent()).toBe(won(359100));
       expect(await watch.locator('.original').textContent()).toContain(won(399000));
       expect(await watch.locator('.badge-discount').textContent()).toContain('-10%');
+      // A discount just short of 100 % is not shown as 100 % (the one decimal is cut, not rounded).
+      // (A string, which the test's compiler leaves alone: it would turn import() into require().)
+      const percents = await viewer.evaluate<string[]>(
+        `import('/assets/shared.js').then((shared) => [99.99, 12.36, 10, 0].map((value) => shared.formatPercent(value, 'en-US')))`,
+      );
+      expect(percents).toEqual(['99.9%', '12.3%', '10%', '']);
       expect(await watch.locator('.badge[data-status]').textContent()).toBe('On sale');
       expect(await watch.getAttribute('class')).toContain('showing');
       expect(await watch.getAttribute('aria-current')).toBe('true');
