@@ -67,7 +67,7 @@ export class TcpProxy {
 
   private accept(client: Socket, target: { host: string; port: number }): void {
     if (this.mode === 'cut') {
-      client.resetAndDestroy();
+      reset(client);
       return;
     }
     const upstream = createConnection(target);
@@ -94,7 +94,19 @@ export class TcpProxy {
 
   private drop(link: Link): void {
     if (!this.links.delete(link)) return;
-    link.client.resetAndDestroy();
+    reset(link.client);
     link.upstream.destroy();
   }
+}
+
+/**
+ * Closes a socket with a reset (RST), as a server that went down would, unless its side is already
+ * ending: Node's resetAndDestroy() while the socket's shutdown (its FIN, sent by itself once the peer
+ * half-closed) is still pending fails with EINVAL and leaves the handle open for good, and then the
+ * process never exits: it spins at 100 % CPU in its exit-time cleanup, waiting for that handle to close.
+ * A socket that is ending is closed plainly (its FIN is on its way anyway).
+ */
+function reset(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
 }
