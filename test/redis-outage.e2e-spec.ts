@@ -32,7 +32,8 @@ const required = process.env.REQUIRE_SERVICES === '1';
       LOG_LEVEL: 'warn',
     });
     A = await ServerProcess.start(setup.env);
-    B = await ServerProcess.start(setup.env);
+    // B is set to report Redis in its readiness without failing it (A keeps the default).
+    B = await ServerProcess.start({ ...setup.env, READY_REQUIRES_REDIS: 'false' });
     C = await insertCustomer(setup.env, 'Outage');
   }, 180_000);
 
@@ -91,6 +92,13 @@ const required = process.env.REQUIRE_SERVICES === '1';
     ).toBe(1);
     await new Promise((r) => setTimeout(r, 3000));
     expect([nodeA.alive, nodeB.alive]).toEqual([true, true]);
+    // Readiness: A (READY_REQUIRES_REDIS=true, the default) is not ready; B reports Redis down and stays ready.
+    const ready = async (node: ServerProcess) => {
+      const res = await fetch(`${node.base}/health/ready`);
+      return { status: res.status, body: await res.json() };
+    };
+    expect(await ready(nodeA)).toEqual({ status: 503, body: { status: 'error', checks: { database: 'up', redis: 'down' } } });
+    expect(await ready(nodeB)).toEqual({ status: 200, body: { status: 'ok', checks: { database: 'up', redis: 'down' } } });
 
     // An outage is logged once per connection, not once per reconnection attempt (BullMQ's queue and
     // worker passed on every attempt's error: about 1.5 lines a second).
@@ -109,6 +117,16 @@ const required = process.env.REQUIRE_SERVICES === '1';
     for (const v of [onA, onB]) expect(await eventually(complete(v), (seqs) => seqs.length >= 7, 10_000, 100)).toEqual([...expected, last + 1]);
 
     expect([nodeA.alive, nodeB.alive]).toEqual([true, true]);
+    const readyAgain = { status: 200, body: { status: 'ok', checks: { database: 'up', redis: 'up' } } };
+    for (const node of [nodeA, nodeB])
+      expect(
+        await eventually(
+          () => ready(node),
+          (r) => JSON.stringify(r) === JSON.stringify(readyAgain),
+          15_000,
+          200,
+        ),
+      ).toEqual(readyAgain);
     for (const node of [nodeA, nodeB]) expect(node.output).not.toMatch(/MaxRetriesPerRequestError|unhandled promise rejection/i);
   });
 });

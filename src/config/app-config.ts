@@ -124,6 +124,8 @@ export interface RedisConfig {
   url?: string;
   /** REDIS_PREFIX: first part of every Redis channel and key of this deployment. */
   prefix: string;
+  /** READY_REQUIRES_REDIS: a Redis that does not answer fails readiness (true) or is only reported (false). */
+  requiredForReadiness: boolean;
 }
 
 export interface WebhookConfig {
@@ -262,7 +264,7 @@ export class AppConfig {
         keepPerCustomer: env.IMPORT_JOB_KEEP,
         maxAttempts: env.IMPORT_JOB_MAX_ATTEMPTS,
       },
-      { url: env.REDIS_URL, prefix: env.REDIS_PREFIX },
+      { url: env.REDIS_URL, prefix: env.REDIS_PREFIX, requiredForReadiness: env.READY_REQUIRES_REDIS },
       {
         enabled: env.RATE_LIMIT_ENABLED,
         windowMs: env.RATE_LIMIT_WINDOW_MS,

@@ -199,6 +199,12 @@ describe('validateEnv', () => {
     expect(invalidPassword.message).not.toContain('987654321');
   });
 
+  it('READY_REQUIRES_REDIS: true by default, false taken, anything else refused', () => {
+    expect(AppConfig.fromEnv({}).redis.requiredForReadiness).toBe(true);
+    expect(AppConfig.fromEnv({ READY_REQUIRES_REDIS: 'false' }).redis.requiredForReadiness).toBe(false);
+    expect(refusal({ READY_REQUIRES_REDIS: 'maybe' }).message).toContain('READY_REQUIRES_REDIS');
+  });
+
   it('LOG_FORMAT: auto, json or text; anything else refused', () => {
     expect(validateEnv({}).LOG_FORMAT).toBe('auto');
     expect(validateEnv({ LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');

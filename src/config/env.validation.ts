@@ -221,6 +221,15 @@ export class EnvironmentVariables {
   @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'REDIS_PREFIX must be 1-64 letters, digits, _ . or -' })
   REDIS_PREFIX = 'livegoods';
 
+  /**
+   * Whether a Redis that does not answer makes `/health/ready` answer 503 (true, the default), or is only
+   * reported there (false): a node keeps serving without Redis, and a load balancer that drops nodes which
+   * are not ready would otherwise drop every node at once while Redis is away.
+   */
+  @Transform(toBool)
+  @IsBoolean()
+  READY_REQUIRES_REDIS = true;
+
   @Transform(emptyToUndefined)
   @IsOptional()
   @IsUrl({ protocols: ['http', 'https'], require_tld: false, require_protocol: true })

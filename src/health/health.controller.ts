@@ -25,7 +25,12 @@ class MetricsResponse {
 }
 
 class ReadinessResponse {
-  @ApiProperty({ example: 'ok', enum: ['ok', 'error'], description: 'ok when every check is up' }) status: string;
+  @ApiProperty({
+    example: 'ok',
+    enum: ['ok', 'error'],
+    description: 'ok when every check is up (with READY_REQUIRES_REDIS=false, when every check but redis is up)',
+  })
+  status: string;
   @ApiProperty({
     type: 'object',
     additionalProperties: { type: 'string', enum: ['up', 'down'] },
@@ -66,7 +71,8 @@ export class HealthController {
     summary: 'Readiness: the database (and Redis when configured) answer',
     description:
       'HTTP 200 with status ok while every check is up; 503 with status error when one is down, or with `{"node": "down"}` ' +
-      'while the node shuts down. Why a check is down is logged, never answered.',
+      'while the node shuts down. With READY_REQUIRES_REDIS=false a redis check that is down is only reported (200). ' +
+      'Why a check is down is logged, never answered.',
   })
   @ApiOkResponse({ type: ReadinessResponse, description: 'Every check is up' })
   @ApiServiceUnavailableResponse({ type: ReadinessResponse, description: 'A check is down, or the node is shutting down' })

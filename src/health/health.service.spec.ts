@@ -1,13 +1,21 @@
 import { Logger } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config';
 import type { Transactions } from '../database/transactions';
 import type { Lifecycle } from '../lifecycle/lifecycle.service';
 import type { RedisConnection } from '../redis/redis.module';
 import { HealthService } from './health.service';
 
 /** A database and a Redis that answer, or fail with a message full of internals. */
-function service(database: () => Promise<unknown>, redis?: () => Promise<unknown>, draining = false, connection = redisWith(redis)): HealthService {
+function service(
+  database: () => Promise<unknown>,
+  redis?: () => Promise<unknown>,
+  draining = false,
+  connection = redisWith(redis),
+  redisRequired = true,
+): HealthService {
   const db = { manager: { query: database } } as unknown as Transactions;
-  return new HealthService(db, connection as unknown as RedisConnection, { isDraining: draining } as Lifecycle);
+  const config = { redis: { requiredForReadiness: redisRequired } } as AppConfig;
+  return new HealthService(db, connection as unknown as RedisConnection, { isDraining: draining } as Lifecycle, config);
 }
 
 /** A RedisConnection answering PINGs with `ping` (none without it), taken as away or not, that records failures. */
@@ -82,6 +90,18 @@ describe('HealthService.readiness', () => {
       },
     ).readiness();
     expect(report).toEqual({ status: 'error', checks: { database: 'up', redis: 'down' } });
+  });
+
+  it('READY_REQUIRES_REDIS=false: a Redis that is down is reported, and the node stays ready; the database still counts', async () => {
+    const noRedis = async () => {
+      throw new Error('connect ECONNREFUSED');
+    };
+    expect(await make(async () => [], noRedis, false, undefined, false).readiness()).toEqual({ status: 'ok', checks: { database: 'up', redis: 'down' } });
+    expect(await make(async () => [], undefined, false, redisWith(undefined, true), false).readiness()).toMatchObject({ status: 'ok' });
+    const noDatabase = async () => {
+      throw new Error(INTERNALS);
+    };
+    expect(await make(noDatabase, noRedis, false, undefined, false).readiness()).toEqual({ status: 'error', checks: { database: 'down', redis: 'down' } });
   });
 });
 

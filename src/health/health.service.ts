@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay, IntervalHistogram } from 'node:perf_hooks';
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { Lifecycle } from '../lifecycle/lifecycle.service';
 import { redactCredentials } from '../common/util/redact';
@@ -32,7 +33,10 @@ export interface ProcessMetrics {
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
 
-/** Readiness checks and process metrics. Redis joins the checks when the live channel (REDIS_URL) is configured. */
+/**
+ * Readiness checks and process metrics. Redis joins the checks when the live channel (REDIS_URL) is
+ * configured; with READY_REQUIRES_REDIS=false a Redis that is down is reported without failing readiness.
+ */
 @Injectable()
 export class HealthService implements OnModuleDestroy {
   private readonly logger = new Logger(HealthService.name);
@@ -42,6 +46,7 @@ export class HealthService implements OnModuleDestroy {
     private readonly db: Transactions,
     private readonly redis: RedisConnection,
     private readonly lifecycle: Lifecycle,
+    private readonly config: AppConfig,
   ) {
     this.loopDelay.enable();
   }
@@ -77,7 +82,9 @@ export class HealthService implements OnModuleDestroy {
             () => redis.ping(),
             (err) => this.redis.failed(err),
           );
-    const ok = Object.values(checks).every((v) => v === 'up');
+    // READY_REQUIRES_REDIS=false: Redis is reported, but the node serves without it, so it stays ready.
+    const required = Object.entries(checks).filter(([name]) => name !== 'redis' || this.config.redis.requiredForReadiness);
+    const ok = required.every(([, state]) => state === 'up');
     return { status: ok ? 'ok' : 'error', checks };
   }
 
