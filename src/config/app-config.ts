@@ -73,6 +73,8 @@ export interface MediaConfig {
   processConcurrency: number;
   /** Deadline of one image's wait for a turn and its decoding together. */
   processTimeoutMs: number;
+  /** MEDIA_RELEASE_DELAY_MS: files no row refers to are deleted this long after they were released (if still unused). */
+  releaseDelayMs: number;
 }
 
 export interface LimitsConfig {
@@ -240,6 +242,7 @@ export class AppConfig {
         fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
         processConcurrency: env.MEDIA_PROCESS_CONCURRENCY,
         processTimeoutMs: env.MEDIA_PROCESS_TIMEOUT_MS,
+        releaseDelayMs: env.MEDIA_RELEASE_DELAY_MS,
       },
       {
         syncMaxItems: env.SYNC_MAX_ITEMS,

@@ -294,6 +294,18 @@ export class EnvironmentVariables {
   @Max(600_000)
   MEDIA_PROCESS_TIMEOUT_MS = 10_000;
 
+  /**
+   * How long the files of an image nothing refers to any more are kept before they are deleted (if still
+   * unused then). Identical images are stored once for every customer, and a write that is about to reuse
+   * them (it checked they exist, its transaction has not committed yet) must not lose them to another
+   * customer's delete meanwhile, on this node or another. 0 deletes at once.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  MEDIA_RELEASE_DELAY_MS = 600_000;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)

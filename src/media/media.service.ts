@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { hydrateRows } from '../database/bulk-sql';
 import { EntityManager, In } from 'typeorm';
 import { mapWithConcurrency } from '../common/util/concurrency';
@@ -30,6 +30,9 @@ type FileSet = Pick<Media, 'checksum' | 'fileKey' | 'thumbnails'>;
 
 const CHUNK = 400;
 
+/** Most checksums waiting for their delayed release on a node; past it, files are left (orphans are harmless). */
+export const MAX_PENDING_RELEASES = 100_000;
+
 /** Whether a stored row has the API's three thumbnails: 120, 240 and 480 px wide, in that order. */
 export function hasThreeWidths(media: Pick<Media, 'thumbnails'>): boolean {
   return media.thumbnails.length === THUMBNAIL_WIDTHS.length && media.thumbnails.every((t, i) => t.width === THUMBNAIL_WIDTHS[i]);
@@ -48,11 +51,14 @@ export function thumbnailKey(dir: string, checksum: string, width: number, image
 /**
  * The media pipeline: fetch (ImageFetcher), decode and thumbnail (ImageProcessor), store (MediaStorage),
  * and the media rows that tie files to goods. Files are written before the goods transaction and released
- * after it when nothing refers to them any more.
+ * after it when nothing refers to them any more: MEDIA_RELEASE_DELAY_MS later, when still nothing does.
  */
 @Injectable()
-export class MediaService {
+export class MediaService implements OnModuleDestroy {
   private readonly logger = new Logger(MediaService.name);
+  /** Released files by checksum, with when they may go (MEDIA_RELEASE_DELAY_MS after their last release). */
+  private readonly pending = new Map<string, { keys: Set<string>; due: number }>();
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: Transactions,
@@ -176,7 +182,19 @@ export class MediaService {
     return found;
   }
 
-  /** Deletes the files of these sets when no media row refers to their checksum any more. */
+  onModuleDestroy(): void {
+    clearTimeout(this.sweepTimer);
+    // Files still waiting stay on disk (unreferenced files are harmless; an identical image reuses them).
+    if (this.pending.size) this.logger.log(`${this.pending.size} released image(s) left on disk at shutdown (their delay had not run out)`);
+    this.pending.clear();
+  }
+
+  /**
+   * Deletes the files of these sets when no media row refers to their checksum any more, after
+   * MEDIA_RELEASE_DELAY_MS (at once when 0). Identical bytes are stored once for every customer: a write
+   * that found the files and reuses them commits its row after this release was asked for, and the delay
+   * lets that row be seen before the files go (on any node: the check reads the database).
+   */
   async releaseFiles(sets: Array<FileSet | PreparedMedia>): Promise<void> {
     // Every key of every set, by checksum: rows of one checksum stored before and after thumbnails were
     // enlarged name different thumbnail files (see thumbnailKey).
@@ -186,6 +204,43 @@ export class MediaService {
       for (const key of [set.fileKey, ...set.thumbnails.map((t) => t.key)]) keys.add(key);
       byChecksum.set(set.checksum, keys);
     }
+    const delay = this.config.media.releaseDelayMs;
+    if (delay === 0) return this.deleteUnused(byChecksum);
+    const due = Date.now() + delay;
+    let dropped = 0;
+    for (const [checksum, keys] of byChecksum) {
+      const entry = this.pending.get(checksum);
+      if (!entry && this.pending.size >= MAX_PENDING_RELEASES) dropped += 1;
+      else this.pending.set(checksum, { keys: new Set([...(entry?.keys ?? []), ...keys]), due });
+    }
+    if (dropped) this.logger.warn(`${dropped} released image(s) left on disk: ${MAX_PENDING_RELEASES} were already waiting for their delay`);
+    this.scheduleSweep();
+  }
+
+  /** The next sweep, when the earliest pending release is due (one timer per node, not one per release). */
+  private scheduleSweep(): void {
+    if (this.sweepTimer || !this.pending.size) return;
+    let earliest = Infinity;
+    for (const { due } of this.pending.values()) earliest = Math.min(earliest, due);
+    this.sweepTimer = setTimeout(() => void this.sweep(), Math.max(0, earliest - Date.now()) + 10);
+    this.sweepTimer.unref();
+  }
+
+  private async sweep(): Promise<void> {
+    this.sweepTimer = undefined;
+    const now = Date.now();
+    const due = new Map<string, Set<string>>();
+    for (const [checksum, entry] of this.pending) {
+      if (entry.due > now) continue;
+      this.pending.delete(checksum);
+      due.set(checksum, entry.keys);
+    }
+    await this.deleteUnused(due);
+    this.scheduleSweep();
+  }
+
+  /** Deletes the files of each checksum that no media row refers to now. Never throws. */
+  private async deleteUnused(byChecksum: Map<string, Set<string>>): Promise<void> {
     if (!byChecksum.size) return;
     try {
       const checksums = [...byChecksum.keys()];

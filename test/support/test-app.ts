@@ -92,6 +92,8 @@ export async function testConfig(engine: Engine, specFile: string, extra: Record
     LOG_LEVEL: 'error',
     // Suites send bursts from one address; the rate-limit spec turns the limits on itself.
     RATE_LIMIT_ENABLED: 'false',
+    // Released image files go at once, as suites check; test/media-release.e2e-spec.ts sets its own delay.
+    MEDIA_RELEASE_DELAY_MS: '0',
     ...extra,
   };
   return { config: AppConfig.fromEnv(env), env, dataDir, database };
