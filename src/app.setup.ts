@@ -132,25 +132,65 @@ export function createOpenApiDocument(app: INestApplication): OpenAPIObject {
   return withoutPrefilledParameters(SwaggerModule.createDocument(app, config));
 }
 
+type Described = { example?: unknown; description?: string };
+type SchemaNode = Described & { $ref?: string; properties?: Record<string, SchemaNode>; oneOf?: SchemaNode[]; anyOf?: SchemaNode[]; allOf?: SchemaNode[] };
+type ParameterNode = Described & { in?: string; name?: string; schema?: SchemaNode };
+type OperationNode = {
+  parameters?: ParameterNode[];
+  requestBody?: { content?: Record<string, { schema?: SchemaNode; example?: unknown }> };
+};
+
+/** Removes every `example` of a schema (its alternatives included) and returns the first one found. */
+function takeExample(node: SchemaNode | undefined): unknown {
+  if (!node || typeof node !== 'object') return undefined;
+  let found = node.example;
+  delete node.example;
+  for (const alternative of [...(node.oneOf ?? []), ...(node.anyOf ?? []), ...(node.allOf ?? [])]) {
+    const inner = takeExample(alternative);
+    if (found === undefined) found = inner;
+  }
+  return found;
+}
+
+/** `example` moved to the end of the description (as "Example: `…`."), unless the description shows it already. */
+function describeExample(target: Described, example: unknown): void {
+  if (example === undefined) return;
+  const shown = typeof example === 'string' ? example : JSON.stringify(example);
+  const description = (target.description ?? '').trim();
+  if (!description.includes(shown)) target.description = `${description}${description && !/[.!?]$/.test(description) ? '.' : ''} Example: \`${shown}\`.`.trim();
+}
+
 /**
- * Parameters' examples moved into their descriptions. Swagger UI's "Try it out" fills every parameter
- * with its example, and sends the optional ones the user does not notice: a notice and a chat line pushed
- * to a campaign's viewers, one Idempotency-Key for every write (422 from the second operation on), a
- * paging cursor that empties a list. Bodies keep theirs: the body is shown whole, to be edited.
+ * Examples Swagger UI's "Try it out" would send without the user seeing them, moved into descriptions:
+ * - every parameter's (its schema's alternatives included): Swagger UI fills each parameter with its
+ *   example and sends the optional ones the user does not notice: a notice and a chat line pushed to a
+ *   campaign's viewers, one Idempotency-Key for every write (422 from the second operation on), a paging
+ *   cursor that empties a list, a `from`/`to` range that empties the public list;
+ * - the body's, where the body carries the same fields as the query string and wins over it (sales
+ *   status, stock): the prefilled body would replace what the user typed in the parameters (another
+ *   item set SOLD_OUT, a notice and a chat line posted). That body starts as `{}` instead.
+ * Other bodies keep theirs: the body is shown whole, to be edited.
  */
 export function withoutPrefilledParameters(document: OpenAPIObject): OpenAPIObject {
+  const schemas = (document.components?.schemas ?? {}) as Record<string, SchemaNode>;
+  const resolve = (node: SchemaNode | undefined) => (node?.$ref ? schemas[node.$ref.replace('#/components/schemas/', '')] : node);
   for (const item of Object.values(document.paths)) {
-    for (const operation of Object.values(item) as Array<{ parameters?: unknown[] }>) {
-      if (!operation || typeof operation !== 'object' || !Array.isArray(operation.parameters)) continue;
-      for (const parameter of operation.parameters as Array<{ example?: unknown; description?: string; schema?: { example?: unknown } }>) {
-        const example = parameter.example ?? parameter.schema?.example;
+    for (const operation of Object.values(item) as OperationNode[]) {
+      if (!operation || typeof operation !== 'object') continue;
+      const parameters = Array.isArray(operation.parameters) ? operation.parameters : [];
+      for (const parameter of parameters) {
+        const example = parameter.example ?? takeExample(parameter.schema);
         delete parameter.example;
-        if (parameter.schema) delete parameter.schema.example;
-        if (example === undefined) continue;
-        const shown = typeof example === 'string' ? example : JSON.stringify(example);
-        const description = (parameter.description ?? '').trim();
-        if (!description.includes(shown))
-          parameter.description = `${description}${description && !/[.!?]$/.test(description) ? '.' : ''} Example: \`${shown}\`.`.trim();
+        takeExample(parameter.schema);
+        describeExample(parameter, example);
+      }
+      const queryNames = new Set(parameters.filter((p) => p.in === 'query').map((p) => p.name));
+      for (const [type, media] of Object.entries(operation.requestBody?.content ?? {})) {
+        const body = resolve(media.schema);
+        if (!body?.properties || !Object.keys(body.properties).some((name) => queryNames.has(name))) continue;
+        for (const property of Object.values(body.properties)) describeExample(property, takeExample(property));
+        delete media.example;
+        if (type === 'application/json') media.example = {};
       }
     }
   }

@@ -277,6 +277,13 @@ export class OpenApiChecker {
  * (generated clients would then demand a value the API does not need); the error shape on every error
  * response; 401, 429 and 503 on every operation that needs a token; Retry-After on 429 and 503.
  */
+/** Whether a schema, or one of its alternatives, has an example. */
+function hasExample(schema: Json | undefined): boolean {
+  if (!isObject(schema)) return false;
+  if (schema.example !== undefined || schema.examples !== undefined) return true;
+  return ['oneOf', 'anyOf', 'allOf'].some((key) => Array.isArray(schema[key]) && (schema[key] as Json[]).some((s) => hasExample(s)));
+}
+
 export function hygieneProblems(doc: Json): string[] {
   const problems: string[] = [];
   const typed = (s: Json | undefined) => !!s && ['type', 'oneOf', 'anyOf', '$ref'].some((k) => k in s);
@@ -295,9 +302,21 @@ export function hygieneProblems(doc: Json): string[] {
         if (!p.description) problems.push(`${name}: parameter ${String(p.name)} has no description`);
         if (!typed(schema)) problems.push(`${name}: parameter ${String(p.name)} has no type (${JSON.stringify(schema)})`);
         if (p.required && schema && schema.default !== undefined) problems.push(`${name}: parameter ${String(p.name)} is required but has a default`);
-        // Swagger UI's "Try it out" fills a parameter with its example, and sends it unnoticed.
-        if (p.example !== undefined || p.examples !== undefined || schema?.example !== undefined)
+        // Swagger UI's "Try it out" fills a parameter with its example (its schema's alternatives' too), and sends it unnoticed.
+        if (p.example !== undefined || p.examples !== undefined || hasExample(schema))
           problems.push(`${name}: parameter ${String(p.name)} has an example (Swagger UI would send it)`);
+      }
+      // A body that carries the query's fields and wins over them: a prefilled body would replace what
+      // the user typed in the parameters.
+      const queryNames = new Set(((op.parameters as Json[]) ?? []).filter((p) => p.in === 'query').map((p) => String(p.name)));
+      for (const [type, media] of Object.entries(((op.requestBody as Json | undefined)?.content as Json | undefined) ?? {})) {
+        const m = media as Json;
+        const ref = (m.schema as Json | undefined)?.$ref as string | undefined;
+        const body = (ref ? ((doc.components as Json).schemas as Json)[ref.replace('#/components/schemas/', '')] : m.schema) as Json | undefined;
+        const props = (body?.properties as Json | undefined) ?? {};
+        if (!Object.keys(props).some((prop) => queryNames.has(prop))) continue;
+        if (Object.values(props).some((s) => hasExample(s as Json)) || (m.example !== undefined && JSON.stringify(m.example) !== '{}'))
+          problems.push(`${name}: its ${type} body overlaps the query parameters and has examples (Swagger UI would send them over the user's parameters)`);
       }
       const responses = (op.responses as Json) ?? {};
       if (!Object.keys(responses).some((s) => s.startsWith('2'))) problems.push(`${name}: no 2xx response`);
