@@ -12,6 +12,7 @@ import {
   expectEventShape,
   liveHarness,
 } from './support/live-harness';
+import { CampaignGoodsService } from '../src/campaign-goods/campaign-goods.service';
 import { describeEngines, TestCustomer } from './support/test-app';
 
 /** The campaigns console end to end: campaigns, their goods, the status machine and chat (docs/api-reference.md). */
@@ -211,6 +212,47 @@ describeEngines(
         expect(listed.body.errors).toEqual([{ field: 'skus', message: "skus must be a list; got 'NOT-A-LIST'" }]);
         expectOk(await con(A).addGoods(c.campaignKey, { goodsIds: null, skus: [mine.sku], urls: null }));
         expect((await con(A).goods(c.campaignKey)).body.totalCount).toBe(1);
+      });
+
+      it('an add racing a catalog delete of one of its goods: no 500; the add is whole and the delete then takes the item out', async () => {
+        const c = await createCampaign(A);
+        const kept = await register(A);
+        const doomed = await register(A);
+        // The add has found its goods and waits, before it writes the links, until the delete has had time to run.
+        const service = ctx().app.get<CampaignGoodsService, { resolve: (...args: unknown[]) => Promise<number[]> }>(CampaignGoodsService);
+        const resolve = service.resolve.bind(service);
+        let found!: () => void;
+        const resolved = new Promise<void>((r) => (found = r));
+        let proceed!: () => void;
+        const gate = new Promise<void>((r) => (proceed = r));
+        const spy = jest.spyOn(service, 'resolve').mockImplementationOnce(async (...args: unknown[]) => {
+          const ids = await resolve(...args);
+          found();
+          await gate;
+          return ids;
+        });
+        try {
+          // (.then sends a supertest request; it is lazy until then.)
+          const adding = con(A)
+            .addGoods(c.campaignKey, { goodsIds: [kept.id, doomed.id] })
+            .then((res) => res);
+          await resolved;
+          const deleted = http()
+            .delete(`/v1/goods/${A.accessKey}/${doomed.id}`)
+            .set('Authorization', A.auth())
+            .then((res) => res);
+          await new Promise((r) => setTimeout(r, 500));
+          proceed();
+          // On MySQL the add read its goods with a shared lock: the delete waited for the add to commit.
+          // (SQLite runs one write transaction at a time: the delete waits the same way.)
+          expectOk(await adding);
+          expectOk(await deleted);
+        } finally {
+          spy.mockRestore();
+          proceed();
+        }
+        const after = await con(A).goods(c.campaignKey);
+        expect(after.body.results.map((g: { goodsId: number }) => Number(g.goodsId))).toEqual([kept.id]);
       });
 
       it('reorders: listed ids first, the rest after in their old order; an id not in the campaign is 404 -711, an unknown one -404', async () => {

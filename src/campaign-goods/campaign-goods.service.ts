@@ -193,6 +193,7 @@ export class CampaignGoodsService {
     if (given.length !== 1) {
       throw ApiException.invalid('Send exactly one of goodsIds, skus or urls', [{ field: 'goodsIds', message: 'exactly one of goodsIds, skus or urls' }]);
     }
+    // Read with a shared lock: the links written next refer to these goods (see findGoodsIdsOrFail).
     if (refs.goodsIds) return findGoodsIdsOrFail(em, tenant.id, 'id', refs.goodsIds);
     return refs.skus ? findGoodsIdsOrFail(em, tenant.id, 'sku', refs.skus) : findGoodsIdsOrFail(em, tenant.id, 'url', refs.urls ?? []);
   }
