@@ -23,6 +23,7 @@ const LIMITS = {
   RATE_LIMIT_CUSTOMER: '10',
   RATE_LIMIT_AUTH_FAILURES: '5',
   RATE_LIMIT_LIVE_CONNECTIONS: '3',
+  RATE_LIMIT_PUBLIC_BUILDS: '3',
   TRUST_PROXY: 'true',
 };
 
@@ -137,6 +138,25 @@ describeEngines(
       expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', `::ffff:${mapped}`));
       const otherNet = `2001:db8:78:${ctx().engine === 'sqlite' ? 1 : 2}::1`;
       expect((await ctx().http.get(`/v1/goods/${B.accessKey}`).set('X-Forwarded-For', otherNet).set('Authorization', 'Bearer not.a.token')).status).toBe(401);
+    });
+
+    it('public answers with goods built per address: past RATE_LIMIT_PUBLIC_BUILDS a new one is 429; kept answers and lists without goods still answer', async () => {
+      const from = ip();
+      // One Host for all (supertest listens on a new port for each request, and the links' base is part of an answer's key).
+      const list = (query: Record<string, string>) =>
+        ctx().http.get(`/v1/campaigns/${A.accessKey}`).query(query).set('X-Forwarded-For', from).set('Host', 'shop.example.com');
+      // Three new answers with goods (each a new query value: a build each), then the fourth is refused.
+      for (const f of ['1', '2', '3']) expect((await list({ detail: 'true', from: f })).status).toBe(200);
+      const refused = await list({ detail: 'true', from: '4' });
+      expectLimited(refused);
+      expect(refused.body._e).toMatch(/^Too many public answers with goods built for your address \(3 per 60 s\)/);
+      expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}/NoSuchKey123`).set('X-Forwarded-For', from));
+      // An answer already kept costs no build; a list without goods is no build either; other addresses are not affected.
+      expect((await list({ detail: 'true', from: '2' })).status).toBe(200);
+      expect((await list({ from: '5' })).status).toBe(200);
+      expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).query({ detail: 'true', from: '6' }).set('X-Forwarded-For', ip())).status).toBe(200);
+      const metrics = await ctx().http.get('/metrics');
+      expect(valueOf(parsePrometheusText(metrics.text), 'livegoods_rate_limit_refusals_total', { limit: 'public-builds' })).toBe(2);
     });
 
     it('new viewer connections per address: past RATE_LIMIT_LIVE_CONNECTIONS a connection is refused (connect_error)', async () => {

@@ -119,6 +119,8 @@ export interface RateLimitConfig {
   authFailures: number;
   /** New /live connections per window per client IP. */
   liveConnections: number;
+  /** Public answers with goods one client IP may have built per window (cache misses). */
+  publicBuilds: number;
 }
 
 export interface RedisConfig {
@@ -275,6 +277,7 @@ export class AppConfig {
         customer: env.RATE_LIMIT_CUSTOMER,
         authFailures: env.RATE_LIMIT_AUTH_FAILURES,
         liveConnections: env.RATE_LIMIT_LIVE_CONNECTIONS,
+        publicBuilds: env.RATE_LIMIT_PUBLIC_BUILDS,
       },
       { tokenMaxTtlSeconds: parseDuration(env.TOKEN_MAX_TTL) as number },
       {

@@ -599,6 +599,17 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(10_000_000)
   RATE_LIMIT_LIVE_CONNECTIONS = 300;
+
+  /**
+   * Public answers with goods (a list with detail=true, one campaign, upcoming) that one client IP may
+   * have built per window, when no kept answer serves it (each new query value is a new answer): past
+   * it, that IP's requests that need a build are 429 until the window ends; kept answers still serve it.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  RATE_LIMIT_PUBLIC_BUILDS = 30;
   /**
    * Webhook targets may be private, loopback or link-local addresses, and may use plain http (tests,
    * closed networks). Off: https only, globally routable addresses only (the media fetcher's rules).

@@ -147,7 +147,7 @@ export class Metrics implements OnModuleDestroy {
 
   readonly rateLimitRefusals = new Counter({
     name: 'livegoods_rate_limit_refusals_total',
-    help: 'Requests, Socket.IO handshakes and connections refused by a rate limit, by limit (ip, customer, auth-failures, live-connections)',
+    help: 'Requests, Socket.IO handshakes and connections refused by a rate limit, by limit (ip, customer, auth-failures, live-connections, public-builds)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });

@@ -6,6 +6,7 @@ import { Public } from '../auth/decorators';
 import { CAMPAIGN_OR_NOT_EXIST, CampaignListResponse, CampaignResponse, NoticeResponse, NotExistResponse } from '../campaigns/dto/campaign-response.dto';
 import { AccessKeyParam, ApiErrors, PublicRoute } from '../http/api-docs.decorators';
 import { baseUrlOf } from '../http/base-url';
+import { clientIp } from '../rate-limit/rate-limiter';
 import { jsonChunksAnswer } from '../http/sliced-json';
 import { AppConfig } from '../config/app-config';
 import { PublicCampaignListQuery, UpcomingQuery } from './dto/public-campaigns.query';
@@ -92,7 +93,7 @@ export class PublicCampaignsController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<string | StreamableFile> {
-    return send(res, await this.campaigns.answerList(accessKey, baseUrlOf(req, this.config), query));
+    return send(res, await this.campaigns.answerList(accessKey, baseUrlOf(req, this.config), query, clientIp(req)));
   }
 
   @Get('upcoming')
@@ -112,7 +113,7 @@ export class PublicCampaignsController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<string | StreamableFile> {
-    return send(res, await this.campaigns.answerUpcoming(accessKey, baseUrlOf(req, this.config), query));
+    return send(res, await this.campaigns.answerUpcoming(accessKey, baseUrlOf(req, this.config), query, clientIp(req)));
   }
 
   @Get(':campaignKey')
@@ -132,6 +133,6 @@ export class PublicCampaignsController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<string | StreamableFile> {
-    return send(res, await this.campaigns.answerOne(accessKey, campaignKey, baseUrlOf(req, this.config)));
+    return send(res, await this.campaigns.answerOne(accessKey, campaignKey, baseUrlOf(req, this.config), clientIp(req)));
   }
 }

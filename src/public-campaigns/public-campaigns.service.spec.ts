@@ -7,6 +7,7 @@ import type { Transactions } from '../database/transactions';
 import { GoodsChangeHooks } from '../goods/goods-changes';
 import type { ViewerCounter } from '../live/viewer-counter';
 import type { Metrics } from '../metrics/metrics.service';
+import type { RateLimiter } from '../rate-limit/rate-limiter';
 import etag from 'etag';
 import { TimeSlicer } from '../common/util/time-slicer';
 import { PublicAnswerCache, SerializedAnswer, withCounts } from './public-answer-cache';
@@ -35,13 +36,14 @@ describe('PublicCampaignsService: the build gate', () => {
       { counts: () => Promise.resolve(new Map()) } as unknown as ViewerCounter,
       cache,
       metrics,
+      { hit: () => Promise.resolve({ allowed: true, retryAfterSeconds: 0 }) } as unknown as RateLimiter,
     );
 
     // Every key a new one (no two requests share a build).
-    const asked = Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING }, (_, i) => service.answerOne('ak', `key${i}`, 'http://h'));
+    const asked = Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING }, (_, i) => service.answerOne('ak', `key${i}`, 'http://h', '127.0.0.1'));
     await new Promise((r) => setImmediate(r));
     expect(getOne).toHaveBeenCalledTimes(PUBLIC_BUILDS_AT_ONCE);
-    const refused = await service.answerOne('ak', 'one-too-many', 'http://h').then(
+    const refused = await service.answerOne('ak', 'one-too-many', 'http://h', '127.0.0.1').then(
       () => undefined,
       (err: unknown) => err,
     );

@@ -13,6 +13,7 @@ import { ApiException } from '../common/errors/api.exception';
 import { TimeSlicer } from '../common/util/time-slicer';
 import { WorkGate, WorkGateError } from '../common/util/work-gate';
 import { Metrics } from '../metrics/metrics.service';
+import { RateLimiter } from '../rate-limit/rate-limiter';
 
 /** Public answers with goods a node builds at once (see PublicCampaignsService.gated). */
 export const PUBLIC_BUILDS_AT_ONCE = 2;
@@ -43,11 +44,13 @@ export class PublicCampaignsService {
     private readonly counter: ViewerCounter,
     private readonly cache: PublicAnswerCache,
     private readonly metrics: Metrics,
+    private readonly limiter: RateLimiter,
   ) {
     metrics.countGate('public-answer', () => ({ active: this.builds.active, queued: this.builds.queued, limit: this.builds.limit }));
   }
 
-  async answerList(accessKey: string, baseUrl: string, query: PublicCampaignListQuery): Promise<CachedAnswer> {
+  /** `client`: the caller's address as the per-address limits count it (RATE_LIMIT_PUBLIC_BUILDS). */
+  async answerList(accessKey: string, baseUrl: string, query: PublicCampaignListQuery, client: string): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.list(accessKey, baseUrl, query), []));
     const status = query.status?.length ? [...new Set(query.status)].sort().join(',') : '*';
@@ -69,15 +72,15 @@ export class PublicCampaignsService {
       return { body: new SerializedAnswer(pieces), campaignId: null, campaignIds, goodsIds, slicer };
     };
     // Only lists with goods are costly to build.
-    const kept = await this.cache.answer(customer.id, key, query.detail ? () => this.gated(build) : build);
+    const kept = await this.cache.answer(customer.id, key, query.detail ? () => this.gated(client, build) : build);
     return this.withCounts(kept);
   }
 
-  async answerOne(accessKey: string, campaignKey: string, baseUrl: string): Promise<CachedAnswer> {
+  async answerOne(accessKey: string, campaignKey: string, baseUrl: string, client: string): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.one(accessKey, campaignKey, baseUrl), []));
     const kept = await this.cache.answer(customer.id, ['one', baseUrl, campaignKey].join('\u0000'), () =>
-      this.gated(async (): Promise<FreshAnswer> => {
+      this.gated(client, async (): Promise<FreshAnswer> => {
         const campaign = await findCampaignByKey(this.db.manager, customer.id, campaignKey);
         if (!campaign) return { body: { campaignKey, campaignStatus: 'NOT_EXIST' }, campaignId: null, campaignIds: [], goodsIds: [], keep: false };
         const body = await this.detail(campaign, customer.currency, baseUrl);
@@ -87,11 +90,11 @@ export class PublicCampaignsService {
     return this.withCounts(kept);
   }
 
-  async answerUpcoming(accessKey: string, baseUrl: string, query: UpcomingQuery): Promise<CachedAnswer> {
+  async answerUpcoming(accessKey: string, baseUrl: string, query: UpcomingQuery, client: string): Promise<CachedAnswer> {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.upcoming(accessKey, baseUrl, query), []));
     const kept = await this.cache.answer(customer.id, ['upcoming', baseUrl, query.includeOnAir !== false ? 1 : 0].join('\u0000'), () =>
-      this.gated(async (): Promise<FreshAnswer> => {
+      this.gated(client, async (): Promise<FreshAnswer> => {
         const body = await this.upcoming(accessKey, baseUrl, query);
         return { body, campaignId: null, campaignIds: 'campaignId' in body ? [Number(body.campaignId)] : [], goodsIds: goodsIdsOf([body]) };
       }),
@@ -104,9 +107,18 @@ export class PublicCampaignsService {
    * for them (no token), each new query value is a new answer, and one answer may hold up to 100
    * campaigns of CAMPAIGN_MAX_GOODS goods each, so at most PUBLIC_BUILDS_AT_ONCE are built at a time
    * (what they hold in memory while built is bounded so), PUBLIC_BUILDS_WAITING more wait, and past
-   * that, or after PUBLIC_BUILD_DEADLINE_MS, the request is 503 with Retry-After.
+   * that, or after PUBLIC_BUILD_DEADLINE_MS, the request is 503 with Retry-After. Each build counts
+   * against its client's RATE_LIMIT_PUBLIC_BUILDS first (a new query value each time would otherwise
+   * keep the node building for one address: 429 past it); a kept answer costs no build and counts nothing.
    */
-  private async gated(build: () => Promise<FreshAnswer>): Promise<FreshAnswer> {
+  private async gated(client: string, build: () => Promise<FreshAnswer>): Promise<FreshAnswer> {
+    const verdict = await this.limiter.hit('public-builds', client);
+    if (!verdict.allowed) {
+      throw ApiException.rateLimited(
+        `Too many public answers with goods built for your address (${this.limiter.publicBuildsLimit}); ask for ones already answered, or retry after ${verdict.retryAfterSeconds} s`,
+        verdict.retryAfterSeconds,
+      );
+    }
     try {
       return await this.builds.run(Date.now() + PUBLIC_BUILD_DEADLINE_MS, build);
     } catch (err) {

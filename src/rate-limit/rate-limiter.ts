@@ -6,8 +6,11 @@ import { AppConfig } from '../config/app-config';
 import { Metrics } from '../metrics/metrics.service';
 import { addressKey } from './address-key';
 
-/** The limits counted outside the HTTP guards: refused authentications and new viewer connections. */
-export type RateLimitName = 'auth-failures' | 'live-connections';
+/**
+ * The limits counted outside the HTTP guards: refused authentications, new viewer connections, and
+ * public answers with goods built for a client (cache misses).
+ */
+export type RateLimitName = 'auth-failures' | 'live-connections' | 'public-builds';
 
 /** The per-IP limit of HTTP requests (the throttler IpRateLimitGuard applies, and ipRateLimitMiddleware). */
 export const IP_LIMIT = 'ip';
@@ -27,7 +30,8 @@ export interface RateLimitVerdict {
 /**
  * Counts hits against a limit per window (RATE_LIMIT_WINDOW_MS) in the throttler's storage (Redis when
  * configured), for the limits that are not a guard on a route: 401s per client IP (past the limit that IP
- * gets 429 for the rest of the window) and new /live connections per client IP.
+ * gets 429 for the rest of the window), new /live connections per client IP, and public answers with
+ * goods built for a client IP.
  */
 @Injectable()
 export class RateLimiter {
@@ -41,10 +45,16 @@ export class RateLimiter {
     return this.config.rateLimit.enabled;
   }
 
+  /** RATE_LIMIT_PUBLIC_BUILDS in words ("30 per 10 s"), for refusals. */
+  get publicBuildsLimit(): string {
+    const { publicBuilds, windowMs } = this.config.rateLimit;
+    return `${publicBuilds} per ${Math.round(windowMs / 1000)} s`;
+  }
+
   async hit(name: RateLimitName, tracker: string): Promise<RateLimitVerdict> {
     if (!this.enabled) return { allowed: true, retryAfterSeconds: 0 };
-    const { windowMs, authFailures, liveConnections } = this.config.rateLimit;
-    const limit = name === 'auth-failures' ? authFailures : liveConnections;
+    const { windowMs, authFailures, liveConnections, publicBuilds } = this.config.rateLimit;
+    const limit = name === 'auth-failures' ? authFailures : name === 'live-connections' ? liveConnections : publicBuilds;
     const record = await this.storage.increment(rateLimitKey(this.config, name, tracker), windowMs, limit, windowMs, name);
     if (record.isBlocked) this.metrics.rateLimitRefusals.inc({ limit: name });
     return { allowed: !record.isBlocked, retryAfterSeconds: Math.max(1, record.timeToBlockExpire) };
