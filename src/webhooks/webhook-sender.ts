@@ -47,7 +47,9 @@ export function targetRefusal(rawUrl: string, policy: AddressPolicy, allowHttp: 
     return allowHttp ? 'url must be an http or https URL' : 'url must be an https URL';
   }
   if (url.username || url.password) return 'url may not carry credentials';
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // A fully qualified name may end with a dot (`localhost.` is localhost).
+  let host = url.hostname.replace(/^\[|\]$/g, '');
+  while (host.endsWith('.')) host = host.slice(0, -1);
   if (isIP(host)) {
     const why = policy.refusal(host, host);
     if (why) return `url may not point at ${why.replace(/^\S+ is /, '')}`;
