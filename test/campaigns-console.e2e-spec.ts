@@ -497,7 +497,13 @@ describeEngines(
         expect(claimNamed.body.chat.adminName).toBe('Token Name');
 
         expectError(await con(A).chat(key, { message: '' }), 400, -510);
-        expectError(await con(A).chat(key, { message: '   ' }), 400, -510);
+        const blank = await con(A).chat(key, { message: '   ' });
+        expectError(blank, 400, -510);
+        // Worded as every other refused field is.
+        expect(blank.body).toMatchObject({
+          _e: 'Invalid argument: message must not be empty',
+          errors: [{ field: 'message', message: 'message must not be empty' }],
+        });
         expectError(await con(A).chat(key, {}), 400, -510);
         const numeric = await con(A).chat(key, { message: 123 });
         expectError(numeric, 400, -510);

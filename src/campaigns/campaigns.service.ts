@@ -220,7 +220,7 @@ export class CampaignsService {
         const notice = await this.pinNotice(em, campaign, message, adminName, now);
         return { result: { notice: noticeOf(campaign), _s: 0 }, events: [notice] };
       }
-      if (!message) throw ApiException.invalid('message must not be empty', [{ field: 'message', message: 'must not be empty' }]);
+      if (!message) throw ApiException.invalid('Invalid argument: message must not be empty', [{ field: 'message', message: 'message must not be empty' }]);
       const { line, event } = await this.postChat(em, campaign, message, adminName, now);
       return { result: { chat: toChatLine(line), _s: 0 }, events: [event] };
     });
