@@ -129,4 +129,35 @@ const required = process.env.REQUIRE_SERVICES === '1';
       ).toEqual(readyAgain);
     for (const node of [nodeA, nodeB]) expect(node.output).not.toMatch(/MaxRetriesPerRequestError|unhandled promise rejection/i);
   });
+
+  it("a campaign deleted while Redis is away: the other node's viewers still get campaign.status NOT_EXIST and are disconnected", async () => {
+    const nodeA = A as ServerProcess;
+    const nodeB = B as ServerProcess;
+    const campaign = await api(nodeA, 'POST', `/v1/console/${C.accessKey}/campaigns`, { title: 'Deleted in the dark' });
+    const key = campaign.campaignKey as string;
+    const onB = await Viewer.connect(nodeB.base, { accessKey: C.accessKey, campaignKey: key });
+    const s0 = Number((await onB.next('campaign.snapshot')).seq);
+    proxy.cut();
+    try {
+      // Deleted through A, which cannot tell B's viewers through Redis: B finds it gone in the database.
+      await api(nodeA, 'DELETE', `/v1/console/${C.accessKey}/campaigns/${key}`);
+      const last = await eventually(
+        () => Promise.resolve(onB.events.find((e) => e.type === 'campaign.status')),
+        (e) => e !== undefined,
+        15_000,
+        100,
+      );
+      expect(last?.payload).toEqual({ seq: s0 + 1, campaignStatus: 'NOT_EXIST', startedAt: null, endedAt: null });
+      expect(
+        await eventually(
+          () => Promise.resolve(onB.disconnectReason),
+          (r) => r !== null,
+          5_000,
+          100,
+        ),
+      ).toBe('io server disconnect');
+    } finally {
+      proxy.restore();
+    }
+  });
 });

@@ -27,6 +27,8 @@ interface RoomFeed {
   ahead: Map<number, LiveEvent>;
   /** A read of missed events from the log is scheduled or running. */
   filling: boolean;
+  /** The room was told the campaign is gone (campaign.status NOT_EXIST written). */
+  gone?: boolean;
 }
 
 /**
@@ -294,6 +296,7 @@ export class LiveNotifier implements OnModuleDestroy {
   /** Notes the event as written to the room: it goes out when the writing() that gave `outbox` ends. */
   private write(id: number, feed: RoomFeed, event: LiveEvent, outbox: Outbox): void {
     feed.last = Math.max(feed.last, event.seq);
+    if (event.type === 'campaign.status' && event.payload.campaignStatus === 'NOT_EXIST') feed.gone = true;
     const events = outbox.get(id);
     if (events) events.push(event);
     else outbox.set(id, [event]);
@@ -315,7 +318,10 @@ export class LiveNotifier implements OnModuleDestroy {
       }
       const lastSeq = (await this.source.lastSeqs([id])).get(id);
       if (lastSeq === undefined) {
-        this.feeds.delete(id); // deleted: its viewers are told and disconnected by the deleting node
+        // Deleted. The deleting node tells every viewer and disconnects them, through Redis; when that did
+        // not reach this node (Redis was away), its viewers are told here, and disconnected, as there.
+        if (!feed.gone) this.tellGone(id, feed);
+        this.feeds.delete(id);
         return;
       }
       if (lastSeq <= feed.last) {
@@ -342,6 +348,24 @@ export class LiveNotifier implements OnModuleDestroy {
       feed.filling = false;
       if (this.feeds.get(id) === feed && (retry || feed.ahead.size)) this.scheduleFill(id, feed, retry ? SWEEP_MS : GAP_WAIT_MS);
     }
+  }
+
+  /**
+   * The last event of a deleted campaign for this node's viewers (`campaign.status` NOT_EXIST, as the
+   * deleting node sends it; its start and end are no longer known here), then they are disconnected.
+   */
+  private tellGone(id: number, feed: RoomFeed): void {
+    this.logger.warn(`campaign ${id} was deleted without this node hearing of it (was Redis away?); telling its viewers here`);
+    const seq = feed.last + 1;
+    this.writing((outbox) =>
+      this.write(
+        id,
+        feed,
+        { campaignId: id, seq, type: 'campaign.status', payload: { seq, campaignStatus: 'NOT_EXIST', startedAt: null, endedAt: null } },
+        outbox,
+      ),
+    );
+    setTimeout(() => this.namespace?.in(roomOf(id)).local.disconnectSockets(true), 200).unref();
   }
 
   /** Compares the seq of every campaign with viewers here against the database; fills what is behind. */
