@@ -421,6 +421,26 @@ describe('parseGoodsSheet: .xlsx', () => {
       expect(err.message).toMatch(/more than 5 data rows/);
     });
 
+    it('a row repeating the column names is skipped wherever it comes, in either spelling (two exports pasted together)', async () => {
+      const rows: ExcelJS.CellValue[][] = [
+        ['sku', 'url', 'name'],
+        ['H-1', 'https://shop.example.com/h1', 'one'],
+        ['sku', 'url', 'name'],
+        ['H-2', 'https://shop.example.com/h2', 'two'],
+        ['상품코드', '상품URL', '상품명'],
+        ['H-3', 'https://shop.example.com/h3', 'three'],
+        // A row with one of its cells naming its column is data (a product may be called "name").
+        ['H-4', 'https://shop.example.com/h4', 'name'],
+      ];
+      const parsed = await parse(await xlsx(rows), 'goods.xlsx');
+      expect(parsed.rows.map((r) => [r.row, r.values.sku, r.values.name])).toEqual([
+        [2, 'H-1', 'one'],
+        [4, 'H-2', 'two'],
+        [6, 'H-3', 'three'],
+        [7, 'H-4', 'name'],
+      ]);
+    });
+
     it('more rows without goods values than the cap, besides the data rows, is too large', async () => {
       // Skipped rows: blank, only an ignored column, or repeating the header.
       const rows: ExcelJS.CellValue[][] = [

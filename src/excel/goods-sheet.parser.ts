@@ -96,7 +96,7 @@ export function detectFormat(upload: SheetUpload): SheetFormat {
 /**
  * Reads a goods spreadsheet (.xlsx first sheet, or CSV) into rows keyed by goods field. Row 1 is the
  * header: field names or their Korean labels, in any order, unknown columns ignored (reported once).
- * Blank rows, and a row that repeats the column names (e.g. Korean labels under English ones), are
+ * Blank rows, and a row that repeats the column names anywhere (e.g. Korean labels under English ones), are
  * skipped (and counted against the limit). Cell values become plain values; empty cells are absent (not null). Refusals (wrong type,
  * limits, a header without a key column) are SheetErrors; rows are not validated here.
  */
@@ -241,7 +241,9 @@ class GoodsSheetBuilder {
     }
     const values: GoodsValues = {};
     let any = false;
-    let repeatsHeader = this.dataRows === 0;
+    // A row that names each of its columns (the header again, in either spelling: two exports pasted
+    // together, Korean labels under English ones) is no goods row wherever it comes: skipped.
+    let repeatsHeader = true;
     for (const { index, field } of this.mapped) {
       const cell = raw.cells[index];
       if (!cell) continue;
