@@ -21,6 +21,21 @@ import { fallbackLogger, rootLoggerOf } from './logging/root-logger';
  */
 setFlagsFromString('--heap-growing-percent=30');
 
+/**
+ * Nest's logger, without two error lines a failed start would add to the one fatal line it ends with
+ * (which holds the error and its stack): TypeORM's module writes "Unable to connect to the database.
+ * Retrying (1)..." even with its own retries off (openDataSourceWithRetry retries, and logs each try),
+ * and Nest's ExceptionHandler writes the error that the catch below reports.
+ */
+class StartLogger extends PinoNestLogger {
+  override error(message: unknown, ...rest: unknown[]): void {
+    const context = rest[rest.length - 1];
+    if (context === 'ExceptionHandler') return;
+    if (context === 'TypeOrmModule' && typeof message === 'string' && message.startsWith('Unable to connect to the database')) return;
+    super.error(message, ...rest);
+  }
+}
+
 /** The logger of this process: set as soon as the settings are known (LOG_FORMAT, LOG_LEVEL). */
 let root: PinoInstance | undefined;
 
@@ -30,7 +45,7 @@ async function bootstrap(): Promise<void> {
   root = rootLoggerOf(config);
   // Nest's own logger is pino from the first line on: start-up warnings (a database still coming up) are
   // written at once, in LOG_FORMAT; inside a request, lines carry its requestId (see LoggingModule).
-  const logger = new PinoNestLogger(new PinoLogger({ pinoHttp: { logger: root } }), {});
+  const logger = new StartLogger(new PinoLogger({ pinoHttp: { logger: root } }), {});
   // abortOnError off: a failed start reaches the catch below (one fatal line, exit code 1), not process.abort().
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, logger, abortOnError: false });
   configureApp(app);

@@ -156,6 +156,10 @@ describe('structured logs: text format and failed starts', () => {
     expect(last).toMatchObject({ level: 'fatal', context: 'Bootstrap' });
     expect(String(last.msg)).toContain('failed to start');
     expect(output).not.toContain('db-pa55word');
+    // No other error lines for the same failure: no "Retrying" that does not happen (TypeORM's module says
+    // so even with its retries off), no second copy of the error from Nest's ExceptionHandler.
+    expect(lines.filter((l) => l.level === 'error' || l.level === 'fatal').map((l) => `${String(l.level)} ${String(l.context)}`)).toEqual(['fatal Bootstrap']);
+    expect(output).not.toMatch(/Retrying \(\d+\)/);
   }, 120_000);
 
   it('PORT=0: the system picks a free port, and the start-up line names that port', async () => {
