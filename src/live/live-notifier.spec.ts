@@ -25,7 +25,10 @@ function notifierFor(campaigns: number[], clustered = false) {
   const rooms = new Map(campaigns.map((id) => [roomOf(id), new Set([`viewer-${id}`])]));
   const emitter = new EventEmitter();
   const serverSideEmit = jest.fn();
+  /** The rooms this node disconnected its own viewers of. */
+  const disconnected: string[] = [];
   const namespace = {
+    in: (room: string) => ({ local: { disconnectSockets: () => disconnected.push(room) } }),
     name: '/live',
     server: { encoder: new Encoder() },
     sockets: new Map(),
@@ -35,7 +38,11 @@ function notifierFor(campaigns: number[], clustered = false) {
   } as unknown as Namespace;
   const counter = () => ({ inc: jest.fn() });
   const metrics = { liveEventsPublished: counter(), liveEventsDelivered: counter(), liveDeliveryLatency: { observe: jest.fn() } };
-  const source = { lastSeqs: jest.fn(() => Promise.resolve(new Map())), eventsSince: jest.fn() } as unknown as LiveSource;
+  // Every campaign exists, at seq 0 unless a test says otherwise (a campaign missing from lastSeqs was deleted).
+  const source = {
+    lastSeqs: jest.fn((ids: number[]) => Promise.resolve(new Map(ids.map((id) => [id, 0])))),
+    eventsSince: jest.fn(),
+  } as unknown as LiveSource;
   const config = { redis: { url: clustered ? 'redis://127.0.0.1:6379' : '' } } as unknown as AppConfig;
   const notifier = new LiveNotifier(config, source, metrics as unknown as Metrics);
   const sent: Array<{ room: string; seqs: number[] }> = [];
@@ -56,7 +63,18 @@ function notifierFor(campaigns: number[], clustered = false) {
   );
   // The events another node sends over Redis, as the adapter hands them to this node.
   const fromOtherNode = (events: LiveEvent[]) => emitter.emit(CLUSTER_EVENTS, events);
-  return { notifier, sent, order, serverSideEmit, metrics, fromOtherNode, restore: () => spy.mockRestore(), stop: () => notifier.onModuleDestroy() };
+  return {
+    notifier,
+    sent,
+    order,
+    serverSideEmit,
+    metrics,
+    fromOtherNode,
+    source,
+    disconnected,
+    restore: () => spy.mockRestore(),
+    stop: () => notifier.onModuleDestroy(),
+  };
 }
 
 describe('LiveNotifier', () => {
@@ -145,6 +163,25 @@ describe('LiveNotifier', () => {
       { room: roomOf(1), seqs: [1] },
       { room: roomOf(1), seqs: [2, 3] },
     ]);
+  });
+
+  it('a campaign found deleted when filling a gap (its delete never reached this node): its viewers here get NOT_EXIST, then are disconnected', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
+    try {
+      const { sent, fromOtherNode, source, disconnected } = make([1], true);
+      fromOtherNode([event(1, 1)]);
+      await nextTurn();
+      (source.lastSeqs as jest.Mock).mockResolvedValue(new Map());
+      fromOtherNode([event(1, 3)]); // 2 is missing: the log is read, and the campaign is gone
+      await jest.advanceTimersByTimeAsync(2000);
+      expect(sent).toEqual([
+        { room: roomOf(1), seqs: [1] },
+        { room: roomOf(1), seqs: [2] },
+      ]);
+      expect(disconnected).toEqual([roomOf(1)]);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('ignores a malformed message from another node', async () => {

@@ -365,7 +365,13 @@ export class LiveNotifier implements OnModuleDestroy {
         outbox,
       ),
     );
-    setTimeout(() => this.namespace?.in(roomOf(id)).local.disconnectSockets(true), 200).unref();
+    setTimeout(() => {
+      try {
+        this.namespace?.in(roomOf(id)).local.disconnectSockets(true);
+      } catch (err) {
+        this.logger.warn(`campaign ${id}: disconnecting its viewers failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }, 200).unref();
   }
 
   /** Compares the seq of every campaign with viewers here against the database; fills what is behind. */
