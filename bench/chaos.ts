@@ -20,6 +20,7 @@
 import { createConnection, createServer, Server, Socket as NetSocket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { io, Socket } from 'socket.io-client';
+import { processAlive } from '../test/support/process-alive';
 import { TcpProxy } from '../test/support/tcp-proxy';
 import { BenchServer, startServer } from './support';
 
@@ -83,15 +84,6 @@ function rssMb(pid: number): number {
     return m ? Math.round(Number(m[1]) / 1024) : NaN;
   } catch {
     return NaN;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -178,7 +170,7 @@ async function main(): Promise<void> {
   const rssBefore = { a: rssMb(nodes.a.pid), b: rssMb(nodes.b.pid) };
   const watcher = setInterval(() => {
     for (const pid of [...pids]) {
-      if (alive(pid)) continue;
+      if (processAlive(pid)) continue;
       pids.delete(pid);
       if (!planned.has(pid)) unplannedExits += 1;
     }
@@ -296,7 +288,7 @@ async function main(): Promise<void> {
     else restartedAt = Date.now();
     process.kill(node.pid, signal);
     log(`${signal} node ${name.toUpperCase()} (pid ${node.pid})`);
-    while (alive(node.pid)) await sleep(50);
+    while (processAlive(node.pid)) await sleep(50);
     log(`node ${name.toUpperCase()} exited`);
     if (signal === 'SIGKILL') await sleep(3000);
     nodes[name] = await startServer('mysql', PORTS[name], 'chaos', { join: owner, env });

@@ -12,6 +12,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpuMs, enginesFromArgs, goodsElement, SERVER_NODE_ARGS, startServer } from './support';
+import { processAlive } from '../test/support/process-alive';
 
 const COUNT = Number(process.argv.find((a) => a.startsWith('--count='))?.split('=')[1] ?? 100_000);
 const SLOW_KBPS = Number(process.argv.find((a) => a.startsWith('--slow-kbps='))?.split('=')[1] ?? 2000);
@@ -87,15 +88,6 @@ async function download(baseUrl: string, accessKey: string, auth: string, pid: n
   }
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   return { ms, bytes, lines, cpuMs: cpuMs(pid) - cpuBefore, peakMb: Math.round(rssMb(pid, 'VmHWM')) };
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function main(): Promise<void> {

@@ -2,18 +2,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { processAlive } from './support/process-alive';
 
 const ROOT = resolve(__dirname, '..');
-
-/** Whether a process is alive (signal 0 checks without signalling). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * `npm start` as a supervisor runs it: the supervisor signals npm's own process, not its children. npm
@@ -47,10 +38,10 @@ describe('npm start', () => {
       npm.kill('SIGTERM');
       await exited;
       const gone = Date.now() + 10_000;
-      while (alive(service) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
-      expect({ serviceRunning: alive(service), gotSigterm: existsSync(join(dir, 'sigterm')) }).toEqual({ serviceRunning: false, gotSigterm: true });
+      while (processAlive(service) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+      expect({ serviceRunning: processAlive(service), gotSigterm: existsSync(join(dir, 'sigterm')) }).toEqual({ serviceRunning: false, gotSigterm: true });
     } finally {
-      if (alive(service)) process.kill(service, 'SIGKILL');
+      if (processAlive(service)) process.kill(service, 'SIGKILL');
     }
   }, 60_000);
 });
