@@ -190,7 +190,8 @@ export function withoutPrefilledParameters(document: OpenAPIObject): OpenAPIObje
         if (!body?.properties || !Object.keys(body.properties).some((name) => queryNames.has(name))) continue;
         for (const property of Object.values(body.properties)) describeExample(property, takeExample(property));
         delete media.example;
-        if (type === 'application/json') media.example = {};
+        // An empty body to start from, where one is valid (no field of it is required in the body).
+        if (type === 'application/json' && !(body as { required?: string[] }).required?.length) media.example = {};
       }
     }
   }

@@ -1,6 +1,6 @@
 import { applyDecorators, Controller, HttpCode, Param, Post, Put, UseInterceptors } from '@nestjs/common';
 import { NoFilesInterceptor } from '@nestjs/platform-express';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { CampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
@@ -21,7 +21,8 @@ class StockCommonFields {
   @ApiPropertyOptional({ maxLength: 255, example: 'Order system', description: 'adminName on a derived status change' }) name?: string;
 }
 class SetStockBody extends StockCommonFields {
-  @ApiProperty({
+  // Not required here: it may come in the query string instead (a body without it is valid then).
+  @ApiPropertyOptional({
     nullable: true,
     type: 'integer',
     minimum: 0,
@@ -29,7 +30,7 @@ class SetStockBody extends StockCommonFields {
     example: 20,
     description: `Units left; null stops tracking; required, ${EITHER}`,
   })
-  stock: number | null;
+  stock?: number | null;
   @ApiPropertyOptional({
     nullable: true,
     type: 'integer',
