@@ -179,9 +179,9 @@ export function withoutPrefilledParameters(document: OpenAPIObject): OpenAPIObje
       if (!operation || typeof operation !== 'object') continue;
       const parameters = Array.isArray(operation.parameters) ? operation.parameters : [];
       for (const parameter of parameters) {
-        const example = parameter.example ?? takeExample(parameter.schema);
+        const inner = takeExample(parameter.schema);
+        const example = parameter.example ?? inner;
         delete parameter.example;
-        takeExample(parameter.schema);
         describeExample(parameter, example);
       }
       const queryNames = new Set(parameters.filter((p) => p.in === 'query').map((p) => p.name));

@@ -210,9 +210,10 @@ export class LiveNotifier implements OnModuleDestroy {
     return { ...(this.fanout?.counts ?? { direct: 0, engine: 0, slowDisconnects: 0 }) };
   }
 
-  /** Disconnects every viewer of a campaign (it was deleted), on all nodes. */
-  disconnectCampaign(campaignId: number): void {
-    this.namespace?.in(roomOf(campaignId)).disconnectSockets(true);
+  /** Disconnects every viewer of a campaign (it was deleted), on all nodes, or (`onlyHere`) on this one. */
+  disconnectCampaign(campaignId: number, onlyHere = false): void {
+    const room = this.namespace?.in(roomOf(campaignId));
+    (onlyHere ? room?.local : room)?.disconnectSockets(true);
   }
 
   /** Checks now (not at the next sweep) whether this node missed events, e.g. when its Redis link is back. */
@@ -365,13 +366,8 @@ export class LiveNotifier implements OnModuleDestroy {
         outbox,
       ),
     );
-    setTimeout(() => {
-      try {
-        this.namespace?.in(roomOf(id)).local.disconnectSockets(true);
-      } catch (err) {
-        this.logger.warn(`campaign ${id}: disconnecting its viewers failed: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }, 200).unref();
+    // After the event has gone out, as the deleting node does it.
+    setTimeout(() => this.disconnectCampaign(id, true), 200).unref();
   }
 
   /** Compares the seq of every campaign with viewers here against the database; fills what is behind. */
