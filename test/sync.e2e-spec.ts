@@ -204,6 +204,14 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     // Fixed and sent back whole (row, status, message, currency, medias and all): it is created.
     const resent = await syncOk(c, [{ ...fail, originalPrice: 100 }]);
     expect(resent.results[0]).toMatchObject({ status: 'CREATE', message: null, sku: 'SKU-fixed', name: 'Fixed', originalPrice: 100 });
+    // A FAIL row of an update, fixed and sent back: only what it holds changes; its nulls (the fields its
+    // element did not send) leave the stored brand, description and prices alone.
+    await syncOk(c, [{ sku: 'SKU-fixed', brand: 'Brand', description: 'Kept', discountedPrice: 90 }]);
+    const failedUpdate = (await syncOk(c, [{ sku: 'SKU-fixed', originalPrice: -1 }])).results[0];
+    expect(failedUpdate).toMatchObject({ status: 'FAIL', brand: null, description: null, discountedPrice: null });
+    const fixedUpdate = await syncOk(c, [{ ...failedUpdate, originalPrice: 120 }]);
+    expect(fixedUpdate.results[0]).toMatchObject({ status: 'UPDATE', message: null });
+    expect(await stored(c, 'SKU-fixed')).toMatchObject({ brand: 'Brand', description: 'Kept', discountedPrice: 90, originalPrice: 120, name: 'Fixed' });
     // Blank text: "" clears brand, mediaUrl and prices, as null does; description keeps "" as sent.
     await syncOk(c, [{ sku: 'SKU-typed', brand: 'B', originalPrice: 5, description: 'D' }]);
     const blank = await syncOk(c, [{ id: null, sku: 'SKU-typed', name: null, url: null, brand: '', mediaUrl: ' ', originalPrice: '', description: '' }]);

@@ -162,7 +162,7 @@ describe('parseElement: the fast path for plainly valid elements', () => {
     expect(fast).toBeGreaterThan(1000);
   });
 
-  it('reads null for a field that cannot be cleared as absent, and blank text for one that may be as null (a FAIL row goes back as it is)', () => {
+  it('reads null for a field that cannot be cleared as absent, and blank text for one that may be as null; a FAIL row sent back reads every null as not sent', () => {
     const failRow = {
       id: null,
       sku: 'S-9',
@@ -177,7 +177,12 @@ describe('parseElement: the fast path for plainly valid elements', () => {
       row: 3,
       status: 'FAIL',
     };
-    const parsed = parseElement({ row: 1, data: failRow });
+    // Sent back as it is, a FAIL row changes only what it holds: its nulls are fields its element did not send.
+    const resent = parseElement({ row: 1, data: failRow });
+    expect(resent.error).toBeUndefined();
+    expect(shape(resent.write as object).filter(([, v]) => v !== undefined)).toEqual([['sku', 'S-9']]);
+    // The same element without status FAIL: null clears the fields that may be cleared.
+    const parsed = parseElement({ row: 1, data: { ...failRow, status: undefined } });
     expect(parsed.error).toBeUndefined();
     expect(shape(parsed.write as object).filter(([, v]) => v !== undefined)).toEqual([
       ['brand', null],

@@ -40,9 +40,12 @@ function readElement(element: BatchElement): ParsedElement {
   // array or object is refused here, so validation never walks (possibly huge) nested input.
   const echo: Record<string, unknown> = {};
   let nested: string | undefined;
+  // A FAIL row sent back (fixed) shows null for every field its element did not send: there null is
+  // "not sent", not "clear", or sending it back would wipe the item's brand, prices and image.
+  const failRow = (data as Record<string, unknown>).status === 'FAIL';
   for (const key of ECHOED) {
     const value = (data as Record<string, unknown>)[key];
-    if (value === undefined) continue;
+    if (value === undefined || (value === null && failRow)) continue;
     if (value !== null && typeof value === 'object') nested ??= key;
     else echo[key] = value;
   }
