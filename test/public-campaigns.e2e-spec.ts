@@ -116,6 +116,11 @@ describeEngines(
         expect(order(counted)).toEqual(['late-ready-1d', 'next-2d']);
         expect(counted.body.totalCount).toBe(2);
         expectError(await pub('', { from: 'yesterday' }), 400, -510);
+        // The list's URL as the contract writes it, from= and to= empty: not given, like every empty parameter.
+        const written = await http().get(`/v1/campaigns/${P.accessKey}?status=READY,ONAIR,CLOSED&from=&to=&page=1&count=10&detail=false`);
+        expect(written.status).toBe(200);
+        expect(order(written)).toEqual(order(await pub('', {})));
+        expect(order(await pub('', { from: ' ', to: now - 1.5 * DAY }))).toEqual(['closed-2d']);
       });
 
       it('pages with page/count (count above 100 is served as 100)', async () => {

@@ -76,14 +76,14 @@ export class PublicCampaignsController {
   @ApiQuery({
     name: 'from',
     required: false,
-    description: 'Campaigns scheduled at or after this instant (epoch ms or ISO-8601; no offset = UTC)',
-    schema: { oneOf: dateInputSchemas(), example: '2026-03-01' },
+    description: 'Campaigns scheduled at or after this instant (epoch ms or ISO-8601; no offset = UTC; an empty value is not given)',
+    schema: { oneOf: dateInputSchemas(false, { emptyIsAbsent: true }), example: '2026-03-01' },
   })
   @ApiQuery({
     name: 'to',
     required: false,
-    description: 'Campaigns scheduled at or before this instant (epoch ms or ISO-8601; no offset = UTC)',
-    schema: { oneOf: dateInputSchemas(), example: 1803898800000 },
+    description: 'Campaigns scheduled at or before this instant (epoch ms or ISO-8601; no offset = UTC; an empty value is not given)',
+    schema: { oneOf: dateInputSchemas(false, { emptyIsAbsent: true }), example: 1803898800000 },
   })
   @ApiOkResponse({ type: CampaignListResponse, headers: CACHE_HEADER })
   @ApiErrors(400)

@@ -414,7 +414,7 @@ export function IntQuery(property: string, min: number, max: number, options: Ap
  * An instant given as epoch milliseconds or an ISO-8601 date-time (see dates.ts for the exact rules);
  * the handler receives a Date. Out of range or not a calendar date-time is 400 -510 naming the field.
  */
-export function DateField(property: string, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+export function DateField(property: string, p: Presence, options: ApiPropertyOptions, { emptyIsAbsent = false } = {}): PropertyDecorator {
   const isDateInput: PropertyDecorator = (target, key) =>
     registerDecorator({
       name: 'isDateInput',
@@ -430,8 +430,10 @@ export function DateField(property: string, p: Presence, options: ApiPropertyOpt
       },
     });
   const nullable = !!p.nullable;
+  // A query parameter given empty (`from=`) is not given, as for every other query parameter.
+  const read = emptyIsAbsent ? ({ value }: { value: unknown }) => (typeof value === 'string' && value.trim() === '' ? undefined : toDate({ value })) : toDate;
   return applyDecorators(
-    Transform(toDate),
+    Transform(read),
     ...presence(p, property),
     isDateInput,
     ApiProperty({
@@ -452,7 +454,7 @@ export const DATE_TEXT_PATTERN = '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}
  * a pattern rather than `format: date-time`, which would refuse `2026-03-01` and `2026-03-01T20:00`,
  * both accepted); with `nullable`, also null.
  */
-export function dateInputSchemas(nullable = false): Record<string, unknown>[] {
+export function dateInputSchemas(nullable = false, { emptyIsAbsent = false } = {}): Record<string, unknown>[] {
   return [
     { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1803898800000, description: 'epoch milliseconds' },
     {
@@ -462,5 +464,6 @@ export function dateInputSchemas(nullable = false): Record<string, unknown>[] {
       description: 'ISO-8601 date or date-time, or epoch milliseconds as text',
     },
     ...(nullable ? [NULL_BRANCH] : []),
+    ...(emptyIsAbsent ? [{ type: 'string', enum: [''], description: 'empty: not given' }] : []),
   ];
 }

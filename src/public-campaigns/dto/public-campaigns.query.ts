@@ -37,10 +37,15 @@ export class PublicCampaignListQuery {
   @StatusList()
   status?: string[];
 
-  @DateField('from', {}, { description: 'scheduledAt at or after (epoch ms or ISO-8601; no offset = UTC)', example: 1763683200000 })
+  @DateField('from', {}, { description: 'scheduledAt at or after (epoch ms or ISO-8601; no offset = UTC)', example: 1763683200000 }, { emptyIsAbsent: true })
   from?: Date;
 
-  @DateField('to', {}, { description: 'scheduledAt at or before (epoch ms or ISO-8601; no offset = UTC)', example: '2026-12-31T23:59:59Z' })
+  @DateField(
+    'to',
+    {},
+    { description: 'scheduledAt at or before (epoch ms or ISO-8601; no offset = UTC)', example: '2026-12-31T23:59:59Z' },
+    { emptyIsAbsent: true },
+  )
   to?: Date;
 
   @IntQuery('page', 1, 1_000_000, { default: 1, description: 'Page number, from 1' })
