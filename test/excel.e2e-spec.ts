@@ -240,6 +240,17 @@ describeEngines(
         expect(await stored(c, 'CSV-2')).toMatchObject({ name: '세미콜론; 탭\t포함', description: null, originalPrice: 39000 });
       });
 
+      it('CSV: a price written with a power of ten (1E+12, as spreadsheets save 12-digit numbers) and one with more decimals than are kept', async () => {
+        const c = await ctx().createCustomer();
+        const file = csv([
+          ['sku', 'name', 'url', 'originalPrice', 'discountedPrice'],
+          ['EXP-1', 'Exponent', 'https://shop.example.com/exp/1', '1E+12', '123456789012.12345'],
+        ]);
+        const env = await uploadOk(c, file, 'goods.csv');
+        expect(env.results.map((r) => [r.row, r.status, r.message])).toEqual([[2, 'CREATE', null]]);
+        expect(await stored(c, 'EXP-1')).toMatchObject({ originalPrice: 1e12, discountedPrice: 123456789012.1235 });
+      });
+
       it('CSV: semicolon-separated, without BOM; and CP949 (Korean Excel "CSV") text', async () => {
         const c = await ctx().createCustomer();
         const semi = Buffer.from('상품코드;상품명;상품URL\nSEMI-1;Semi;https://shop.example.com/semi/1\n', 'utf8');

@@ -399,6 +399,26 @@ describeEngines('goods API', __filename, (ctx) => {
       expect((await api(c).list().expect(200)).body.results[0]).toMatchObject(expected);
     });
 
+    it('numeric text is rounded on its decimal digits, then checked against the limits; a power of ten is read', async () => {
+      const res = await api(c).register({
+        name: 'Text decimals',
+        sku: 'DEC-TEXT',
+        url: 'https://shop.example.com/dec-text',
+        // As a double, 123456789012.12345 is 123456789012.123443…, which would round to .1234.
+        originalPrice: '123456789012.12345',
+        discountedPrice: '1.5E+3',
+        discountPercentage: '100.00004',
+      });
+      expect(res.status).toBe(200);
+      const expected = { originalPrice: 123456789012.1235, discountedPrice: 1500, discountPercentage: 100 };
+      expect(res.body).toMatchObject(expected);
+      expect(res.text).toContain('"originalPrice":123456789012.1235');
+      expect((await api(c).bySku('DEC-TEXT').expect(200)).body).toMatchObject(expected);
+      // Rounded, 1000000000000.00005 is 1000000000000.0001: over the limit, refused rather than stored as 1e12.
+      expectInvalid(await api(c).update({ sku: 'DEC-TEXT', originalPrice: '1000000000000.00005' }, '/sku'), 'originalPrice');
+      expect((await api(c).update({ sku: 'DEC-TEXT', originalPrice: '1E+12' }, '/sku')).body.originalPrice).toBe(1e12);
+    });
+
     it('a price with more than 4 fractional digits reads the same in the write response as in every later read', async () => {
       const res = await api(c).register({
         name: 'Fine price',

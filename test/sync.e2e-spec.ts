@@ -236,6 +236,20 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(await rowCount(ctx(), c)).toBe(2);
   });
 
+  it('numeric text prices are rounded on their decimal digits and then checked: the limits hold for the stored value', async () => {
+    const c = await ctx().createCustomer();
+    const env = await syncOk(c, [
+      { sku: 'SKU-dec', name: 'Dec', url: 'https://shop.example.com/dec', originalPrice: '123456789012.12345', discountedPrice: '2.5e1' },
+      { sku: 'SKU-over', name: 'Over', url: 'https://shop.example.com/over', originalPrice: '1000000000000.00005' },
+    ]);
+    expect(env.results.map((r) => [r.status, r.originalPrice, r.discountedPrice])).toEqual([
+      ['CREATE', 123456789012.1235, 25],
+      ['FAIL', '1000000000000.00005', null],
+    ]);
+    expect(env.results[1].message).toMatch(/^originalPrice must be at most/);
+    expect(await stored(c, 'SKU-dec')).toMatchObject({ originalPrice: 123456789012.1235, discountedPrice: 25 });
+  });
+
   it('every stored column follows an update, whichever fields it changes (a price, the name, a key), and search finds the new text only', async () => {
     const c = await ctx().createCustomer();
     const names = ['p', 'n', 'b', 'u', 's', 'm'];

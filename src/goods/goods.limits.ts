@@ -8,3 +8,6 @@ export const GoodsLimits = {
   maxPrice: 1e12,
   keyword: 255,
 } as const;
+
+/** Fractional digits kept of prices and percentages (their DECIMAL columns' scale). */
+export const PRICE_SCALE = 4;

@@ -211,7 +211,9 @@ describe('parseElement: the fast path for plainly valid elements', () => {
   it('leaves the messages of refused elements to the library', () => {
     expect(parseElement({ row: 1, data: { sku: 'S-1', url: 'javascript:alert(1)', name: 'x' } }).error).toBe('url must be an absolute http or https URL');
     expect(parseElement({ row: 2, data: { sku: ' ', url: 'https://a.example.com' } }).error).toBe('sku must not be empty');
-    expect(parseElement({ row: 3, data: { sku: 'S-3', originalPrice: '1e3' } }).error).toBe('originalPrice must be a number');
+    expect(parseElement({ row: 3, data: { sku: 'S-3', originalPrice: '1,000' } }).error).toBe('originalPrice must be a number');
+    // A power of ten (a CSV cell of 1E+12, as spreadsheets write large numbers) is a number.
+    expect(parseElement({ row: 3, data: { sku: 'S-3', originalPrice: '1E+3' } }).write).toMatchObject({ originalPrice: 1000 });
     expect(parseElement({ row: 4, data: { name: 'no key' } }).error).toBe('one of id, sku or url is required to match or create an item');
     expect(parseElement({ row: 5, data: { sku: ' S-5 ', originalPrice: ' 19.99 ' } }).write).toMatchObject({ sku: 'S-5', originalPrice: 19.99 });
   });

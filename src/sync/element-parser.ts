@@ -4,7 +4,8 @@ import { flattenValidationErrors } from '../common/errors/validation';
 import { isHttpUrl, NUMERIC_TEXT } from '../common/validation/decorators';
 import { GoodsWrite, SyncGoodsElementDto } from '../goods/dto/goods-body.dto';
 import { WRITABLE_FIELDS } from '../goods/goods-write';
-import { GoodsLimits } from '../goods/goods.limits';
+import { GoodsLimits, PRICE_SCALE } from '../goods/goods.limits';
+import { decimalInput } from '../common/util/decimal';
 
 /** One element to apply: its row number in the caller's numbering and the raw submitted value. */
 export interface BatchElement {
@@ -144,7 +145,7 @@ function plainValue(rule: (typeof PLAIN_RULES)[string], value: unknown): unknown
   // Blank text clears a field that may be cleared, as the field decorators read it (free text is kept as sent).
   if (rule.nullable && rule.kind !== 'longText' && typeof value === 'string' && value.trim() === '') return null;
   if (rule.kind === 'number' || rule.kind === 'id') {
-    const n = typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value;
+    const n = rule.kind === 'number' ? decimalInput(value, PRICE_SCALE) : typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value;
     if (typeof n !== 'number' || !Number.isFinite(n) || n < (rule.min as number) || n > rule.max) return REFUSED;
     return rule.kind === 'id' && !Number.isInteger(n) ? REFUSED : n;
   }

@@ -17,6 +17,7 @@ import {
   ValidationArguments,
 } from 'class-validator';
 import { MAX_EPOCH_MS, parseDateInput, toDate } from './dates';
+import { DECIMAL_TEXT, decimalInput } from '../util/decimal';
 
 /** Whether a field may be absent, and whether `null` (meaning "clear it") is allowed. */
 export interface Presence {
@@ -66,9 +67,6 @@ export function BooleanField(property: string, p: Presence, options: ApiProperty
 export const NUMERIC_TEXT = /^\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*$/;
 /** The JSON null as a `oneOf` branch (OpenAPI 3.0 has no `type: 'null'`). */
 const NULL_BRANCH = { type: 'string', nullable: true, enum: [null], description: 'null clears the value' };
-
-/** Numeric text ("19.99") becomes a number; anything else is left for the validators to refuse. */
-const numericText = Transform(({ value }: { value: unknown }) => (typeof value === 'string' && NUMERIC_TEXT.test(value) ? Number(value) : value));
 
 /**
  * `null` for a field that cannot be cleared means the same as leaving the field out (typed clients send
@@ -242,20 +240,23 @@ export function HttpUrlField(property: string, max: number, p: Presence, options
   );
 }
 
-/** A decimal number in [min, max] (numeric text accepted). */
-export function DecimalField(property: string, min: number, max: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
+/**
+ * A decimal number in [min, max] with `scale` fractional digits kept: numeric text accepted, rounded on
+ * its decimal digits before the limits are checked (decimalInput).
+ */
+export function DecimalField(property: string, min: number, max: number, scale: number, p: Presence, options: ApiPropertyOptions): PropertyDecorator {
   return applyDecorators(
-    numericText,
+    Transform(({ value }: { value: unknown }) => decimalInput(value, scale)),
     ...presenceBlankIsNull(p, property),
     IsNumber({ allowNaN: false, allowInfinity: false }, { message: `${property} must be a number` }),
     Min(min, { message: `${property} must be at least ${min}` }),
     Max(max, { message: `${property} must be at most ${max}` }),
     docs(p, {
-      description: `A number from ${min} to ${max}; numeric text ("19.99") is read as the number`,
+      description: `A number from ${min} to ${max}, rounded to ${scale} decimals; numeric text ("19.99", "1E+12") is read as the number`,
       ...options,
       oneOf: [
         { type: 'number', minimum: min, maximum: max },
-        { type: 'string', pattern: NUMERIC_TEXT.source, description: 'numeric text' },
+        { type: 'string', pattern: DECIMAL_TEXT.source, description: 'numeric text' },
         ...(p.nullable ? [NULL_BRANCH] : []),
       ],
     }),

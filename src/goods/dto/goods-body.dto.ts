@@ -1,4 +1,4 @@
-import { GoodsLimits } from '../goods.limits';
+import { GoodsLimits, PRICE_SCALE } from '../goods.limits';
 import { DecimalField, HttpUrlField, IdField, LongTextField, TextField } from '../../common/validation/decorators';
 
 interface KeyRules {
@@ -54,13 +54,13 @@ function goodsBody(rules: KeyRules) {
     )
     mediaUrl?: string | null;
 
-    @DecimalField('originalPrice', 0, GoodsLimits.maxPrice, { nullable: true }, { example: 399000 })
+    @DecimalField('originalPrice', 0, GoodsLimits.maxPrice, PRICE_SCALE, { nullable: true }, { example: 399000 })
     originalPrice?: number | null;
 
-    @DecimalField('discountedPrice', 0, GoodsLimits.maxPrice, { nullable: true }, { example: 359100 })
+    @DecimalField('discountedPrice', 0, GoodsLimits.maxPrice, PRICE_SCALE, { nullable: true }, { example: 359100 })
     discountedPrice?: number | null;
 
-    @DecimalField('discountPercentage', 0, 100, { nullable: true }, { example: 10 })
+    @DecimalField('discountPercentage', 0, 100, PRICE_SCALE, { nullable: true }, { example: 10 })
     discountPercentage?: number | null;
   }
   return GoodsBody;
