@@ -304,6 +304,8 @@ describe('ImageProcessor', () => {
     expect(err.message).toBe('image is 4001x4000 AVIF/HEIF (16.0 megapixels); the limit for AVIF and HEIF is 16 megapixels');
     const small = await processor().process(await plain(400, 300).avif({ effort: 0 }).toBuffer());
     expect([small.width, small.height]).toEqual([400, 300]);
+    // Kept and served as AVIF (sharp names AVIF and HEIF both "heif"; the codec tells them apart).
+    expect([small.ext, small.contentType]).toEqual(['avif', 'image/avif']);
   });
 
   it('decodes at most MEDIA_PROCESS_CONCURRENCY images at once; the others wait for a turn, in order', async () => {

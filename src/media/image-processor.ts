@@ -102,7 +102,10 @@ export class ImageProcessor {
     } catch {
       throw new MediaError('the file is not an image (its header cannot be read)');
     }
-    const kind = meta.format ? ACCEPTED[meta.format] : undefined;
+    // libheif reads AVIF and HEIF alike and sharp names both `heif`; the codec tells them apart (an AVIF
+    // served as image/heif with nosniff is not shown by browsers that show AVIF).
+    const format = meta.format === 'heif' && meta.compression === 'av1' ? 'avif' : meta.format;
+    const kind = format ? ACCEPTED[format] : undefined;
     if (!kind || !meta.width || !meta.height) {
       throw new MediaError(`unsupported image format: ${meta.format ?? 'unknown'}`);
     }
