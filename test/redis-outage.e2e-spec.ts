@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import Redis from 'ioredis';
 import { closeAllViewers, eventually, Viewer } from './support/live-client';
 import { insertCustomer, ProcessCustomer, ServerProcess } from './support/server-process';
 import { TcpProxy } from './support/tcp-proxy';
@@ -22,13 +23,14 @@ const required = process.env.REQUIRE_SERVICES === '1';
   let B: ServerProcess | undefined;
   let C: ProcessCustomer;
   let setup: Awaited<ReturnType<typeof testConfig>>;
+  const prefix = `lgtest-outage-${process.pid}-${Date.now().toString(36)}`;
 
   beforeAll(async () => {
     if (down) throw new Error(`MariaDB and Redis are required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
     proxy = await TcpProxy.start({ host: REDIS.hostname, port: Number(REDIS.port || 6379) });
     setup = await testConfig('mysql', __filename, {
       REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
-      REDIS_PREFIX: `lgtest-outage-${process.pid}-${Date.now().toString(36)}`,
+      REDIS_PREFIX: prefix,
       LOG_LEVEL: 'warn',
     });
     A = await ServerProcess.start(setup.env);
@@ -160,4 +162,32 @@ const required = process.env.REQUIRE_SERVICES === '1';
       proxy.restore();
     }
   });
+
+  it('a node started while Redis is away subscribes to the other nodes once Redis is back (not only its event-log polls)', async () => {
+    // Redis itself, not through the proxy: who listens on the Socket.IO adapter's request channel.
+    const redis = new Redis(`redis://${REDIS.host}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    const listeners = async () => {
+      const [, count] = (await redis.pubsub('NUMSUB', `${prefix}:socket.io-request#/live#`)) as [string, number];
+      return Number(count);
+    };
+    let D: ServerProcess | undefined;
+    try {
+      expect(await eventually(listeners, (n) => n === 2, 15_000, 200)).toBe(2);
+      proxy.cut();
+      try {
+        // Ready without Redis (READY_REQUIRES_REDIS=false). Its connections are refused and retried, and
+        // the commands queued meanwhile fail (maxRetriesPerRequest), its first subscriptions among them.
+        D = await ServerProcess.start({ ...setup.env, READY_REQUIRES_REDIS: 'false' });
+        await new Promise((r) => setTimeout(r, 3000));
+      } finally {
+        proxy.restore();
+      }
+      // A, B and D, once each has reconnected.
+      expect(await eventually(listeners, (n) => n === 3, 45_000, 250)).toBe(3);
+    } finally {
+      await D?.kill();
+      redis.disconnect();
+    }
+  }, 150_000);
 });

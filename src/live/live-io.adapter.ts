@@ -103,9 +103,9 @@ export class LiveIoAdapter extends IoAdapter {
       const pub = RedisConnection.neverRejecting(RedisConnection.open(this.redis.url, this.logger), { publish: 0 }, (err) => this.publishFailed(err));
       // The adapter subscribes as it starts and unsubscribes as it closes without waiting for the answers; a
       // Redis that is slow or hangs then would leave those commands' rejections unhandled.
-      const sub = RedisConnection.neverRejecting(
+      // A subscription that fails (a node started while Redis is away) is sent again when Redis is back.
+      const sub = RedisConnection.resubscribing(
         RedisConnection.open(this.redis.url, this.logger, { offlineQueue: true }),
-        { subscribe: undefined, psubscribe: undefined, unsubscribe: undefined, punsubscribe: undefined },
         // While the connection is down its commands fail with it, and that is logged once per outage.
         (err) => {
           if (sub.status === 'ready') this.logger.warn(`a subscription command for the other nodes' events failed: ${err.message}`);

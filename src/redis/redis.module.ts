@@ -170,8 +170,8 @@ export class RedisConnection implements OnModuleDestroy {
    * Makes the named commands of this client never reject (a failure goes to `onError` and the command
    * resolves to its fallback): libraries that send them and forget (the Socket.IO Redis adapter publishes
    * that way, subscribes that way as it starts, and unsubscribes that way when it closes) would otherwise
-   * leave a rejected promise behind each time Redis is unreachable, slow or hanging. A subscription whose
-   * answer came too late still holds, and ioredis subscribes again after every reconnect.
+   * leave a rejected promise behind each time Redis is unreachable, slow or hanging. (A subscriber's
+   * commands: see resubscribing.)
    */
   static neverRejecting(
     client: Redis,
@@ -187,6 +187,46 @@ export class RedisConnection implements OnModuleDestroy {
         });
       (client as unknown as Record<string, typeof safe>)[name] = safe;
     }
+    return client;
+  }
+
+  /**
+   * A subscriber connection whose subscriptions are never lost: ioredis subscribes again after a reconnect
+   * only to the channels Redis confirmed, so a SUBSCRIBE that failed (queued while Redis was unreachable
+   * and dropped at a reconnect, or timed out unsent) was never sent again: a node started while Redis was
+   * away never heard the other nodes' events through it, however long it ran. A failed (p)subscribe is sent
+   * again at the connection's next 'ready' (the liveness PINGs reopen a connection that hangs), until it
+   * holds or is unsubscribed. Like neverRejecting, none of the four commands ever rejects (`onError` hears
+   * why), since the Socket.IO adapter sends them and forgets.
+   */
+  static resubscribing(client: Redis, onError: (err: Error) => void): Redis {
+    type Kind = 'subscribe' | 'psubscribe';
+    const failed: Record<Kind, Set<string>> = { subscribe: new Set(), psubscribe: new Set() };
+    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const channelsOf = (args: unknown[]) => args.flat().filter((a): a is string => typeof a === 'string');
+    const wrap = (name: string, kind: Kind, subscribing: boolean) => {
+      const command = commands[name].bind(client);
+      commands[name] = (...args: unknown[]): Promise<unknown> => {
+        const channels = channelsOf(args);
+        if (subscribing) for (const c of channels) failed[kind].delete(c);
+        else if (channels.length === 0) failed[kind].clear();
+        else for (const c of channels) failed[kind].delete(c);
+        return command(...args).catch((err: Error) => {
+          onError(err);
+          if (subscribing) for (const c of channels) failed[kind].add(c);
+          return undefined;
+        });
+      };
+    };
+    wrap('subscribe', 'subscribe', true);
+    wrap('psubscribe', 'psubscribe', true);
+    wrap('unsubscribe', 'subscribe', false);
+    wrap('punsubscribe', 'psubscribe', false);
+    client.on('ready', () => {
+      for (const kind of ['subscribe', 'psubscribe'] as const) {
+        if (failed[kind].size) void commands[kind]([...failed[kind]]);
+      }
+    });
     return client;
   }
 
