@@ -253,3 +253,69 @@ const mysqlDown = engineUnavailable('mysql');
     });
   },
 );
+
+describe('SQLite out of room (a full disk) [sqlite]', () => {
+  let t: TestApp;
+  let C: TestCustomer;
+  beforeAll(async () => {
+    t = await createTestApp('sqlite', __filename);
+    C = await t.createCustomer('Full');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** Caps the writing connection's database at its size now: the next write that needs a page fails with SQLITE_FULL, as a full disk does. */
+  async function fill(): Promise<void> {
+    const [{ page_count: pages }] = await t.dataSource.query<{ page_count: number }[]>('PRAGMA page_count');
+    await t.dataSource.query(`PRAGMA max_page_count = ${pages}`);
+  }
+  const room = () => t.dataSource.query('PRAGMA max_page_count = 4294967294');
+
+  const sync = (from: number, n: number) =>
+    t.http
+      .post(`/v1/goods/${C.accessKey}/sync`)
+      .set('Authorization', C.auth())
+      .send(Array.from({ length: n }, (_, i) => item(`full-${from + i}`)));
+  const stored = async (n: number) => (await t.http.get(`/v1/goods/${C.accessKey}/sku?value=DBF-full-${n}`).set('Authorization', C.auth())).status;
+
+  it('writes answer 503 with Retry-After (not 500) while there is no room, and every write acknowledged once there is room again is stored', async () => {
+    expect((await sync(0, 10)).status).toBe(200);
+    const campaign = await t.http.post(`/v1/console/${C.accessKey}/campaigns`).set('Authorization', C.auth()).send({ title: 'Closed' });
+    const key = campaign.body.campaignKey as string;
+    for (const next of ['ONAIR', 'CLOSED']) {
+      expect(
+        (await t.http.put(`/v1/console/${C.accessKey}/campaigns/${key}/status`).set('Authorization', C.auth()).send({ campaignStatus: next })).status,
+      ).toBe(200);
+    }
+    await fill();
+    try {
+      for (let round = 0; round < 3; round++) {
+        expectUnavailable(await sync(100 + round * 300, 300));
+        // One item that needs pages of its own (a long description).
+        const one = { ...item(`full-one-${round}`), description: 'd'.repeat(10_000) };
+        expectUnavailable(await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(one));
+      }
+    } finally {
+      await room();
+    }
+    // Room again. A write refused inside its transaction (422: a CLOSED campaign cannot go ONAIR) is rolled
+    // back and leaves nothing open behind it. (After the failures above TypeORM took a transaction for open
+    // that SQLite had rolled back; this rollback then left SQLite inside a transaction that every later write
+    // joined: acknowledged with 200, never committed, lost.)
+    const status = (campaignStatus: string) =>
+      t.http.put(`/v1/console/${C.accessKey}/campaigns/${key}/status`).set('Authorization', C.auth()).send({ campaignStatus });
+    const refused = await status('ONAIR');
+    expect(refused.status).toBe(422);
+    const after = await sync(1000, 300);
+    expect(after.status).toBe(200);
+    expect(after.body.createCount).toBe(300);
+    expect((await t.http.post(`/v1/goods/${C.accessKey}`).set('Authorization', C.auth()).send(item('full-after'))).status).toBe(200);
+    for (const n of [0, 9, 1000, 1299]) expect(await stored(n)).toBe(200);
+    expect((await t.http.get(`/v1/goods/${C.accessKey}/sku?value=DBF-full-after`).set('Authorization', C.auth())).status).toBe(200);
+    // Nothing of the refused writes was kept.
+    expect(await stored(100)).toBe(404);
+    const [{ n }] = await t.dataSource.query<{ n: number }[]>(`SELECT COUNT(*) AS n FROM goods WHERE customerId = ?`, [C.id]);
+    expect(Number(n)).toBe(311);
+  });
+});

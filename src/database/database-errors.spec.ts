@@ -41,7 +41,17 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(Object.assign(new Error('busy'), { code }))).toBe(true);
   });
 
-  it.each(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_ERROR', 'SQLITE_BUSYNESS', 'ER_DUP_ENTRY'])('%s: not unavailable (a 4xx or a 500, not a 503)', (code) => {
-    expect(isDatabaseUnavailable(Object.assign(new Error('other'), { code }))).toBe(false);
-  });
+  it.each(['SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_IOERR_WRITE', 'SQLITE_READONLY', 'SQLITE_READONLY_DBMOVED', 'SQLITE_CANTOPEN'])(
+    '%s (the disk full, an I/O error, a file that cannot be written): unavailable, 503 until there is room again',
+    (code) => {
+      expect(isDatabaseUnavailable(Object.assign(new Error('storage'), { code }))).toBe(true);
+    },
+  );
+
+  it.each(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_ERROR', 'SQLITE_BUSYNESS', 'SQLITE_FULLY', 'ER_DUP_ENTRY'])(
+    '%s: not unavailable (a 4xx or a 500, not a 503)',
+    (code) => {
+      expect(isDatabaseUnavailable(Object.assign(new Error('other'), { code }))).toBe(false);
+    },
+  );
 });

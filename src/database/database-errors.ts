@@ -44,6 +44,12 @@ const UNAVAILABLE_CODES = new Set([
  * SQLITE_BUSY_RECOVERY / _TIMEOUT and SQLITE_LOCKED_SHAREDCACHE are the same kind of passing refusal.
  */
 const SQLITE_BUSY = /^SQLITE_(BUSY|LOCKED)(_[A-Z]+)?$/;
+/**
+ * SQLite's storage failures: a full disk (SQLITE_FULL), I/O errors, a file or directory that cannot be
+ * written or opened (permissions, a read-only mount). The request is not wrong and may succeed once the
+ * operator has made room: 503, not 500. (The transaction is rolled back: Transactions.settleSqliteWriter.)
+ */
+const SQLITE_STORAGE = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)(_[A-Z]+)?$/;
 
 const UNAVAILABLE_MESSAGES = [
   /Can't add new command when connection is in closed state/,
@@ -58,7 +64,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   const candidates = [err, (err as { driverError?: unknown }).driverError].filter((e): e is Record<string, unknown> => !!e && typeof e === 'object');
   return candidates.some((e) => {
-    if (typeof e.code === 'string' && (UNAVAILABLE_CODES.has(e.code) || SQLITE_BUSY.test(e.code))) return true;
+    if (typeof e.code === 'string' && (UNAVAILABLE_CODES.has(e.code) || SQLITE_BUSY.test(e.code) || SQLITE_STORAGE.test(e.code))) return true;
     const message = typeof e.message === 'string' ? e.message : '';
     return UNAVAILABLE_MESSAGES.some((re) => re.test(message));
   });

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
@@ -31,6 +31,7 @@ const KILL_ON_SHUTDOWN_MS = 2000;
  */
 @Injectable()
 export class Transactions implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('Database');
   private tail: Promise<unknown> = Promise.resolve();
   private readonly serial: boolean;
   /** SQLite only: the read-only connection for reads outside a transaction. */
@@ -94,10 +95,39 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
       turn();
       // A WAL grown long under steady writes is started over first, off the event loop (SqliteCheckpointer).
       await this.checkpointer?.beforeWrite();
-      return this.dataSource.transaction(work);
+      try {
+        return await this.dataSource.transaction(work);
+      } catch (err) {
+        this.settleSqliteWriter();
+        throw err;
+      }
     });
     this.tail = result.catch(() => undefined);
     return result;
+  }
+
+  /**
+   * After a failed SQLite write transaction, leaves the shared connection outside any transaction, as the
+   * next one expects. TypeORM's bookkeeping can disagree with SQLite's after a failure: a COMMIT that
+   * fails (a full disk: SQLITE_FULL) leaves the transaction open in SQLite, or rolls it back by itself;
+   * TypeORM then still counts it as open if its ROLLBACK fails too, and runs every later transaction as a
+   * SAVEPOINT inside the first: each "commits" (200) but none is ever committed, until the process ends
+   * (every write after a full disk was lost, even once space was freed). So SQLite's own state decides:
+   * an open transaction is rolled back, and TypeORM's count starts again from none.
+   */
+  private settleSqliteWriter(): void {
+    const runner = this.dataSource.driver.createQueryRunner('master') as unknown as { isTransactionActive: boolean; transactionDepth: number };
+    const db = (this.dataSource.driver as unknown as { databaseConnection?: { inTransaction: boolean; exec(sql: string): unknown } }).databaseConnection;
+    if (db?.inTransaction) {
+      try {
+        db.exec('ROLLBACK');
+      } catch (err) {
+        this.logger.error(`rolling back a failed SQLite transaction failed: ${(err as Error).message}`);
+      }
+    }
+    if (db?.inTransaction) return;
+    runner.isTransactionActive = false;
+    runner.transactionDepth = 0;
   }
 
   /** Before any module's shutdown (TypeORM's closes the pool): abandoned connections' server threads still to kill get one last try. */
