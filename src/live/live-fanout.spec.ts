@@ -47,6 +47,8 @@ function fakeSocket(
     transport?: string;
     writable?: boolean;
     queued?: number;
+    /** Characters of data in each queued packet. */
+    packetChars?: number;
     upgrading?: boolean;
     state?: string;
     wsState?: number;
@@ -83,7 +85,7 @@ function fakeSocket(
     conn: {
       readyState: engine.state ?? 'open',
       upgrading: engine.upgrading ?? false,
-      writeBuffer: Array.from({ length: engine.queued ?? 0 }, () => ({ type: 'message' })),
+      writeBuffer: Array.from({ length: engine.queued ?? 0 }, () => ({ type: 'message', data: 'x'.repeat(engine.packetChars ?? 0) })),
       transport: {
         name: engine.transport ?? 'websocket',
         writable: engine.writable ?? true,
@@ -446,6 +448,7 @@ describe('LiveFanout', () => {
   it.each([
     ['its WebSocket holds more than MAX_BUFFERED_BYTES unsent', { buffered: MAX_BUFFERED_BYTES + 1 }],
     ['engine.io queues more than MAX_QUEUED_PACKETS for it', { queued: MAX_QUEUED_PACKETS + 1, transport: 'polling' }],
+    ['engine.io queues more than MAX_BUFFERED_BYTES for it, in few packets', { queued: 9, packetChars: MAX_BUFFERED_BYTES / 8, transport: 'polling' }],
   ])('a viewer whose backlog is too big is disconnected instead of written to: %s', (_name, engine) => {
     const [slow, fine] = [fakeSocket('slow', engine), fakeSocket('fine')];
     const fanout = new LiveFanout(namespaceOf([slow, fine], { r: ['slow', 'fine'] }));
@@ -456,6 +459,23 @@ describe('LiveFanout', () => {
     expect(fine.sent).toHaveLength(1);
     expect(fanout.counts.slowDisconnects).toBe(1);
     expect(fanout.toSocket(slow as unknown as Socket, 'goods.salesStatus', payload)).toBe(false);
+  });
+
+  it("engine.io's queue is counted as it grows, and again from nothing once engine.io has sent it", () => {
+    const s = fakeSocket('a', { queued: 8, packetChars: MAX_BUFFERED_BYTES / 8, transport: 'polling' });
+    const fanout = new LiveFanout(namespaceOf([s], {}));
+    // At the limit: written to (queued by engine.io; the fake's emit does not queue).
+    expect(fanout.toSocket(s as unknown as Socket, 'goods.salesStatus', payload)).toBe(true);
+    (s.conn.writeBuffer as unknown[]).push({ type: 'message', data: 'x' });
+    expect(fanout.toSocket(s as unknown as Socket, 'goods.salesStatus', payload)).toBe(false);
+    expect(s.disconnect).toHaveBeenCalledWith(true);
+    // Sent by engine.io (a new, small queue): written to again.
+    const t = fakeSocket('b', { queued: 8, packetChars: MAX_BUFFERED_BYTES / 8, transport: 'polling' });
+    const other = new LiveFanout(namespaceOf([t], {}));
+    expect(other.toSocket(t as unknown as Socket, 'goods.salesStatus', payload)).toBe(true);
+    t.conn.writeBuffer = [{ type: 'message', data: 'x'.repeat(100) }];
+    expect(other.toSocket(t as unknown as Socket, 'goods.salesStatus', payload)).toBe(true);
+    expect(t.disconnect).not.toHaveBeenCalled();
   });
 
   it('a backlog at the limit is still written to', () => {
