@@ -205,6 +205,14 @@ const mysqlDown = engineUnavailable('mysql');
         await expect(slow).rejects.toBeInstanceOf(DatabaseUnavailable);
         const rows = await other.dataSource.query('SELECT name FROM customers WHERE id = ?', [D.id]);
         expect(rows[0].name).toBe('Slow');
+        // Work that never ends (a statement queued behind one that got no answer is never called back once
+        // its connection is closed): the caller still hears at the deadline, and the write is rolled back.
+        const stuck = transactions.run(async (em) => {
+          await em.query("UPDATE customers SET name = 'changed by a stuck transaction' WHERE id = ?", [D.id]);
+          await new Promise(() => undefined);
+        });
+        await expect(stuck).rejects.toBeInstanceOf(DatabaseUnavailable);
+        expect((await other.dataSource.query('SELECT name FROM customers WHERE id = ?', [D.id]))[0].name).toBe('Slow');
         expect((await other.http.post(`/v1/goods/${D.accessKey}`).set('Authorization', D.auth()).send(item('D1'))).status).toBe(200);
       } finally {
         await other.close();

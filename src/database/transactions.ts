@@ -144,17 +144,27 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
     const limitMs = this.config.database.transactionTimeoutMs;
     const runner = this.dataSource.createQueryRunner();
     let expired = false;
+    // The deadline ends the transaction for its caller whatever its work is waiting for: a statement
+    // queued on the connection behind one that got no answer is never called back once the connection
+    // is closed (mysql2), and a sync whose link was blackholed mid-statement then never answered (its
+    // Idempotency-Key held, 409, until a restart). Work still running finds its runner released.
+    let expire: (err: Error) => void = () => undefined;
+    const deadline = new Promise<never>((_, reject) => (expire = reject));
+    deadline.catch(() => undefined); // handled by whichever race waits on it, if one still does
     const timer = setTimeout(() => {
       expired = true;
       const connection = (runner as unknown as { databaseConnection?: unknown }).databaseConnection;
       mysqlGuardOf(this.dataSource)?.abandon(connection, `a transaction ran past ${limitMs} ms`);
+      expire(new DatabaseUnavailable(`the transaction took longer than ${limitMs} ms and was rolled back`));
     }, limitMs);
     try {
-      await runner.connect();
-      await runner.startTransaction(isolation);
-      const result = await work(runner.manager);
+      await Promise.race([runner.connect(), deadline]);
+      await Promise.race([runner.startTransaction(isolation), deadline]);
+      const running = work(runner.manager);
+      running.catch(() => undefined); // settles after the deadline, if ever: nobody waits for it then
+      const result = await Promise.race([running, deadline]);
       if (expired) throw new DatabaseUnavailable(`the transaction took longer than ${limitMs} ms`);
-      await runner.commitTransaction();
+      await Promise.race([runner.commitTransaction(), deadline]);
       return result;
     } catch (err) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
