@@ -22,6 +22,8 @@ const MAX_HEADERS_JSON = 16 * 1024;
 export const SWEEP_EVERY_MS = 5 * 60_000;
 /** Attempts at taking a key that keeps changing under us (taken over, swept) before answering 409. */
 const CLAIM_ATTEMPTS = 3;
+/** How often a release that failed is tried again (see IdempotencyService.release). */
+export const RELEASE_RETRY_MS = 2000;
 
 /** An answer stored for a key, as it is replayed. */
 export interface StoredAnswer {
@@ -58,6 +60,7 @@ export type Claim =
 export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private sweepTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
   private sweeping: Promise<number> | null = null;
   /** Lease renewals of the requests running on this node. */
   private readonly renewals = new Map<string, NodeJS.Timeout>();
@@ -73,6 +76,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
+    this.stopped = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     for (const timer of this.renewals.values()) clearInterval(timer);
     this.renewals.clear();
@@ -150,10 +154,32 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /** Gives the key up (the answer is not final: a retry runs the request again). */
+  /**
+   * Gives the key up (the answer is not final: a retry runs the request again). When that fails (the
+   * database away: the very reason a request answers 503), it is tried again every RELEASE_RETRY_MS
+   * until it holds, for as long as the lease would have held the key: a client retrying after the 503's
+   * Retry-After would otherwise be told "still running" (409) until the lease lapsed.
+   */
   async release(hold: Hold): Promise<void> {
     this.stopRenewing(hold);
-    await this.transactions.run((em) => em.delete(IdempotencyKey, { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner }));
+    try {
+      await this.deleteHeld(hold);
+    } catch (err) {
+      this.releaseLater(hold, Date.now() + this.config.idempotency.leaseMs);
+      throw err;
+    }
+  }
+
+  private deleteHeld(hold: Hold): Promise<unknown> {
+    return this.transactions.run((em) => em.delete(IdempotencyKey, { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner }));
+  }
+
+  private releaseLater(hold: Hold, until: number): void {
+    if (this.stopped || Date.now() + RELEASE_RETRY_MS >= until) return;
+    const timer = setTimeout(() => {
+      if (!this.stopped) this.deleteHeld(hold).catch(() => this.releaseLater(hold, until));
+    }, RELEASE_RETRY_MS);
+    timer.unref();
   }
 
   /** Deletes expired keys, and running ones whose lease ran out; answers how many went. */
