@@ -199,7 +199,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       else await this.service.release(hold);
     } catch (err) {
       this.logger.warn(
-        `could not record the answer of an idempotent request (its key frees after IDEMPOTENCY_LEASE): ${err instanceof Error ? err.message : String(err)}`,
+        `could not record the answer of an idempotent request (a key to release is tried again every 2 s; a final answer's key frees after IDEMPOTENCY_LEASE): ${err instanceof Error ? err.message : String(err)}`,
       );
     }
   }
