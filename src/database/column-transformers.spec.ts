@@ -1,4 +1,5 @@
-import { bigintTransformer, decimalTransformer, toDecimalString } from './column-transformers';
+import { toDecimalString } from '../common/util/decimal';
+import { bigintTransformer, decimalTransformer } from './column-transformers';
 
 describe('toDecimalString (scale 4)', () => {
   const d = (value: number | string) => toDecimalString(value, 4);

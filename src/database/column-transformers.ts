@@ -1,8 +1,6 @@
 import { ValueTransformer } from 'typeorm';
 import { toDecimalString } from '../common/util/decimal';
 
-export { toDecimalString };
-
 /**
  * int64 ids: mysql2 returns BIGINT as string, SQLite as number. The API speaks JSON numbers
  * (ids stay far below 2^53), so both become numbers.

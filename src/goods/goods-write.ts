@@ -1,9 +1,6 @@
 import type { GoodsWrite } from './dto/goods-body.dto';
-import { toDecimalString } from '../database/column-transformers';
-import { Goods, PRICE_SCALE } from './entities/goods.entity';
+import { Goods } from './entities/goods.entity';
 import { buildSearchText, keyHash } from './goods-keys';
-
-const DECIMALS = new Set(['originalPrice', 'discountedPrice', 'discountPercentage']);
 
 export const WRITABLE_FIELDS = ['name', 'brand', 'description', 'url', 'sku', 'mediaUrl', 'originalPrice', 'discountedPrice', 'discountPercentage'] as const;
 
@@ -20,10 +17,10 @@ export function applyGoodsWrite(goods: Goods, write: GoodsWrite, hashOf: (key: s
   for (const field of WRITABLE_FIELDS) {
     const value = (write as Record<string, unknown>)[field];
     if (value === undefined) continue;
-    // Decimals take the value the column will hold, so responses show what was stored.
-    const normalized = value === null ? null : DECIMALS.has(field) ? Number(toDecimalString(value as number, PRICE_SCALE)) : value;
-    if (!sameValue(target[field], normalized)) {
-      target[field] = normalized;
+    // Decimals come rounded to the column's scale already (decimalInput, in validation), so responses show
+    // what was stored.
+    if (!sameValue(target[field], value)) {
+      target[field] = value;
       changed.push(field);
     }
   }

@@ -208,8 +208,8 @@ export class RedisConnection implements OnModuleDestroy {
       const command = commands[name].bind(client);
       commands[name] = (...args: unknown[]): Promise<unknown> => {
         const channels = channelsOf(args);
-        if (subscribing) for (const c of channels) failed[kind].delete(c);
-        else if (channels.length === 0) failed[kind].clear();
+        // Sent again now, or given up; an unsubscribe from everything gives up every one.
+        if (!subscribing && channels.length === 0) failed[kind].clear();
         else for (const c of channels) failed[kind].delete(c);
         return command(...args).catch((err: Error) => {
           onError(err);

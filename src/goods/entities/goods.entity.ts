@@ -1,10 +1,7 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { Customer } from '../../customers/entities/customer.entity';
 import { bigintTransformer, decimalTransformer } from '../../database/column-transformers';
-
 import { PRICE_SCALE } from '../goods.limits';
-
-export { PRICE_SCALE };
 
 @Entity({ name: 'goods' })
 @Index('UQ_goods_customer_sku', ['customerId', 'skuHash'], { unique: true })
