@@ -197,6 +197,31 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     expect(await ctx().http.get(`${goods()}/sku`).query({ value: 'PLAIN-1' }).set('Authorization', c.auth())).toMatchObject({ status: 404 });
   });
 
+  it('a multipart form (curl -F) is 415 on a route that reads none, not "name is required"; the routes that read one still do', async () => {
+    const multipart = await ctx()
+      .http.post(goods())
+      .set('Authorization', c.auth())
+      .field('name', 'Multi')
+      .field('sku', 'MULTI-1')
+      .field('url', 'https://shop.example.com/multi');
+    expect({ status: multipart.status, body: multipart.body }).toEqual({
+      status: 415,
+      body: {
+        _s: -415,
+        _e: 'A body of type multipart/form-data is not read: send JSON as application/json (or a form as application/x-www-form-urlencoded)',
+      },
+    });
+    const sync = await ctx().http.post(`${goods()}/sync`).set('Authorization', c.auth()).attach('file', Buffer.from('[]'), 'sync.json');
+    expect([sync.status, sync.body._s]).toEqual([415, -415]);
+    expect(await ctx().http.get(`${goods()}/sku`).query({ value: 'MULTI-1' }).set('Authorization', c.auth())).toMatchObject({ status: 404 });
+    const upload = await ctx()
+      .http.post(`${goods()}/excel`)
+      .query({ dryRun: true })
+      .set('Authorization', c.auth())
+      .attach('file', Buffer.from('sku,url,name\nMULTI-2,https://shop.example.com/multi2,Multi\n'), 'multi.csv');
+    expect(upload.status).toBe(200);
+  });
+
   it('JSON labelled a form (curl -d without a Content-Type) is 415 saying so; a real form is read', async () => {
     const FORM = 'application/x-www-form-urlencoded';
     const post = (body: string, type = FORM, path = goods()) => ctx().http.post(path).set('Authorization', c.auth()).set('Content-Type', type).send(body);

@@ -1,10 +1,11 @@
-import { applyDecorators, Controller, createParamDecorator, ExecutionContext, Param, Put, UseInterceptors } from '@nestjs/common';
+import { applyDecorators, Controller, createParamDecorator, ExecutionContext, Param, Put } from '@nestjs/common';
 import { NoFilesInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { listRefusal } from '../common/validation/api-validation.pipe';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { ReadsMultipart } from '../http/body-parser.guard';
 import { CampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { SalesStatusParams } from './dto/campaign-goods-requests.dto';
 import { CampaignKeyParam } from '../campaigns/console.controller';
@@ -135,7 +136,7 @@ function SalesStatusDocs(by: keyof typeof LOCATORS, summary: string): MethodDeco
 @ApiTags('Sales status')
 @TenantRoute()
 // Form fields may come as multipart/form-data too (as some form handlers post them); files are refused.
-@UseInterceptors(NoFilesInterceptor())
+@ReadsMultipart(NoFilesInterceptor())
 @Controller('v1/goods/:accessKey/campaign/:campaignKey/salesStatus')
 export class SalesStatusController {
   constructor(private readonly salesStatus: SalesStatusService) {}

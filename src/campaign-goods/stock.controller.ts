@@ -1,8 +1,9 @@
-import { applyDecorators, Controller, HttpCode, Param, Post, Put, UseInterceptors } from '@nestjs/common';
+import { applyDecorators, Controller, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { NoFilesInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
+import { ReadsMultipart } from '../http/body-parser.guard';
 import { CampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
 import { CampaignKeyParam } from '../campaigns/console.controller';
 import { MAX_STOCK, SetStockParams, StockDeltaParams } from './dto/campaign-goods-requests.dto';
@@ -104,7 +105,7 @@ const INCREMENT_TEXT = 'Adds quantity units (default 1: a return or a restock); 
 
 @ApiTags('Stock')
 @TenantRoute()
-@UseInterceptors(NoFilesInterceptor())
+@ReadsMultipart(NoFilesInterceptor())
 @Controller('v1/goods/:accessKey/campaign/:campaignKey/stock')
 export class StockController {
   constructor(private readonly stock: StockService) {}

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { Controller, Get, HttpCode, Post, Query, Res, StreamableFile, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Query, Res, StreamableFile, UploadedFile } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
@@ -14,6 +14,7 @@ import { ImportJobsService } from './import-jobs.service';
 import { TEMPLATE_FILENAME, XLSX_CONTENT_TYPE } from './goods-template';
 import { SpreadsheetUploadInterceptor } from './spreadsheet-upload.interceptor';
 import { BulkWork } from '../http/bulk-work';
+import { ReadsMultipart } from '../http/body-parser.guard';
 
 /** Response header listing the sheet's columns that were ignored (URI-encoded names, comma-separated). */
 export const IGNORED_COLUMNS_HEADER = 'X-Ignored-Columns';
@@ -30,7 +31,7 @@ export class ExcelController {
   @Post()
   @HttpCode(200)
   @BulkWork()
-  @UseInterceptors(SpreadsheetUploadInterceptor)
+  @ReadsMultipart(SpreadsheetUploadInterceptor)
   @ApiOperation({
     summary: 'Create or update goods from a spreadsheet (.xlsx or CSV)',
     description:

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { applyDecorators, CanActivate, ExecutionContext, Injectable, NestInterceptor, SetMetadata, Type, UseInterceptors } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { json, raw, urlencoded } from 'express';
 import type { Request, RequestHandler, Response } from 'express';
@@ -15,6 +15,16 @@ const BODY_SIZE = 'livegoods:bodySize';
 
 /** The route takes a large body (POST /sync): SYNC_BODY_LIMIT instead of BODY_LIMIT, and more values. */
 export const LargeBody = (): MethodDecorator & ClassDecorator => SetMetadata(BODY_SIZE, 'bulk');
+
+const READS_MULTIPART = 'livegoods:readsMultipart';
+
+/**
+ * The route reads multipart/form-data bodies, with the interceptor given (multer's): every other route
+ * refuses one with 415 (refuseUnreadBody), as it refuses text/plain, instead of answering as if nothing
+ * had been sent ("name is required" for `curl -F name=…`).
+ */
+export const ReadsMultipart = (interceptor: Type<NestInterceptor> | NestInterceptor): MethodDecorator & ClassDecorator =>
+  applyDecorators(SetMetadata(READS_MULTIPART, true), UseInterceptors(interceptor));
 
 /** Deepest nesting any route accepts: a goods body is flat, a sync body an array of flat objects. */
 const MAX_DEPTH = 16;
@@ -112,7 +122,9 @@ export class BodyParserGuard implements CanActivate {
       }
       await this.run(parsers.json, req, res, parsers);
       if (req.body === undefined) await this.run(parsers.form, req, res, parsers);
-      if (req.body === undefined) refuseUnreadBody(req);
+      if (req.body === undefined) {
+        refuseUnreadBody(req, this.reflector.getAllAndOverride<boolean | undefined>(READS_MULTIPART, [context.getHandler(), context.getClass()]) === true);
+      }
       checkJsonShape(req.body, parsers.shape);
     }
     return true;
@@ -225,15 +237,15 @@ export function declaredLength(req: Request): number | undefined {
 }
 
 /**
- * A body that neither parser read and no upload handler will (anything but multipart): 415, rather than
- * a route answering as if nothing had been sent ("name is required" for a JSON body sent as text/plain,
- * as fetch() labels a string body).
+ * A body that neither parser read and no upload handler will (anything but multipart on a route that reads
+ * it): 415, rather than a route answering as if nothing had been sent ("name is required" for a JSON body
+ * sent as text/plain, as fetch() labels a string body, or for a multipart form sent to a JSON route).
  */
-function refuseUnreadBody(req: Request): void {
+function refuseUnreadBody(req: Request, readsMultipart: boolean): void {
   const length = req.headers['content-length'];
   const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
   const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  if (!hasBody || type === 'multipart/form-data') return;
+  if (!hasBody || (readsMultipart && type === 'multipart/form-data')) return;
   const what = type ? `A body of type ${type.slice(0, 100)}` : 'A body without a Content-Type';
   throw new ApiException(ErrorCode.UnsupportedMediaType, `${what} is not read: send JSON as application/json (or a form as application/x-www-form-urlencoded)`);
 }
