@@ -245,6 +245,25 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     expect([koi8.status, koi8.body._s]).toEqual([415, -415]);
   });
 
+  it('a form field given twice is told so (as a query parameter is), not "must be a string"; a field that takes a list takes it', async () => {
+    const post = (body: string, path = goods()) =>
+      ctx().http.post(path).set('Authorization', c.auth()).set('Content-Type', 'application/x-www-form-urlencoded').send(body);
+    const twice = await post('name=One&name=Two&sku=TWICE-1&url=https%3A%2F%2Fshop.example.com%2Ftwice');
+    expect({ status: twice.status, body: twice.body }).toEqual({
+      status: 400,
+      body: {
+        _s: -510,
+        _e: 'Invalid argument: name was given 2 times; give it once; got ["One","Two"]',
+        errors: [{ field: 'name', message: 'name was given 2 times; give it once' }],
+      },
+    });
+    const bracketed = await post('name[]=One&sku=TWICE-2&url=https%3A%2F%2Fshop.example.com%2Ftwice2');
+    expect([bracketed.status, bracketed.body.errors]).toEqual([400, [{ field: 'name', message: 'name must be one value, not a list' }]]);
+    expect(await ctx().http.get(`${goods()}/sku`).query({ value: 'TWICE-1' }).set('Authorization', c.auth())).toMatchObject({ status: 404 });
+    const hook = await post('url=https%3A%2F%2F93.184.215.14%2Fhook&events=campaign.status&events=goods.salesStatus', `/v1/console/${c.accessKey}/webhooks`);
+    expect([hook.status, hook.body.events]).toEqual([200, ['campaign.status', 'goods.salesStatus']]);
+  });
+
   /**
    * Sends a request's head and the first bytes of a body it says is `declared` bytes long, and never the
    * rest; resolves to what the server answered (the status line and the error body), or to '' if it kept

@@ -6,6 +6,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
+import { formBodies } from '../common/validation/api-validation.pipe';
 import { TimeSlicer } from '../common/util/time-slicer';
 import { checkJsonShape, checkJsonText, JsonShapeLimits } from './json-shape';
 import { parseJsonInSlices } from './sliced-json';
@@ -121,7 +122,10 @@ export class BodyParserGuard implements CanActivate {
         }
       }
       await this.run(parsers.json, req, res, parsers);
-      if (req.body === undefined) await this.run(parsers.form, req, res, parsers);
+      if (req.body === undefined) {
+        await this.run(parsers.form, req, res, parsers);
+        if (req.body && typeof req.body === 'object') formBodies.add(req.body as object);
+      }
       if (req.body === undefined) {
         refuseUnreadBody(req, this.reflector.getAllAndOverride<boolean | undefined>(READS_MULTIPART, [context.getHandler(), context.getClass()]) === true);
       }

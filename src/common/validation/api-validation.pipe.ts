@@ -29,6 +29,7 @@ export class ApiValidationPipe extends ValidationPipe {
         { field: 'body', message: 'must be a JSON object, not a list' },
       ]);
     }
+    if (metadata.type === 'body' && formBodies.has(value as object) && metadata.metatype) refuseRepeatedFields(value, metadata.metatype);
     if (metadata.type === 'query') {
       refuseRepeated(value, metadata.data);
       if (metadata.data === undefined && metadata.metatype) refuseBracketed(value, metadata.metatype);
@@ -59,6 +60,35 @@ export function listRefusal(param: string, given: unknown[], fromJson = false): 
   const repeated = !fromJson && given.length > 1;
   const message = repeated ? `${param} was given ${given.length} times; give it once` : `${param} must be one value, not a list`;
   return ApiException.invalid(`Invalid argument: ${message}; got ${sent(given)}`, [{ field: param, message }]);
+}
+
+/**
+ * Bodies read from a form (application/x-www-form-urlencoded), as the body parser marks them: a field
+ * given twice there (`name=a&name=b`) arrives as a list, like a query parameter given twice.
+ */
+export const formBodies = new WeakSet<object>();
+
+/**
+ * 400 -510 for the first field of a form body given more than once, where its DTO takes one value: told
+ * so, rather than "name must be a string". Fields that take a list (`events=a&events=b`) keep theirs.
+ */
+function refuseRepeatedFields(value: unknown, metatype: object): void {
+  for (const [field, given] of Object.entries(value as Record<string, unknown>)) {
+    if (Array.isArray(given) && paramsOf(metatype).has(field) && !listParamsOf(metatype).has(field)) throw listRefusal(field, given);
+  }
+}
+
+/** The properties a DTO validates as lists (IsArray), by class. */
+const listParams = new WeakMap<object, ReadonlySet<string>>();
+
+function listParamsOf(metatype: object): ReadonlySet<string> {
+  let params = listParams.get(metatype);
+  if (!params) {
+    const metadatas = getMetadataStorage().getTargetValidationMetadatas(metatype as new () => object, '', true, false);
+    params = new Set(metadatas.filter((m) => m.name === 'isArray').map((m) => m.propertyName));
+    listParams.set(metatype, params);
+  }
+  return params;
 }
 
 /** The properties a query DTO validates (class-validator's metadata), by class. */
