@@ -83,7 +83,7 @@ export class PublicCampaignsController {
     name: 'to',
     required: false,
     description: 'Campaigns scheduled at or before this instant (epoch ms or ISO-8601; no offset = UTC; an empty value is not given)',
-    schema: { oneOf: dateInputSchemas(false, { emptyIsAbsent: true }), example: 1803898800000 },
+    schema: { oneOf: dateInputSchemas(false, { emptyIsAbsent: true }), example: 1898593200000 },
   })
   @ApiOkResponse({ type: CampaignListResponse, headers: CACHE_HEADER })
   @ApiErrors(400)

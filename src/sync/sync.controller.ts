@@ -37,6 +37,23 @@ export class SyncController {
     description:
       'A JSON array of goods (at most SYNC_MAX_ITEMS, 10,000 by default). The element schema says what is applied; an element ' +
       'that does not fit it (not an object, a wrong type, a value out of range) does not refuse the call but comes back as a FAIL row.',
+    // Without `id`: an example that creates its item (or updates it, sent again), rather than a FAIL row for an id the catalog lacks.
+    examples: {
+      createOrUpdate: {
+        summary: 'Create two items, or update them when sent again (matched by sku)',
+        value: [
+          {
+            sku: 'SW-7',
+            url: 'https://shop.example.com/goods/SW-7',
+            name: '스마트 워치 7',
+            brand: 'Sampletech',
+            originalPrice: 399000,
+            discountedPrice: 359100,
+          },
+          { sku: 'BT-2', url: 'https://shop.example.com/goods/BT-2', name: 'Wireless earbuds', originalPrice: 129000 },
+        ],
+      },
+    },
   })
   @ApiOkResponse({ type: SyncResponse })
   @ApiErrors(400, 413, 415)

@@ -14,15 +14,15 @@ import {
 import { CAMPAIGN_STATUSES, CampaignStatus } from '../entities/campaign.entity';
 
 class CampaignFields {
-  @ApiPropertyOptional({ nullable: true, type: String, maxLength: 10000 })
+  @ApiPropertyOptional({ nullable: true, type: String, maxLength: 10000, example: 'New arrivals and this week only deals, live' })
   @ValidateIf((o: CampaignFields) => o.description !== undefined && o.description !== null)
   @TextRules('description', 10_000)
   description?: string | null;
 
-  @DateField('scheduledAt', { nullable: true }, { example: 1763712000000 })
+  @DateField('scheduledAt', { nullable: true }, { example: 1898593200000 })
   scheduledAt?: Date | null;
 
-  @DateField('scheduledEndAt', { nullable: true }, { example: 1763719200000, description: 'epoch ms or ISO-8601 (no offset = UTC); not before scheduledAt' })
+  @DateField('scheduledEndAt', { nullable: true }, { example: 1898600400000, description: 'epoch ms or ISO-8601 (no offset = UTC); not before scheduledAt' })
   scheduledEndAt?: Date | null;
 
   @HttpUrlField('posterUrl', 2048, { nullable: true }, { example: 'https://cdn.example.com/poster.jpg' })
@@ -32,6 +32,7 @@ class CampaignFields {
     nullable: true,
     type: String,
     maxLength: 2048,
+    example: 'https://live.example.com/streams/friday-night',
     description: 'Free text: the stream URL or id (not a javascript:, vbscript:, data:, file: or blob: link)',
   })
   @ValidateIf((o: CampaignFields) => o.liveUrl !== undefined && o.liveUrl !== null)

@@ -457,11 +457,11 @@ export const DATE_TEXT_PATTERN = '^\\s*(\\d+|\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}
  */
 export function dateInputSchemas(nullable = false, { emptyIsAbsent = false } = {}): Record<string, unknown>[] {
   return [
-    { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1803898800000, description: 'epoch milliseconds' },
+    { type: 'integer', format: 'int64', minimum: 0, maximum: MAX_EPOCH_MS, example: 1898593200000, description: 'epoch milliseconds' },
     {
       type: 'string',
       pattern: DATE_TEXT_PATTERN,
-      example: '2026-03-01T20:00:00+09:00',
+      example: '2030-03-01T20:00:00+09:00',
       description: 'ISO-8601 date or date-time, or epoch milliseconds as text',
     },
     ...(nullable ? [NULL_BRANCH] : []),
