@@ -1,5 +1,7 @@
+import WebSocket from 'ws';
+import { LIVE_MESSAGE_BURST } from '../src/live/live-sessions';
 import { MAX_LIVE_SOCKETS_PER_CONNECTION, RESYNC_ABUSE, RESYNC_BURST, TOO_MANY_SOCKETS_MESSAGE } from '../src/live/live.gateway';
-import { PollingSession } from './support/bare-connections';
+import { PollingSession, within } from './support/bare-connections';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
 import { RawViewer } from './support/raw-viewer';
 import { describeEngines, TestCustomer } from './support/test-app';
@@ -96,6 +98,49 @@ describeEngines('live channel abuse', __filename, (ctx) => {
     await session.close();
     viewer.close();
     expect(await eventually(userCount, (n) => n === 0, 5000)).toBe(0);
+  });
+
+  it(`a connection that floods CONNECTs to unknown namespaces is closed after ${LIVE_MESSAGE_BURST} messages, without a token or a join`, async () => {
+    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`);
+    const answers: string[] = [];
+    let closedAt = 0;
+    const closed = new Promise<void>((resolve) => ws.on('close', () => resolve()));
+    ws.on('error', () => undefined);
+    ws.on('message', (data: Buffer) => {
+      const text = data.toString();
+      if (text.startsWith('0')) {
+        // As the attack: as fast as the socket takes them, and on after the server has had enough.
+        for (let i = 0; i < 5000; i += 1) ws.send(`40/ns${i},`);
+        closedAt = Date.now();
+      } else if (text.startsWith('44/ns')) answers.push(text);
+    });
+    await within(closed, 5000, 'the flooding connection to be closed');
+    // Closed at once: well before LIVE_CONNECT_TIMEOUT_MS (10 s), which ends any connection that never joins /live.
+    expect(Date.now() - closedAt).toBeLessThan(3000);
+    expect(answers.length).toBeGreaterThan(0);
+    expect(answers.length).toBeLessThanOrEqual(LIVE_MESSAGE_BURST);
+  });
+
+  it('a viewer that floods events of 60 KB is closed after a few; another viewer is not', async () => {
+    // A campaign of its own: the chat line below would be one more logged event of the shared one.
+    const other = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns`).set('Authorization', C.auth()).send({ title: 'Flooded' });
+    const otherKey = other.body.campaignKey as string;
+    const polite = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: otherKey });
+    const raw = await RawViewer.connect(base, { accessKey: C.accessKey, campaignKey: otherKey });
+    const big = 'x'.repeat(60_000);
+    for (let i = 0; i < 200; i += 1) raw.emit('nosuch', big);
+    expect(
+      await eventually(
+        async () => raw.closed,
+        (c) => c,
+        5000,
+      ),
+    ).toBe(true);
+    const chat = await ctx().http.post(`/v1/console/${C.accessKey}/campaigns/${otherKey}/chat`).set('Authorization', C.auth()).send({ message: 'still here' });
+    expect(chat.status).toBe(200);
+    const line = await polite.waitFor((e) => e.type === 'chat.message');
+    expect(line.payload).toMatchObject({ message: 'still here' });
+    polite.close();
   });
 
   it('a well-behaved viewer can resync a few times in a row and keeps receiving events', async () => {

@@ -40,7 +40,7 @@ function closesConnection(response: ServerResponse): boolean {
   return (response as ServerResponse & { _last?: boolean })._last === true;
 }
 
-export type RefusedLimit = 'total' | 'per-ip' | 'live-sockets-per-connection' | 'live-sessions-per-ip';
+export type RefusedLimit = 'total' | 'per-ip' | 'live-sockets-per-connection' | 'live-sessions-per-ip' | 'live-messages-per-connection';
 
 /**
  * Logs refusals without flooding the log: the first one at once, then at most one line per

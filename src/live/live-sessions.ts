@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppConfig } from '../config/app-config';
-import { RefusalLog } from '../lifecycle/connection-guard';
+import { RefusalLog, RefusedLimit } from '../lifecycle/connection-guard';
 import type { Metrics } from '../metrics/metrics.service';
 import { ErrorCode } from '../common/errors/error-codes';
 import { clientErrorResponse } from '../http/client-errors';
@@ -25,7 +25,27 @@ interface EngineSession {
   readonly request: IncomingMessage;
   readonly readyState: string;
   once(event: 'close', listener: () => void): unknown;
+  on(event: 'packet', listener: (packet: { type: string; data?: unknown }) => void): unknown;
+  close(discard?: boolean): void;
+  /** Its transport; a WebSocket one holds the `ws` socket (Engine.IO 6). */
+  readonly transport?: { name: string; socket?: { terminate?: () => void } };
 }
+
+/** The `limit` label of livegoods_connections_refused_total for a session closed for the messages it sent (LIVE_MESSAGE_BURST). */
+export const MESSAGES_PER_CONNECTION_LIMIT: RefusedLimit = 'live-messages-per-connection';
+
+/**
+ * Messages (Socket.IO packets: CONNECTs, events) one Engine.IO session may send in a row, and how many a
+ * second it earns back; a message costs one more for each whole KB it holds. A player sends a CONNECT per
+ * namespace socket (at most 10; an operator's carries its token, up to 8 KB) and now and then a `resync`;
+ * nothing else is read from it. A session past the budget is closed at once, a WebSocket one without
+ * waiting for the client's close frame (a client that goes on sending would have its frames read for 30 s
+ * more): each message costs the node work (a CONNECT to an unknown namespace an error packet back, an
+ * event a JSON parse of up to 64 KB), and one connection sending them as fast as it could held the event
+ * loop for seconds.
+ */
+export const LIVE_MESSAGE_BURST = 100;
+export const LIVE_MESSAGES_PER_SECOND = 10;
 
 /** Set on a handshake request that holds a place of its address until its session opens. */
 const HELD = Symbol('liveSessionHeld');
@@ -63,6 +83,7 @@ export class LiveSessionLimits {
   /** The ids (`sid`) of the sessions open on this node. */
   private readonly open = new Set<string>();
   private readonly refusals: RefusalLog;
+  private readonly messageRefusals: RefusalLog;
 
   constructor(
     private readonly config: AppConfig,
@@ -70,6 +91,10 @@ export class LiveSessionLimits {
     private readonly metrics: Metrics,
   ) {
     this.refusals = new RefusalLog(this.logger, () => `LIVE_SESSIONS_PER_IP (${config.server.liveSessionsPerIp})`);
+    this.messageRefusals = new RefusalLog(
+      this.logger,
+      () => `the messages a viewer-channel connection may send (${LIVE_MESSAGE_BURST} in a row, ${LIVE_MESSAGES_PER_SECOND} a second after)`,
+    );
   }
 
   private get cap(): number {
@@ -97,6 +122,7 @@ export class LiveSessionLimits {
       if (session.readyState !== 'closed') {
         this.open.add(session.id);
         session.once('close', () => this.open.delete(session.id));
+        this.budgetMessages(session);
       }
       if (this.cap <= 0) return;
       const req = session.request as Held;
@@ -105,6 +131,35 @@ export class LiveSessionLimits {
       else this.add((address = clientIpOf(req, this.config.server.trustProxy)));
       if (session.readyState === 'closed') this.release(address);
       else session.once('close', () => this.release(address));
+    });
+  }
+
+  /**
+   * Closes the session once it has sent more messages than LIVE_MESSAGE_BURST, earned back at
+   * LIVE_MESSAGES_PER_SECOND. Engine.IO drops every packet of a session no longer open, so the rest of a
+   * flood already read costs next to nothing. Pings and pongs are Engine.IO's own packets, not counted.
+   */
+  private budgetMessages(session: EngineSession): void {
+    let tokens = LIVE_MESSAGE_BURST;
+    let at = Date.now();
+    session.on('packet', (packet) => {
+      if (packet.type !== 'message') return;
+      const cost = 1 + Math.floor(sizeOf(packet.data) / 1024);
+      if (tokens < cost) {
+        const now = Date.now();
+        tokens = Math.min(LIVE_MESSAGE_BURST, tokens + ((now - at) * LIVE_MESSAGES_PER_SECOND) / 1000);
+        at = now;
+        if (tokens < cost) {
+          if (session.readyState !== 'open') return;
+          this.metrics.connectionsRefused.inc({ limit: MESSAGES_PER_CONNECTION_LIMIT });
+          this.messageRefusals.refused(MESSAGES_PER_CONNECTION_LIMIT, clientIpOf(session.request, this.config.server.trustProxy));
+          const transport = session.transport;
+          session.close(true);
+          if (transport?.name === 'websocket') transport.socket?.terminate?.();
+          return;
+        }
+      }
+      tokens -= cost;
     });
   }
 
@@ -227,4 +282,12 @@ function answerJson(req: IncomingMessage, res: ServerResponse, status: 429 | 503
       ...headers,
     })
     .end(body);
+}
+
+/** The length of a message's data: its characters (text) or bytes (binary). */
+function sizeOf(data: unknown): number {
+  if (typeof data === 'string') return data.length;
+  if (Buffer.isBuffer(data)) return data.length;
+  if (data instanceof ArrayBuffer) return data.byteLength;
+  return 0;
 }
