@@ -62,6 +62,26 @@ describeEngines(
       expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', ip())).status).toBe(200);
     });
 
+    it('behind the proxy (TRUST_PROXY=true), the address it appended counts, not what the client wrote into X-Forwarded-For before it', async () => {
+      // A proxy that appends (nginx's $proxy_add_x_forwarded_for) keeps the client's own header in front.
+      const from = ip();
+      const forged = (i: number) => `198.51.100.${i % 250}, ${from}`;
+      for (let i = 0; i < 30; i += 1) expect((await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', forged(i))).status).toBe(200);
+      expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', forged(30)));
+      expectLimited(await ctx().http.get(`/v1/campaigns/${A.accessKey}`).set('X-Forwarded-For', from));
+      // Bad tokens: past RATE_LIMIT_AUTH_FAILURES from the same address, whatever it wrote in front.
+      const other = ip();
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i += 1) {
+        const res = await ctx()
+          .http.get(`/v1/goods/${A.accessKey}`)
+          .set('X-Forwarded-For', `192.0.2.${i}, ${other}`)
+          .set('Authorization', 'Bearer not-a-token');
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+    });
+
     it('per client IP also where no controller answers: /docs-json, /docs, Swagger UI assets and unknown paths, in the same counter; /health is never refused', async () => {
       const before = ipRefusals(await ctx().http.get('/metrics').expect(200));
       for (const path of ['/docs-json', '/docs', '/docs/swagger-ui.css', '/docs/swagger-ui-init.js', '/docs-yaml', '/nonexistent/path']) {

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { config as loadDotenv } from 'dotenv';
 import { parseDuration } from '../common/util/duration';
+import { compileProxyTrust, ProxyTrust } from '../common/util/proxy-trust';
 import { DEFAULT_MAX_CONNECTIONS_PER_IP, maxConnectionsFor, openFileLimit } from './connection-limits';
 import { resolveLogFormat, LogFormat } from './log-format';
 import { EnvironmentVariables, normalizeOrigin, validateEnv } from './env.validation';
@@ -13,7 +14,10 @@ export interface ServerConfig {
   bodyLimit: string;
   /** Largest body of POST /sync. */
   syncBodyLimit: string;
+  /** TRUST_PROXY: whether any proxy in front is trusted. */
   trustProxy: boolean;
+  /** TRUST_PROXY as a trust function (Express's `trust proxy`, and the client address of Engine.IO's requests). */
+  proxyTrust: ProxyTrust;
   logLevel: EnvironmentVariables['LOG_LEVEL'];
   /** LOG_FORMAT resolved: `auto` is text on a terminal, JSON otherwise. */
   logFormat: LogFormat;
@@ -193,7 +197,8 @@ export class AppConfig {
         publicBaseUrl: env.PUBLIC_BASE_URL === undefined ? undefined : withoutTrailing(env.PUBLIC_BASE_URL, '/'),
         bodyLimit: env.BODY_LIMIT,
         syncBodyLimit: env.SYNC_BODY_LIMIT,
-        trustProxy: env.TRUST_PROXY,
+        trustProxy: env.TRUST_PROXY !== false,
+        proxyTrust: compileProxyTrust(env.TRUST_PROXY),
         logLevel: env.LOG_LEVEL,
         logFormat: resolveLogFormat(env.LOG_FORMAT),
         metricsToken: env.METRICS_TOKEN,
@@ -208,7 +213,7 @@ export class AppConfig {
         shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT * 1000,
         maxConnections: env.MAX_CONNECTIONS ?? maxConnectionsFor(fileLimit()),
         // Behind a reverse proxy every connection comes from the proxy: a per-address cap would cap all clients together.
-        maxConnectionsPerIp: env.MAX_CONNECTIONS_PER_IP ?? (env.TRUST_PROXY ? 0 : DEFAULT_MAX_CONNECTIONS_PER_IP),
+        maxConnectionsPerIp: env.MAX_CONNECTIONS_PER_IP ?? (env.TRUST_PROXY !== false ? 0 : DEFAULT_MAX_CONNECTIONS_PER_IP),
         headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
         requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
         sendTimeoutMs: env.SEND_TIMEOUT_MS,

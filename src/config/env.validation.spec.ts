@@ -100,7 +100,17 @@ describe('validateEnv', () => {
     ['no', false],
   ])('reads the boolean %p as %p', (text, value) => {
     expect(validateEnv({ MEDIA_ALLOW_PRIVATE_HOSTS: text }).MEDIA_ALLOW_PRIVATE_HOSTS).toBe(value);
-    expect(validateEnv({ TRUST_PROXY: text }).TRUST_PROXY).toBe(value);
+    // TRUST_PROXY: true is one proxy in front.
+    expect(validateEnv({ TRUST_PROXY: text }).TRUST_PROXY).toBe(value ? 1 : false);
+  });
+
+  it('reads TRUST_PROXY as a number of proxies (1 to 10) or a list of their addresses, and refuses anything else', () => {
+    expect(validateEnv({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(validateEnv({ TRUST_PROXY: ' loopback, 10.0.0.0/8 ,fd00::1 ' }).TRUST_PROXY).toEqual(['loopback', '10.0.0.0/8', 'fd00::1']);
+    expect(validateEnv({}).TRUST_PROXY).toBe(false);
+    for (const bad of ['11', '-1', 'proxy.internal', '10.0.0.0/99', 'maybe']) {
+      expect(refusal({ TRUST_PROXY: bad }).message).toContain('TRUST_PROXY must be true or false, a number of proxies in front (1 to 10)');
+    }
   });
 
   it('takes a REDIS_PREFIX of letters, digits, _ . -, and refuses anything else (spaces, *, :)', () => {

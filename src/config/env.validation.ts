@@ -13,10 +13,12 @@ import {
   Min,
   MinLength,
   registerDecorator,
+  ValidateBy,
   ValidationArguments,
   validateSync,
 } from 'class-validator';
 import { formatDuration, parseDuration } from '../common/util/duration';
+import { parseProxyTrust, ProxyTrustSetting } from '../common/util/proxy-trust';
 import { HOST_NAME } from '../common/util/host-name';
 import { redactCredentials } from '../common/util/redact';
 
@@ -436,9 +438,21 @@ export class EnvironmentVariables {
   @Matches(/^\d+(b|kb|mb)$/i, { message: 'SYNC_BODY_LIMIT must look like 512kb or 32mb' })
   SYNC_BODY_LIMIT = '32mb';
 
-  @Transform(toBool)
-  @IsBoolean()
-  TRUST_PROXY = false;
+  /**
+   * Reverse proxies in front of the service whose X-Forwarded-* headers are believed: `false` (none),
+   * `true` (one: the client is the address it appended last), a number of proxies in a row (1 to 10), or
+   * their addresses, CIDR ranges and `loopback` / `linklocal` / `uniquelocal`, comma-separated.
+   */
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? (parseProxyTrust(value) ?? value) : value))
+  @ValidateBy({
+    name: 'isProxyTrust',
+    validator: {
+      validate: (value: unknown) => value === false || typeof value === 'number' || Array.isArray(value),
+      defaultMessage: () =>
+        'TRUST_PROXY must be true or false, a number of proxies in front (1 to 10), or comma-separated proxy addresses and CIDR ranges (such as 10.0.0.0/8, loopback)',
+    },
+  })
+  TRUST_PROXY: ProxyTrustSetting = false;
 
   /**
    * Longest a customer token may live: its `exp` may be at most this far ahead (plus the 60 s clock

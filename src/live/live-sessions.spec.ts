@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
+import { compileProxyTrust } from '../common/util/proxy-trust';
 import type { IncomingMessage } from 'node:http';
 import type { AppConfig } from '../config/app-config';
 import type { Metrics } from '../metrics/metrics.service';
@@ -11,7 +12,9 @@ function requestFrom(remoteAddress: string, headers: Record<string, string> = {}
 }
 
 function setUp(cap: number, allowed = true) {
-  const config = { server: { liveSessionsPerIp: cap, trustProxy: false, liveConnectTimeoutMs: 10_000 } } as unknown as AppConfig;
+  const config = {
+    server: { liveSessionsPerIp: cap, trustProxy: false, proxyTrust: compileProxyTrust(false), liveConnectTimeoutMs: 10_000 },
+  } as unknown as AppConfig;
   const limiter = {
     hitIp: jest.fn(() => Promise.resolve({ allowed, retryAfterSeconds: 3 })),
     ipRefusal: (s: number) => `retry after ${s} s`,
@@ -101,10 +104,20 @@ describe('LiveSessionLimits', () => {
 });
 
 describe('clientIpOf', () => {
-  it("is the socket's address, or behind a trusted proxy the first X-Forwarded-For value; IPv6 as its /64", () => {
+  it("is the socket's address, or behind trusted proxies the address the outermost one forwarded (as Express's req.ip); IPv6 as its /64", () => {
     const req = requestFrom('10.0.0.1', { 'x-forwarded-for': '2001:db8:1:2::7, 10.0.0.9' });
-    expect(clientIpOf(req, false)).toBe('10.0.0.1');
-    expect(clientIpOf(req, true)).toBe('2001:db8:1:2::/64');
-    expect(clientIpOf(requestFrom('::ffff:10.0.0.2'), true)).toBe('10.0.0.2');
+    expect(clientIpOf(req, compileProxyTrust(false))).toBe('10.0.0.1');
+    // One proxy (TRUST_PROXY=true): the entry it appended, the last one.
+    expect(clientIpOf(req, compileProxyTrust(1))).toBe('10.0.0.9');
+    expect(clientIpOf(req, compileProxyTrust(2))).toBe('2001:db8:1:2::/64');
+    expect(clientIpOf(req, compileProxyTrust(['10.0.0.0/8']))).toBe('2001:db8:1:2::/64');
+    expect(clientIpOf(requestFrom('::ffff:10.0.0.2'), compileProxyTrust(1))).toBe('10.0.0.2');
+  });
+
+  it('never takes what the client wrote into X-Forwarded-For itself for its address', () => {
+    // The client sent `X-Forwarded-For: 203.0.113.1`; its proxy (10.0.0.1) appended the address it came from.
+    const req = requestFrom('10.0.0.1', { 'x-forwarded-for': '203.0.113.1, 198.51.100.7' });
+    expect(clientIpOf(req, compileProxyTrust(1))).toBe('198.51.100.7');
+    expect(clientIpOf(req, compileProxyTrust(['loopback', '10.0.0.1']))).toBe('198.51.100.7');
   });
 });

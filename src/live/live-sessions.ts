@@ -128,7 +128,7 @@ export class LiveSessionLimits {
       const req = session.request as Held;
       let address = req[HELD];
       if (address !== undefined) delete req[HELD];
-      else this.add((address = clientIpOf(req, this.config.server.trustProxy)));
+      else this.add((address = clientIpOf(req, this.config.server.proxyTrust)));
       if (session.readyState === 'closed') this.release(address);
       else session.once('close', () => this.release(address));
     });
@@ -152,7 +152,7 @@ export class LiveSessionLimits {
         if (tokens < cost) {
           if (session.readyState !== 'open') return;
           this.metrics.connectionsRefused.inc({ limit: MESSAGES_PER_CONNECTION_LIMIT });
-          this.messageRefusals.refused(MESSAGES_PER_CONNECTION_LIMIT, clientIpOf(session.request, this.config.server.trustProxy));
+          this.messageRefusals.refused(MESSAGES_PER_CONNECTION_LIMIT, clientIpOf(session.request, this.config.server.proxyTrust));
           const transport = session.transport;
           session.close(true);
           if (transport?.name === 'websocket') transport.socket?.terminate?.();
@@ -190,14 +190,14 @@ export class LiveSessionLimits {
 
   /** Counts the request against its address's per-IP limit: the refusal when over it. */
   private async hitIp(req: IncomingMessage): Promise<Refusal | null> {
-    const rate = await this.limiter.hitIp(clientIpOf(req, this.config.server.trustProxy));
+    const rate = await this.limiter.hitIp(clientIpOf(req, this.config.server.proxyTrust));
     if (rate.allowed) return null;
     this.metrics.rateLimitRefusals.inc({ limit: IP_LIMIT });
     return { message: this.limiter.ipRefusal(rate.retryAfterSeconds), retryAfterSeconds: rate.retryAfterSeconds };
   }
 
   private async admit(req: Held): Promise<Refusal | null> {
-    const address = clientIpOf(req, this.config.server.trustProxy);
+    const address = clientIpOf(req, this.config.server.proxyTrust);
     if (!req[COUNTED_PER_IP]) {
       const refusal = await this.hitIp(req);
       if (refusal) return refusal;

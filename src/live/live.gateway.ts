@@ -1,18 +1,19 @@
 import { Inject, Logger } from '@nestjs/common';
 import { ConnectedSocket, MessageBody, OnGatewayConnection, OnGatewayDisconnect, OnGatewayInit, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
+import type { IncomingMessage } from 'node:http';
 import type { Namespace, Socket } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { isDatabaseUnavailable } from '../database/database-errors';
 import { Lifecycle } from '../lifecycle/lifecycle.service';
 import { Metrics } from '../metrics/metrics.service';
-import { RateLimiter } from '../rate-limit/rate-limiter';
+import { clientIpOf, RateLimiter } from '../rate-limit/rate-limiter';
+import { forwardedProtoOf } from '../common/util/proxy-trust';
 import { LiveEventMap, operatorRoomOf, roomOf } from './live-events';
 import { LiveNotifier } from './live-notifier';
 import { RefusalLog } from '../lifecycle/connection-guard';
 import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
 import { SharedSnapshot, SharedSnapshots } from './shared-snapshots';
-import { addressKey } from '../rate-limit/address-key';
 import { requestBaseUrl } from '../http/base-url';
 
 /**
@@ -193,22 +194,22 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     socket.once('disconnect', () => held.delete(socket.id));
   }
 
-  /** Behind a trusted proxy (TRUST_PROXY), the first value of the handshake's X-Forwarded-* header; else ''. */
-  private forwarded(socket: ViewerSocket, header: 'x-forwarded-for' | 'x-forwarded-proto'): string {
-    if (!this.config.server.trustProxy) return '';
-    return String(socket.handshake.headers[header] ?? '')
-      .split(',')[0]
-      .trim();
+  /**
+   * The handshake as a request of its peer's address (taken when the handshake came: the request's own
+   * socket may be gone by now, a long-polling one reused) and its headers, for the X-Forwarded-* reading.
+   */
+  private handshakeRequest(socket: ViewerSocket): IncomingMessage {
+    return { socket: { remoteAddress: socket.handshake.address }, headers: socket.handshake.headers } as unknown as IncomingMessage;
   }
 
-  /** The viewer's address as the per-address limit counts it: its socket's, or behind a trusted proxy the forwarded one (IPv6 as its /64). */
+  /** The viewer's address as the per-address limit counts it: its socket's, or behind trusted proxies the forwarded one, as for HTTP (IPv6 as its /64). */
   private addressOf(socket: ViewerSocket): string {
-    return addressKey(this.forwarded(socket, 'x-forwarded-for') || socket.handshake.address || 'unknown');
+    return clientIpOf(this.handshakeRequest(socket), this.config.server.proxyTrust);
   }
 
   /** The base of the links a viewer is sent, as an HTTP answer's (requestBaseUrl): its Host, when admitted. */
   private baseUrlOf(socket: ViewerSocket): string {
-    const proto = this.forwarded(socket, 'x-forwarded-proto') || (socket.handshake.secure ? 'https' : 'http');
+    const proto = forwardedProtoOf(this.handshakeRequest(socket), this.config.server.proxyTrust) || (socket.handshake.secure ? 'https' : 'http');
     return requestBaseUrl(this.config, proto, socket.handshake.headers.host, socket.request?.socket?.localPort);
   }
 

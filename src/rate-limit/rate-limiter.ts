@@ -5,6 +5,7 @@ import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
 import { Metrics } from '../metrics/metrics.service';
 import { addressKey } from './address-key';
+import { forwardedClientOf, ProxyTrust } from '../common/util/proxy-trust';
 
 /**
  * The limits counted outside the HTTP guards: refused authentications, new viewer connections, and
@@ -99,11 +100,9 @@ export function clientIp(req: Pick<Request, 'ip' | 'socket'>): string {
 
 /**
  * clientIp for a request Express never sees (Engine.IO answers its handshakes before Express runs): the
- * peer's address, or behind a trusted proxy (TRUST_PROXY) the first X-Forwarded-For value, the one
- * Express's `trust proxy` makes `req.ip`; an IPv6 address as its /64 (addressKey).
+ * peer's address, or behind trusted proxies (TRUST_PROXY) the address the outermost of them forwarded,
+ * as Express's `trust proxy` makes `req.ip`; an IPv6 address as its /64 (addressKey).
  */
-export function clientIpOf(req: IncomingMessage, trustProxy: boolean): string {
-  const header = req.headers['x-forwarded-for'];
-  const forwarded = trustProxy ? (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',')[0].trim() : '';
-  return addressKey(forwarded || req.socket?.remoteAddress || 'unknown');
+export function clientIpOf(req: IncomingMessage, trust: ProxyTrust): string {
+  return addressKey((req.socket ? forwardedClientOf(req, trust) : undefined) || 'unknown');
 }
