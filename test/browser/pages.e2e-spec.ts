@@ -713,6 +713,85 @@ if (chromiumMissing && !required) {
         .screenshot({ path: join(ARTIFACTS, 'console-import.png') });
     }, 180_000);
 
+    // ------------------------------------------------------------------------------------------
+    // UI fixes: each test below stands alone (its own campaign, page and context where needed).
+
+    const newCampaign = async (title: string, goodsKeys: string[] = []): Promise<string> => {
+      const created = await api(`/v1/console/${accessKey}/campaigns`, { method: 'POST', body: { title } });
+      expect(created.status).toBe(200);
+      const key = (created.json as { campaignKey: string }).campaignKey;
+      if (goodsKeys.length) {
+        const added = await api(`/v1/console/${accessKey}/campaigns/${key}/goods`, {
+          method: 'POST',
+          body: { goodsIds: goodsKeys.map((k) => Number(goodsIds[k])) },
+        });
+        expect(added.status).toBe(200);
+      }
+      return key;
+    };
+    const signInConsole = async (page: Page, jwt: string) => {
+      await page.goto(`${base}/console`);
+      await page.getByLabel('Access key').fill(accessKey);
+      await page.getByLabel('Token (JWT)').fill(jwt);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('#workspace').waitFor({ state: 'visible' });
+    };
+    const openInConsole = async (page: Page, title: string) => {
+      await page.locator('#campaigns-body').getByRole('button', { name: title }).click();
+      await page.waitForFunction((t) => document.getElementById('campaign-title')?.textContent === t, title);
+    };
+
+    it('console: a goods name with a 70-character word wraps; every Add button stays on screen, on a desktop and on a phone', async () => {
+      const word = `Megabundle${'X'.repeat(60)}`;
+      expect(word).toHaveLength(70);
+      const created = await api(`/v1/goods/${accessKey}`, {
+        method: 'POST',
+        body: { name: `Gift box ${word} edition`, sku: 'LONG-WORD-1', url: 'https://shop.example.com/goods/LONG-WORD-1', originalPrice: 1000 },
+      });
+      expect(created.status).toBe(200);
+      const title = 'Scheduled weekend broadcast';
+      await newCampaign(title);
+      const phoneContext = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, locale: VIEWER_LOCALE });
+      try {
+        for (const [page, width] of [
+          [await operatorContext.newPage(), 1280],
+          [await phoneContext.newPage(), 390],
+        ] as const) {
+          watchErrors(page, `console page ${width} px`);
+          await signInConsole(page, token);
+          // The campaign list: the title column is wide enough for its words ("Sched / uled" was broken).
+          const wordLines = await page.evaluate(`(() => {
+            const button = [...document.querySelectorAll('#campaigns-body button.linkish')].find((b) => b.textContent === ${JSON.stringify(title)});
+            const range = document.createRange();
+            range.setStart(button.firstChild, 0);
+            range.setEnd(button.firstChild, 'Scheduled'.length);
+            return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+          })()`);
+          expect(wordLines).toBe(1);
+          const overhang = await page.evaluate(
+            '(() => { const t = document.getElementById("campaigns-table"); return t.getBoundingClientRect().right - t.closest(".card").getBoundingClientRect().right; })()',
+          );
+          expect(overhang).toBeLessThan(0); // the table stays inside its card
+          await openInConsole(page, title);
+          await page.getByLabel('Name, brand or goods code').fill('');
+          await page.getByRole('button', { name: 'Search', exact: true }).click();
+          await page.waitForFunction(() => document.querySelectorAll('#search-results li').length > 1);
+          expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+          expect(await page.getByRole('button', { name: `Add Gift box ${word} edition to the campaign` }).count()).toBe(1);
+          // Every Add button within the window (document coordinates: scrolled sideways, it would still count).
+          const rightmost = await page.evaluate(
+            '(() => Math.max(...[...document.querySelectorAll("#search-results li button")].map((b) => b.getBoundingClientRect().right + window.scrollX)))()',
+          );
+          expect(rightmost).toBeGreaterThan(0);
+          expect(rightmost).toBeLessThanOrEqual(width);
+          await shot(page, `console-long-word-${width}.png`, true);
+          await page.close();
+        }
+      } finally {
+        await phoneContext.close();
+      }
+    });
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');
