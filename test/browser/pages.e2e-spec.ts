@@ -792,6 +792,57 @@ if (chromiumMissing && !required) {
       }
     });
 
+    it('console: a token that expires mid-session can be replaced in place; the open campaign and the access key stay', async () => {
+      const title = 'Token renewal';
+      const key = await newCampaign(title);
+      const secret = Buffer.from(secretKey, 'base64');
+      // exp 40 s ago: the service still takes it for 20 s (60 s clock skew), so the page signs in with it.
+      const exp = Math.floor(Date.now() / 1000) - 40;
+      const expiring = sign({ accessKey, name: 'Mina', exp }, secret, { algorithm: 'HS256' });
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'console page (token renewal)');
+      await signInConsole(page, expiring);
+      expect(await page.locator('#whoami').textContent()).toMatch(/token valid until/);
+      await openInConsole(page, title);
+      expect(await page.locator('#campaign').getAttribute('data-campaign-key')).toBe(key);
+
+      // Past exp + 60 s: the next call is refused with 401, and the page offers to paste a new token.
+      const wait = (exp + 61) * 1000 - Date.now();
+      if (wait > 0) await page.waitForTimeout(wait);
+      await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+      await page.waitForFunction(() => /HTTP 401/.test(document.getElementById('error-text')?.textContent ?? ''));
+      expect(await page.locator('#error-text').textContent()).toMatch(/Token expired/);
+      const fresh = page.getByLabel('A fresh token, to carry on');
+      expect(await fresh.isVisible()).toBe(true);
+      expect(await fresh.evaluate((node) => node === (document.activeElement as unknown))).toBe(true);
+      expect(await page.locator('#whoami').getAttribute('data-token')).toBe('expired');
+      expect(await page.locator('#whoami').textContent()).toMatch(/token expired at/);
+      await shot(page, 'console-token-expired.png');
+
+      // A token valid for two days: the header names the date, not only the time.
+      const later = Math.floor(Date.now() / 1000) + 2 * 86_400;
+      const renewed = sign({ accessKey, name: 'Mina', exp: later }, secret, { algorithm: 'HS256' });
+      await fresh.fill(renewed);
+      await page.getByRole('button', { name: 'Use this token' }).click();
+      await page.waitForFunction(() => document.getElementById('flash')?.textContent === 'Token renewed');
+      expect(await page.getByRole('alert').isVisible()).toBe(false);
+      expect(await page.locator('#campaign').isVisible()).toBe(true);
+      expect(await page.locator('#campaign').getAttribute('data-campaign-key')).toBe(key);
+      const until = await page.evaluate(
+        (ms) => new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(ms)),
+        later * 1000,
+      );
+      expect(await page.locator('#whoami').textContent()).toBe(`Access key ${accessKey} · Mina · token valid until ${until}`);
+      expect(await page.locator('#whoami').getAttribute('data-token')).toBe('valid');
+      expect(JSON.parse((await page.evaluate(() => sessionStorage.getItem('livegoods.console'))) ?? '{}')).toEqual({ accessKey, token: renewed });
+      // It works: a chat line goes out with the new token.
+      await page.getByLabel('Message').fill('Back with a fresh token');
+      await page.getByRole('button', { name: 'Send chat line' }).click();
+      await page.waitForFunction(() => /Back with a fresh token/.test(document.getElementById('chat-log')?.textContent ?? ''));
+      expect(await page.getByRole('alert').isVisible()).toBe(false);
+      await page.close();
+    });
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');
