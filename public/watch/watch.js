@@ -46,17 +46,32 @@ function announce(text) {
   }, 30);
 }
 
+/**
+ * The channel's state in words. Why it is offline (the server's or Socket.IO's message, e.g. "campaign
+ * … not found") is for integrators, kept in data-detail; a viewer reads what the page says about it.
+ */
 function setConnection(connection, detail) {
   const node = $('connection');
   node.dataset.state = connection;
+  if (detail) node.dataset.detail = detail;
+  else delete node.dataset.detail;
   document.body.dataset.connection = connection;
-  let text = CONNECTION_TEXT[connection] ?? connection;
-  if (connection === 'offline' && detail) text = `Offline: ${detail}`;
-  node.textContent = text;
+  node.textContent = CONNECTION_TEXT[connection] ?? connection;
   if (connection === 'offline' && !state) {
     $('title').textContent = 'This broadcast is not available';
     document.title = 'Broadcast not available';
+    showGone('There is no broadcast at this address, or it is not available now. Check the link you were given.');
   }
+}
+
+/** No broadcast to show (none at this address, or it was deleted): a message instead of empty lists. */
+function showGone(text) {
+  const ended = $('ended');
+  ended.hidden = false;
+  ended.textContent = text;
+  $('goods-section').hidden = true;
+  $('chat-section').hidden = true;
+  $('notice').hidden = true;
 }
 
 // ------------------------------------------------------------------ rendering
@@ -205,6 +220,9 @@ function renderAll() {
   renderNotice();
   renderGoods();
   renderChat();
+  const gone = state.campaign.campaignStatus === 'NOT_EXIST';
+  $('goods-section').hidden = gone;
+  $('chat-section').hidden = gone;
 }
 
 // ------------------------------------------------------------------ live channel
@@ -252,6 +270,9 @@ function onEvent(type, payload) {
       );
       if (payload.campaignStatus === 'NOT_EXIST') {
         live.stop();
+        // Nothing of a deleted broadcast stays on show: no goods, prices, shop links or chat.
+        Object.assign(state, { goods: [], chat: [], notice: null });
+        renderAll();
         setConnection('offline', 'the broadcast was removed');
       }
       break;

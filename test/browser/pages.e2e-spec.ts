@@ -843,13 +843,38 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('a campaign deleted while a viewer watches: its goods, prices, shop links and chat leave the page', async () => {
+      const key = await newCampaign('Soon gone', ['watch', 'shirt']);
+      expect((await api(`/v1/console/${accessKey}/campaigns/${key}/chat`, { method: 'POST', body: { message: 'Hello there' } })).status).toBe(200);
+      const page = await viewerContext.newPage();
+      watchErrors(page, 'viewer page (deleted)');
+      await page.goto(`${base}/watch/${accessKey}/${key}`);
+      await page.waitForFunction(() => document.querySelectorAll('#goods li').length === 2);
+      await page.waitForFunction(() => /Hello there/.test(document.getElementById('chat')?.textContent ?? ''));
+      expect((await api(`/v1/console/${accessKey}/campaigns/${key}`, { method: 'DELETE' })).status).toBe(200);
+      await page.waitForFunction(() => document.getElementById('ended')?.textContent === 'This broadcast no longer exists.', undefined, { timeout: 3000 });
+      expect(await page.locator('#goods li').count()).toBe(0);
+      expect(await page.locator('a[href^="https://shop.example.com"]').count()).toBe(0);
+      expect(await page.locator('#chat li').count()).toBe(0);
+      expect(await page.locator('#goods-section').isVisible()).toBe(false);
+      expect(await page.locator('#chat-section').isVisible()).toBe(false);
+      expect(await page.locator('#ended').isVisible()).toBe(true);
+      await page.close();
+    });
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');
       await page.goto(`${base}/watch/${accessKey}/NoSuchCampaign1`);
       await page.waitForSelector('body[data-connection="offline"]');
-      expect(await page.locator('#connection').textContent()).toMatch(/Offline: .*not found/);
+      // In words for a viewer; the server's reason stays in data-detail for integrators.
+      expect(await page.locator('#connection').textContent()).toBe('Offline');
+      expect(await page.locator('#connection').getAttribute('data-detail')).toMatch(/not found/);
       expect(await page.locator('h1').textContent()).toBe('This broadcast is not available');
+      expect(await page.locator('#ended').textContent()).toMatch(/^There is no broadcast at this address/);
+      expect(await page.locator('#goods-section').isVisible()).toBe(false);
+      expect(await page.locator('#chat-section').isVisible()).toBe(false);
+      expect(await page.getByText('No messages yet.').isVisible()).toBe(false);
       await page.close();
     });
 
