@@ -862,6 +862,25 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('a viewer page at an address no broadcast can have is a readable HTML 404, with the page policy', async () => {
+      for (const path of [`/watch/${accessKey}/bad.key!`, `/watch/${'x'.repeat(65)}/AnyKey123`]) {
+        const answer = await call(`${base}${path}`);
+        expect(answer.status).toBe(404);
+        expect(answer.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(answer.headers.get('cache-control')).toBe('no-store');
+        expect(answer.headers.get('content-security-policy')).toContain("script-src 'self'");
+        expect(answer.text).toContain('This broadcast is not available');
+        expect(answer.text).not.toContain('_s');
+      }
+      const page = await viewerContext.newPage();
+      watchErrors(page, 'viewer page (malformed key)');
+      const response = await page.goto(`${base}/watch/${accessKey}/%7B%22_s%22%7D`);
+      expect(response?.status()).toBe(404);
+      expect(await page.locator('h1').textContent()).toBe('This broadcast is not available');
+      expect(await page.locator('#ended').textContent()).toMatch(/no broadcast at this address/);
+      await page.close();
+    });
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');
