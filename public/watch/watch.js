@@ -100,9 +100,31 @@ function renderNotice() {
   $('notice-text').textContent = notice ? notice.message : '';
 }
 
+/** A stored file's path on this service: /media/<2 hex>/<SHA-256>[-<width>[-up]].<ext> (see src/media). */
+const MEDIA_PATH = /^\/media\/[0-9a-f]{2}\/[0-9a-f]{64}(?:-\d+(?:-up)?)?\.[a-z0-9]+$/;
+
+/**
+ * An image URL to load. The service's own files are served under /media/ of every address it answers
+ * on, but a live event carries links built on the host of the request that made the change (an
+ * operator on localhost, a shop backend on an internal name) unless PUBLIC_BASE_URL is set: those are
+ * loaded from this page's own origin instead (the page's Content-Security-Policy allows only that, and
+ * the viewer may not reach the writer's host at all). Any other URL is left as it is.
+ */
+function imageSrc(url) {
+  try {
+    const parsed = new URL(url, location.href);
+    if ((parsed.protocol === 'http:' || parsed.protocol === 'https:') && MEDIA_PATH.test(parsed.pathname) && !parsed.search && !parsed.hash) {
+      return parsed.origin === location.origin ? url : parsed.pathname;
+    }
+  } catch {
+    // not a URL: left as it is
+  }
+  return url;
+}
+
 function thumbnail(item) {
   if (item.thumbnailUrl) {
-    return el('img', { class: 'thumb', src: item.thumbnailUrl, alt: '', loading: 'lazy', width: 88, height: 88 });
+    return el('img', { class: 'thumb', src: imageSrc(item.thumbnailUrl), alt: '', loading: 'lazy', width: 88, height: 88 });
   }
   return el('span', { class: 'thumb none', 'aria-hidden': 'true' }, 'No image');
 }
