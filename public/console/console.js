@@ -11,8 +11,10 @@ const SEARCH_PAGE = 10;
 const STORE = 'livegoods.console';
 /** How often the open campaign's viewer count is read again (no event tells it). */
 const VIEWER_COUNT_MS = 5000;
+/** The service accepts a token up to 60 s past its exp (clock skew, docs/authentication.md): so does the page. */
+const CLOCK_SKEW_MS = 60_000;
 
-const session = { accessKey: '', token: '', claims: null };
+const session = { accessKey: '', token: '', claims: null, refused: false };
 const view = {
   page: 1,
   total: 0,
@@ -68,7 +70,7 @@ function showError(label, err) {
   let text;
   if (err instanceof ApiError) {
     text = `${label} failed: HTTP ${err.status}${err.code !== null ? ` (${err.code})` : ''}: ${err.message}`;
-    if (err.status === 401) text += '. Check the access key and paste a fresh token.';
+    if (err.status === 401) text += session.token ? '. Paste a fresh token below.' : '. Check the access key and paste a fresh token.';
   } else if (err instanceof TypeError) {
     text = `${label} failed: the service did not answer (${err.message}).`;
   } else {
@@ -77,10 +79,21 @@ function showError(label, err) {
   $('error-text').textContent = text;
   const fields = err instanceof ApiError ? err.fields : [];
   $('error-fields').replaceChildren(...fields.map((f) => el('li', {}, `${f.field}: ${f.message}`)));
+  // Signed in and the token refused (expired, or no longer valid): a new one can be pasted here, in place.
+  const signedIn = Boolean(session.token) && !$('workspace').hidden;
+  if (signedIn && err instanceof ApiError && err.status === 401 && !session.refused) {
+    session.refused = true;
+    renderWhoami();
+  }
+  const renew = signedIn && session.refused;
+  const offered = !$('renew-form').hidden;
+  $('renew-form').hidden = !renew;
   $('error').hidden = false;
+  if (renew && !offered) $('renew-token').focus();
 }
 
 function clearError() {
+  $('renew-form').hidden = true;
   $('error').hidden = true;
   $('error-text').textContent = '';
   $('error-fields').replaceChildren();
@@ -139,10 +152,64 @@ function checkCredentials(accessKey, token) {
   const claims = decodeClaims(token);
   if (!claims) return 'That is not a token: a JWT has three base64url parts separated by dots.';
   if (claims.accessKey && claims.accessKey !== accessKey) return `This token was issued for access key ${claims.accessKey}, not ${accessKey}.`;
-  if (typeof claims.exp === 'number' && claims.exp * 1000 < Date.now()) {
+  if (tokenExpired(claims)) {
     return `This token expired at ${formatDateTime(claims.exp * 1000, locale)}. Mint a new one.`;
   }
   return '';
+}
+
+/** Expired as the service sees it: 60 s past its exp. */
+function tokenExpired(claims) {
+  return typeof claims.exp === 'number' && claims.exp * 1000 + CLOCK_SKEW_MS <= Date.now();
+}
+
+/** "token valid until 11:27 AM" (with the date when not today), "token expired at …" once it is. */
+function renderWhoami() {
+  const { accessKey, claims } = session;
+  if (!accessKey) {
+    $('whoami').textContent = '';
+    delete $('whoami').dataset.token;
+    return;
+  }
+  const name = claims && claims.name ? ` · ${claims.name}` : '';
+  let until = '';
+  let state = session.refused ? 'refused' : 'valid';
+  if (claims && typeof claims.exp === 'number') {
+    const ms = claims.exp * 1000;
+    const when = new Date(ms).toDateString() === new Date().toDateString() ? formatTime(ms, locale) : formatDateTime(ms, locale);
+    if (tokenExpired(claims)) state = 'expired';
+    until = state === 'expired' ? ` · token expired at ${when}` : ` · token valid until ${when}`;
+  }
+  if (state === 'refused') until = ' · token refused: paste a fresh one';
+  $('whoami').textContent = `Access key ${accessKey}${name}${until}`;
+  $('whoami').dataset.token = state;
+}
+setInterval(() => {
+  if (session.accessKey) renderWhoami();
+}, 15_000);
+
+/** Takes a fresh token for the signed-in access key: the open campaign stays open, its live channel reconnects with it. */
+async function renewToken(token) {
+  token = token.trim().replace(/^Bearer\s+/i, '');
+  const problem = checkCredentials(session.accessKey, token);
+  if (problem) throw new Error(problem);
+  const previous = { token: session.token, claims: session.claims, refused: session.refused };
+  Object.assign(session, { token, claims: decodeClaims(token), refused: false });
+  try {
+    await loadCampaigns(view.page);
+  } catch (err) {
+    Object.assign(session, previous);
+    throw err;
+  }
+  sessionStorage.setItem(STORE, JSON.stringify({ accessKey: session.accessKey, token }));
+  $('renew-token').value = '';
+  clearError();
+  renderWhoami();
+  if (view.current) {
+    const key = view.current.campaignKey;
+    await loadCampaign(key, false);
+    connectLive(key);
+  }
 }
 
 async function signIn(accessKey, token) {
@@ -150,29 +217,28 @@ async function signIn(accessKey, token) {
   token = token.trim().replace(/^Bearer\s+/i, '');
   const problem = checkCredentials(accessKey, token);
   if (problem) throw new Error(problem);
-  Object.assign(session, { accessKey, token, claims: decodeClaims(token) });
+  Object.assign(session, { accessKey, token, claims: decodeClaims(token), refused: false });
   await loadCampaigns(1);
   sessionStorage.setItem(STORE, JSON.stringify({ accessKey, token }));
   $('signin').hidden = true;
   $('workspace').hidden = false;
   $('sign-out').hidden = false;
   $('signin-token').value = '';
-  const name = session.claims && session.claims.name ? ` · ${session.claims.name}` : '';
-  const until = session.claims && session.claims.exp ? ` · token valid until ${formatTime(session.claims.exp * 1000, locale)}` : '';
-  $('whoami').textContent = `Access key ${accessKey}${name}${until}`;
+  renderWhoami();
 }
 
 function signOut() {
   sessionStorage.removeItem(STORE);
   if (view.live) view.live.stop();
   clearInterval(view.viewerCountTimer);
-  Object.assign(session, { accessKey: '', token: '', claims: null });
+  Object.assign(session, { accessKey: '', token: '', claims: null, refused: false });
   Object.assign(view, { current: null, live: null, campaigns: [], chat: [] });
+  clearError();
   $('workspace').hidden = true;
   $('campaign').hidden = true;
   $('signin').hidden = false;
   $('sign-out').hidden = true;
-  $('whoami').textContent = '';
+  renderWhoami();
   history.replaceState(null, '', location.pathname);
   $('signin-token').focus();
 }
@@ -834,6 +900,18 @@ function submitter(event) {
 }
 
 $('error-close').addEventListener('click', clearError);
+$('renew-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void act(
+    'Using the fresh token',
+    async () => {
+      await renewToken($('renew-token').value);
+      flash('Token renewed');
+      $('main').focus();
+    },
+    { button: submitter(event), quiet: true },
+  );
+});
 $('sign-out').addEventListener('click', signOut);
 
 $('signin-form').addEventListener('submit', (event) => {

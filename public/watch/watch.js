@@ -46,17 +46,32 @@ function announce(text) {
   }, 30);
 }
 
+/**
+ * The channel's state in words. Why it is offline (the server's or Socket.IO's message, e.g. "campaign
+ * … not found") is for integrators, kept in data-detail; a viewer reads what the page says about it.
+ */
 function setConnection(connection, detail) {
   const node = $('connection');
   node.dataset.state = connection;
+  if (detail) node.dataset.detail = detail;
+  else delete node.dataset.detail;
   document.body.dataset.connection = connection;
-  let text = CONNECTION_TEXT[connection] ?? connection;
-  if (connection === 'offline' && detail) text = `Offline: ${detail}`;
-  node.textContent = text;
+  node.textContent = CONNECTION_TEXT[connection] ?? connection;
   if (connection === 'offline' && !state) {
     $('title').textContent = 'This broadcast is not available';
     document.title = 'Broadcast not available';
+    showGone('There is no broadcast at this address, or it is not available now. Check the link you were given.');
   }
+}
+
+/** No broadcast to show (none at this address, or it was deleted): a message instead of empty lists. */
+function showGone(text) {
+  const ended = $('ended');
+  ended.hidden = false;
+  ended.textContent = text;
+  $('goods-section').hidden = true;
+  $('chat-section').hidden = true;
+  $('notice').hidden = true;
 }
 
 // ------------------------------------------------------------------ rendering
@@ -85,9 +100,31 @@ function renderNotice() {
   $('notice-text').textContent = notice ? notice.message : '';
 }
 
+/** A stored file's path on this service: /media/<2 hex>/<SHA-256>[-<width>[-up]].<ext> (see src/media). */
+const MEDIA_PATH = /^\/media\/[0-9a-f]{2}\/[0-9a-f]{64}(?:-\d+(?:-up)?)?\.[a-z0-9]+$/;
+
+/**
+ * An image URL to load. The service's own files are served under /media/ of every address it answers
+ * on, but a live event carries links built on the host of the request that made the change (an
+ * operator on localhost, a shop backend on an internal name) unless PUBLIC_BASE_URL is set: those are
+ * loaded from this page's own origin instead (the page's Content-Security-Policy allows only that, and
+ * the viewer may not reach the writer's host at all). Any other URL is left as it is.
+ */
+function imageSrc(url) {
+  try {
+    const parsed = new URL(url, location.href);
+    if ((parsed.protocol === 'http:' || parsed.protocol === 'https:') && MEDIA_PATH.test(parsed.pathname) && !parsed.search && !parsed.hash) {
+      return parsed.origin === location.origin ? url : parsed.pathname;
+    }
+  } catch {
+    // not a URL: left as it is
+  }
+  return url;
+}
+
 function thumbnail(item) {
   if (item.thumbnailUrl) {
-    return el('img', { class: 'thumb', src: item.thumbnailUrl, alt: '', loading: 'lazy', width: 88, height: 88 });
+    return el('img', { class: 'thumb', src: imageSrc(item.thumbnailUrl), alt: '', loading: 'lazy', width: 88, height: 88 });
   }
   return el('span', { class: 'thumb none', 'aria-hidden': 'true' }, 'No image');
 }
@@ -205,6 +242,9 @@ function renderAll() {
   renderNotice();
   renderGoods();
   renderChat();
+  const gone = state.campaign.campaignStatus === 'NOT_EXIST';
+  $('goods-section').hidden = gone;
+  $('chat-section').hidden = gone;
 }
 
 // ------------------------------------------------------------------ live channel
@@ -252,6 +292,9 @@ function onEvent(type, payload) {
       );
       if (payload.campaignStatus === 'NOT_EXIST') {
         live.stop();
+        // Nothing of a deleted broadcast stays on show: no goods, prices, shop links or chat.
+        Object.assign(state, { goods: [], chat: [], notice: null });
+        renderAll();
         setConnection('offline', 'the broadcast was removed');
       }
       break;

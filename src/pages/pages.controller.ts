@@ -34,9 +34,10 @@ export class PagesController {
 
   @Get('watch/:accessKey/:campaignKey')
   watch(@Param('accessKey') accessKey: string, @Param('campaignKey') campaignKey: string, @Req() req: Request, @Res() res: Response): void {
-    if (!KEY.test(accessKey) || !KEY.test(campaignKey)) throw ApiException.notFound('No such broadcast page');
     // The viewer page may be embedded in an integrator's player (no frame-ancestors limit).
-    this.send(res, 'watch/index.html', PAGE_CACHE, this.policy(req, null));
+    // An address no broadcast can have is a 404 a viewer can read: an HTML page, not the API's JSON.
+    if (!KEY.test(accessKey) || !KEY.test(campaignKey)) this.send(res, 'watch/not-found.html', 'no-store', this.policy(req, null), 404);
+    else this.send(res, 'watch/index.html', PAGE_CACHE, this.policy(req, null));
   }
 
   @Get('assets/*path')
@@ -74,9 +75,10 @@ export class PagesController {
     ].join('; ');
   }
 
-  private send(res: Response, rel: string, cache: string, csp: string): void {
+  private send(res: Response, rel: string, cache: string, csp: string, status = 200): void {
     const path = this.files.resolve(rel);
     if (!path) throw ApiException.notFound(`No page file ${rel}`);
+    res.status(status);
     res.setHeader('Cache-Control', cache);
     res.setHeader('Content-Security-Policy', csp);
     res.setHeader('X-Content-Type-Options', 'nosniff');
