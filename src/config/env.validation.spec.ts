@@ -65,6 +65,14 @@ describe('validateEnv', () => {
     expect(env.PUBLIC_BASE_URL).toBeUndefined();
   });
 
+  it('takes PUBLIC_BASE_URL with a path, and refuses one with a query, a fragment or a user name (each link would carry it in its middle)', () => {
+    expect(validateEnv({ PUBLIC_BASE_URL: 'https://example.com/live/' }).PUBLIC_BASE_URL).toBe('https://example.com/live/');
+    expect(validateEnv({ PUBLIC_BASE_URL: 'http://localhost:3000' }).PUBLIC_BASE_URL).toBe('http://localhost:3000');
+    for (const bad of ['https://x.example/base?q=1', 'https://x.example/base#frag', 'https://x.example?', 'https://user:pw@x.example']) {
+      expect(refusal({ PUBLIC_BASE_URL: bad }).message).toContain('PUBLIC_BASE_URL must be an http(s) address with an optional path');
+    }
+  });
+
   it('refuses PORT=abc with a message naming PORT', () => {
     const err = refusal({ PORT: 'abc' });
     expect(err.message).toContain('PORT');

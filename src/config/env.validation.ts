@@ -235,6 +235,11 @@ export class EnvironmentVariables {
   @Transform(emptyToUndefined)
   @IsOptional()
   @IsUrl({ protocols: ['http', 'https'], require_tld: false, require_protocol: true })
+  // Links are the base followed by a path (`…/media/…`): a query, a fragment or credentials would end up in the middle of each.
+  @Matches(/^[a-z][a-z0-9+.-]*:\/\/[^/?#@]+(\/[^?#]*)?$/i, {
+    message:
+      'PUBLIC_BASE_URL must be an http(s) address with an optional path, such as https://live.example.com or https://example.com/live: no query, fragment or user name',
+  })
   PUBLIC_BASE_URL?: string;
 
   @Transform(toBool)
