@@ -2,6 +2,7 @@ import { DynamicModule, Global, Logger, Module } from '@nestjs/common';
 import { TypeOrmModule, TypeOrmModuleOptions } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { assertDataDirWritable } from './data-dir';
 import { buildDataSourceOptions, EntityList, openDataSourceWithRetry } from './data-source-options';
 import { Transactions } from './transactions';
 
@@ -23,6 +24,8 @@ export class DatabaseModule {
         TypeOrmModule.forRootAsync({
           inject: [AppConfig],
           useFactory: (config: AppConfig): TypeOrmModuleOptions => {
+            // Checked once, before the retries: a directory that cannot be written will not become writable by waiting.
+            assertDataDirWritable(config);
             // The retries are openDataSourceWithRetry's (with MySQL-vs-MariaDB detection inside each attempt).
             const options: TypeOrmModuleOptions = { ...buildDataSourceOptions(config, entities), retryAttempts: 0 };
             configOf.set(options, config);

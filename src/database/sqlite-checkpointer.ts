@@ -117,8 +117,11 @@ export class SqliteCheckpointer {
       worker.once('error', () => resolve(false));
       worker.once('exit', () => resolve(false));
     });
-    worker.on('error', (err) => {
-      this.logger.warn(`SQLite checkpointer failed (${err.message}); the writing connection checkpoints by itself again`);
+    worker.on('error', (err: unknown) => {
+      // What the worker threw comes back cloned: a SQLite error may arrive as a plain object, or without its message.
+      const { message, code } = (err ?? {}) as { message?: unknown; code?: unknown };
+      const reason = [message, code].filter((part) => typeof part === 'string' && part !== '').join(', ') || String(err);
+      this.logger.warn(`SQLite checkpointer failed (${reason}); the writing connection checkpoints by itself again`);
       void this.fallBack();
     });
     worker.on('exit', () => {
