@@ -247,6 +247,21 @@ describeEngines(
         expect(await Viewer.refused(base, { ...auth, token: other.token() })).toMatch(/operator/);
         expect(await Viewer.refused(base, { ...auth, token: P.token({}, { expiresIn: -3600 }) })).toMatch(/operator/);
       });
+
+      it("an operator's console is disconnected when its token stops being valid (exp and the 60 s clock skew), as the API then refuses it", async () => {
+        const key = at['later-5d'].campaignKey;
+        // exp 58 s ago: still valid for 2 s (the skew allowed), then not.
+        const token = P.token({}, { expiresIn: -58 });
+        const operator = await Viewer.connect(base, { accessKey: P.accessKey, campaignKey: key, role: 'operator', token });
+        await operator.next('campaign.snapshot');
+        const lasting = await Viewer.connect(base, { accessKey: P.accessKey, campaignKey: key, role: 'operator', token: P.token() });
+        await lasting.next('campaign.snapshot');
+        expect(await operator.disconnected(8000)).toBe('io server disconnect');
+        expect((await http().get(`/v1/goods/${P.accessKey}`).set('Authorization', `Bearer ${token}`)).status).toBe(401);
+        expect(await Viewer.refused(base, { accessKey: P.accessKey, campaignKey: key, role: 'operator', token })).toMatch(/operator/);
+        expect(lasting.disconnectReason).toBeNull();
+        lasting.close();
+      });
     });
 
     describe('the public answers are kept for their max-age, and dropped when the campaign changes', () => {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TokenRejected, verifyCustomerToken } from '../auth/token-verifier';
+import { CLOCK_SKEW_SECONDS, TokenRejected, verifyCustomerToken } from '../auth/token-verifier';
 import { AppConfig } from '../config/app-config';
 import { CustomersService } from '../customers/customers.service';
 import { Transactions } from '../database/transactions';
@@ -24,16 +24,18 @@ export class CampaignLiveSource implements LiveSource {
     const customer = await this.customers.findByAccessKey(accessKey);
     const campaign = customer ? await findCampaignByKey(this.db.manager, customer.id, campaignKey) : null;
     if (!customer || !campaign) throw new LiveRefusal(`campaign ${campaignKey} not found`);
+    let operatorUntil: number | undefined;
     if (operatorToken !== undefined) {
       if (!operatorToken) throw new LiveRefusal("role 'operator' needs the customer's token (auth.token)");
       try {
-        verifyCustomerToken(operatorToken, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
+        const claims = verifyCustomerToken(operatorToken, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
+        operatorUntil = (claims.exp + CLOCK_SKEW_SECONDS) * 1000;
       } catch (err) {
         if (err instanceof TokenRejected) throw new LiveRefusal(`role 'operator': ${err.message}`);
         throw err;
       }
     }
-    return { campaignId: campaign.id, customerId: customer.id, currency: customer.currency, counted: operatorToken === undefined };
+    return { campaignId: campaign.id, customerId: customer.id, currency: customer.currency, counted: operatorToken === undefined, operatorUntil };
   }
 
   snapshot(campaignId: number, currency: string, baseUrl: string, userCount: number): Promise<LiveEventMap['campaign.snapshot'] | null> {

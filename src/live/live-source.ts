@@ -9,6 +9,8 @@ export interface LiveAdmission {
   currency: string;
   /** false for an operator's console (it showed the customer's token): not counted as a viewer. */
   counted: boolean;
+  /** For an operator's console: when its token stops being valid (epoch ms, its `exp` and the clock skew allowed). */
+  operatorUntil?: number;
 }
 
 /** A connection that may not watch: the message goes to the client as its connect_error. */

@@ -47,9 +47,30 @@ interface ViewerData {
   currency: string;
   baseUrl: string;
   resync: { tokens: number; at: number; busy: boolean; ignored: number };
+  /** An operator's console: when its token stops being valid (epoch ms); it is disconnected then. */
+  operatorUntil?: number;
 }
 
 type ViewerSocket = Socket<Record<string, never>, { [K in keyof LiveEventMap]: (payload: LiveEventMap[K]) => void }, Record<string, never>, ViewerData>;
+
+/** setTimeout's longest delay (about 24.8 days); a token may live longer (TOKEN_MAX_TTL). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Disconnects an operator's console when its token stops being valid: what it hears (its customer's
+ * operator events too) is what the token admitted it to, and the REST API refuses the token from then on.
+ * The console connects again with a fresh token (an expired one is refused as it joins).
+ */
+function disconnectAt(socket: ViewerSocket, at: number): void {
+  const wait = at - Date.now();
+  if (wait <= 0) {
+    socket.disconnect(true);
+    return;
+  }
+  const timer = setTimeout(() => disconnectAt(socket, at), Math.min(wait, MAX_TIMER_MS));
+  timer.unref();
+  socket.once('disconnect', () => clearTimeout(timer));
+}
 
 /**
  * A refusal the client should retry by itself (socket.io-client does not retry a refusal from the
@@ -175,6 +196,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       currency: admission.currency,
       baseUrl: this.baseUrlOf(socket),
       resync: { tokens: RESYNC_BURST, at: Date.now(), busy: false, ignored: 0 },
+      operatorUntil: admission.operatorUntil,
     };
   }
 
@@ -216,6 +238,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   async handleConnection(socket: ViewerSocket): Promise<void> {
     const { campaignId } = socket.data;
     if (!campaignId) return;
+    if (socket.data.operatorUntil !== undefined) disconnectAt(socket, socket.data.operatorUntil);
     // Resync requests are counted as they arrive (mayResync), before Nest's message pipeline: a burst of
     // 2,000 in one read was otherwise dispatched through it whole, even the requests after the socket had
     // been dropped for them, and held the event loop 55–80 ms. An ignored one goes no further.
