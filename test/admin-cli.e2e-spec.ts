@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NestExpressApplication } from '@nestjs/platform-express';
@@ -277,6 +277,51 @@ describe('admin CLI [sqlite]', () => {
         .send([{ name: 'n', sku: 'cli-1', url: 'https://shop.example.com/cli-1' }])
         .expect(200);
       expect(res.body.results[0]).toMatchObject({ status: 'CREATE', currency: 'USD' });
+    });
+
+    it('backup --to copies the database whole while the app writes, then the media files; a later backup copies only new media', async () => {
+      const server = app!.getHttpServer();
+      const sync = (from: number) =>
+        request(server)
+          .post(`/v1/goods/${created.accessKey}/sync`)
+          .set('Authorization', `Bearer ${token}`)
+          .send(Array.from({ length: 500 }, (_, i) => ({ name: `b${from + i}`, sku: `bk-${from + i}`, url: `https://shop.example.com/bk-${from + i}` })))
+          .expect(200);
+      await sync(0);
+      mkdirSync(join(dataDir, 'media', 'ab'), { recursive: true });
+      writeFileSync(join(dataDir, 'media', 'ab', `ab${'0'.repeat(62)}.png`), 'first');
+      // Writes go on while the backup runs: what it copies is one instant, whole.
+      let writing = true;
+      const writes = (async () => {
+        for (let from = 500; writing; from += 500) await sync(from);
+      })();
+      const target = mkdtempSync(join(tmpdir(), 'livegoods-backup-'));
+      const res = await admin(dataDir, 'backup', '--to', join(target, 'one'));
+      writing = false;
+      await writes;
+      expect([res.code, res.stderr]).toEqual([0, '']);
+      expect(JSON.parse(res.stdout)).toEqual({ database: join(target, 'one', 'livegoods.sqlite'), mediaCopied: 1, mediaKept: 0 });
+      const copy = new Database(join(target, 'one', 'livegoods.sqlite'), { readonly: true });
+      try {
+        expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
+        const { n } = copy.prepare("SELECT COUNT(*) AS n FROM goods WHERE sku LIKE 'bk-%'").get() as { n: number };
+        // Whole syncs only (each is one transaction), at least the one before the backup.
+        expect(n % 500).toBe(0);
+        expect(n).toBeGreaterThanOrEqual(500);
+      } finally {
+        copy.close();
+      }
+      expect(readFileSync(join(target, 'one', 'media', 'ab', `ab${'0'.repeat(62)}.png`), 'utf8')).toBe('first');
+      // Into a new directory holding the previous media (hardlinked): only the new file is copied.
+      writeFileSync(join(dataDir, 'media', 'ab', `ab${'1'.repeat(62)}.png`), 'second');
+      mkdirSync(join(target, 'two'));
+      cpSync(join(target, 'one', 'media'), join(target, 'two', 'media'), { recursive: true });
+      const again = await admin(dataDir, 'backup', '--to', join(target, 'two'));
+      expect(JSON.parse(again.stdout)).toMatchObject({ mediaCopied: 1, mediaKept: 1 });
+      const refused = await admin(dataDir, 'backup', '--to', join(target, 'two'));
+      expect([refused.code, refused.stdout]).toEqual([1, '']);
+      expect(refused.stderr).toMatch(/livegoods\.sqlite exists already: back up into a new directory/);
+      rmSync(target, { recursive: true, force: true });
     });
 
     it('refuses the token on another path accessKey, and without a token', async () => {

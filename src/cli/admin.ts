@@ -10,6 +10,7 @@ import { Customer } from '../customers/entities/customer.entity';
 import { openDataSource, resolveDataSourceOptions } from '../database/data-source-options';
 import { Transactions } from '../database/transactions';
 import { ENTITIES } from '../schema';
+import { backupDataDir } from './backup';
 
 const USAGE = `livegoods admin CLI (reads the same settings as the service: environment and .env)
 
@@ -24,6 +25,12 @@ const USAGE = `livegoods admin CLI (reads the same settings as the service: envi
   npm run admin -- token --access-key <accessKey> [--ttl 1h] [--name <operator>] [--sub <operatorId>]
       Prints an HS256 JWT signed with the customer's secret key, for trying the API.
       --ttl may not exceed TOKEN_MAX_TTL (default 30d).
+  npm run admin -- backup --to <directory>
+      Backs up DATA_DIR while the service runs, into a new directory: on SQLite a consistent copy of
+      the database (<directory>/livegoods.sqlite), then the media files (<directory>/media; files
+      already there, e.g. hardlinked from the previous backup with cp -al, are not copied again).
+      Prints {"database","mediaCopied","mediaKept"}. On MySQL/MariaDB it copies the media files;
+      back the database up with its own tools (mysqldump --single-transaction).
 `;
 
 /** "90s", "15m", "1h", "7d" or plain seconds; from 1 second to maxSeconds (TOKEN_MAX_TTL). */
@@ -56,7 +63,7 @@ export function mintToken(customer: Pick<Customer, 'accessKey' | 'secretKey'>, t
   });
 }
 
-const STRING_OPTIONS = ['name', 'currency', 'access-key', 'ttl', 'grace', 'sub'] as const;
+const STRING_OPTIONS = ['name', 'currency', 'access-key', 'ttl', 'grace', 'sub', 'to'] as const;
 
 /**
  * `--option value` as `--option=value`, so that a value starting with "-" (an access key may, when it was
@@ -90,7 +97,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return values.help ? 0 : 2;
   }
-  if (!['customer create', 'customer list', 'customer rotate-secret', 'token'].includes(command)) {
+  if (!['customer create', 'customer list', 'customer rotate-secret', 'token', 'backup'].includes(command)) {
     process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
@@ -99,7 +106,18 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'customer rotate-secret' && !values['access-key']) throw new Error('customer rotate-secret needs --access-key <accessKey>');
   const grace = command === 'customer rotate-secret' ? parseGrace(values.grace ?? '24h') : 0;
 
+  if (command === 'backup' && !values.to) throw new Error('backup needs --to <directory>');
+
   const config = AppConfig.load();
+  if (command === 'backup') {
+    // The database as it is: a backup neither migrates it nor opens it through the service's layers.
+    const result = backupDataDir(config, values.to as string);
+    if (result.database === null) {
+      process.stderr.write('the database is on MySQL/MariaDB: back it up with its own tools (mysqldump --single-transaction); the media files were copied\n');
+    }
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  }
   const ttl = command === 'token' ? parseTtl(values.ttl ?? '1h', config.auth.tokenMaxTtlSeconds) : 0;
   const dataSource = await openDataSource(await resolveDataSourceOptions(config, ENTITIES));
   try {
