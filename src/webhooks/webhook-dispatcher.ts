@@ -28,7 +28,9 @@ interface Outcome {
 }
 
 /** The error of a delivery given up untried because its endpoint was paused past its retry window. */
-const PAUSED_PAST_WINDOW = 'not tried: the endpoint was paused past the retry window';
+export const PAUSED_PAST_WINDOW = 'not tried: the endpoint was paused past the retry window';
+/** The error of a delivery given up untried because it came due after its retry window for another reason (a lease that ended after it). */
+const WINDOW_ENDED = 'not tried: the retry window had ended';
 
 /** Endpoints the claim's first read looks at (the oldest due first). */
 const CLAIM_ENDPOINTS = 256;
@@ -408,16 +410,29 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). An
-   * endpoint paused since the claim (its breaker opened meanwhile, maybe on another node) gets no request:
-   * the row goes back to pending until the pause ends, the claim's try not counted, or is given up when
-   * that would start after the retry window.
+   * One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). No
+   * try starts after the delivery's retry window, whatever made it due (a pause, a lease that ended after
+   * the window): it is given up untried, the claim's try not counted. An endpoint paused since the claim
+   * (its breaker opened meanwhile, maybe on another node) gets no request: the row goes back to pending
+   * until the pause ends, the claim's try not counted, or is given up when that would start after the
+   * retry window.
    */
   private async deliver(delivery: WebhookDelivery): Promise<Omit<Outcome, 'done'> | null> {
     const endpoint = await this.transactions.manager.findOne(WebhookEndpoint, { where: { id: delivery.endpointId } });
     const now = () => new Date();
     if (!endpoint) return null; // deleted meanwhile: its deliveries went with it
     const base = { id: delivery.id, claimToken: delivery.claimToken as string, endpointId: delivery.endpointId };
+    if (Date.now() > delivery.createdAt.getTime() + this.config.webhooks.retryWindowMs) {
+      const why = endpoint.pausedUntil ? PAUSED_PAST_WINDOW : WINDOW_ENDED;
+      const change: Partial<WebhookDelivery> = {
+        state: 'failed',
+        finishedAt: now(),
+        claimToken: null,
+        attempts: delivery.attempts - 1,
+        lastError: delivery.lastError ?? why,
+      };
+      return { ...base, change, label: null, delivered: null };
+    }
     if (endpoint.pausedUntil && endpoint.pausedUntil.getTime() > Date.now()) {
       const change: Partial<WebhookDelivery> =
         endpoint.pausedUntil.getTime() > delivery.createdAt.getTime() + this.config.webhooks.retryWindowMs
@@ -502,9 +517,12 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           const tries = batch.filter((o, i) => written[i] && o.endpointId === Number(e.id) && o.delivered !== null).map((o) => o.delivered as boolean);
           if (!tries.length) continue;
           const next = afterTries(e, tries, now, this.schedule());
-          if (next.failureStreak === e.failureStreak && next.pausedUntil?.getTime() === e.pausedUntil?.getTime()) continue;
-          await em.update(WebhookEndpoint, { id: e.id }, { failureStreak: next.failureStreak, pausedUntil: next.pausedUntil });
-          if (next.opened && next.pausedUntil) await this.holdDeliveries(em, Number(e.id), next.pausedUntil, now);
+          if (next.failureStreak !== e.failureStreak || next.pausedUntil?.getTime() !== e.pausedUntil?.getTime()) {
+            await em.update(WebhookEndpoint, { id: e.id }, { failureStreak: next.failureStreak, pausedUntil: next.pausedUntil });
+          }
+          // Paused now (just opened, or still, when these tries began before the pause): the rows they
+          // left pending are held too, or given up when their window ends first.
+          if (next.pausedUntil && next.pausedUntil.getTime() > now.getTime()) await this.holdDeliveries(em, Number(e.id), next.pausedUntil, now);
         }
         return written;
       }, 'READ COMMITTED');
@@ -518,15 +536,18 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * An endpoint's breaker opened until `until`: its pending deliveries due before then are moved to then,
-   * so that the claim's reads do not meet them while it is paused, and the ones whose retry window ends
-   * before then are given up now, as after a failed try whose next one would start past the window.
+   * An endpoint is paused until `until`: its pending deliveries due before then are moved to then, so
+   * that the claim's reads do not meet them while it is paused, and the ones whose retry window ends
+   * before then are given up now, as after a failed try whose next one would start past the window. (The
+   * error is a bound parameter: a query builder reads words of raw SQL that name an entity's properties,
+   * such as `endpoint`, as columns, and rewrites them.)
    */
   private async holdDeliveries(em: EntityManager, endpointId: number, until: Date, now: Date): Promise<void> {
     await em
       .createQueryBuilder()
       .update(WebhookDelivery)
-      .set({ state: 'failed', finishedAt: now, lastError: () => `COALESCE(lastError, '${PAUSED_PAST_WINDOW}')` })
+      .set({ state: 'failed', finishedAt: now, lastError: () => 'COALESCE(lastError, :pausedPastWindow)' })
+      .setParameter('pausedPastWindow', PAUSED_PAST_WINDOW)
       .where({ endpointId, state: 'pending', createdAt: LessThan(new Date(until.getTime() - this.config.webhooks.retryWindowMs)) })
       .execute();
     await em
