@@ -643,6 +643,44 @@ describeEngines(
       await sleep(300);
       expect(r.received).toHaveLength(0);
     });
+
+    it('changing the url ends the pause: the deliveries it held, and one recorded during it, are sent at once', async () => {
+      const c = await ctx().createCustomer();
+      const failing = await receiver();
+      failing.behaviour = () => 500;
+      const fixed = await receiver();
+      const webhookId = await subscribe(c, failing.url());
+      const pausedUntil = new Date(Date.now() + 6000);
+      await endpoints().update({ id: webhookId }, { failureStreak: 5, pausedUntil });
+      await deliveries().insert(row(c, webhookId, { nextAttemptAt: pausedUntil }));
+      const { key, goods } = await live.liveCampaign(c, 1);
+      expectOk(await soldOut(c, key, goods[0].id));
+      expect((await rows(webhookId)).map((d) => d.nextAttemptAt.getTime())).toEqual([pausedUntil.getTime(), pausedUntil.getTime()]);
+
+      expectOk(await ctx().http.patch(`/v1/console/${c.accessKey}/webhooks/${webhookId}`).set('Authorization', c.auth()).send({ url: fixed.url() }));
+      await fixed.until('both deliveries at the new address', () => fixed.received.length >= 2, 2000);
+      expect(failing.received).toHaveLength(0);
+      expect(await endpoints().findOneByOrFail({ id: webhookId })).toMatchObject({ failureStreak: 0, pausedUntil: null });
+    });
+
+    it('a delivered try (sent before the pause began) ends the pause: the deliveries it held are sent at once', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      let answer: (status: number) => void = () => undefined;
+      r.behaviour = () => new Promise<number>((resolve) => (answer = resolve));
+      const webhookId = await subscribe(c, r.url());
+      const { key, goods } = await live.liveCampaign(c, 1);
+      expectOk(await soldOut(c, key, goods[0].id));
+      await r.until('the first try', () => r.received.length === 1);
+      // While it is in flight the endpoint's breaker opens (as another node's tries could make it) and holds a delivery.
+      const pausedUntil = new Date(Date.now() + 6000);
+      await endpoints().update({ id: webhookId }, { failureStreak: 5, pausedUntil });
+      await deliveries().insert(row(c, webhookId, { nextAttemptAt: pausedUntil }));
+      r.behaviour = () => 200;
+      answer(200);
+      await r.until('the held delivery', () => r.received.length >= 2, 2000);
+      expect(await endpoints().findOneByOrFail({ id: webhookId })).toMatchObject({ failureStreak: 0, pausedUntil: null });
+    });
   },
   PAUSES,
 );

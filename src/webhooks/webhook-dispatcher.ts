@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { EntityManager, In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
+import { Between, EntityManager, In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
 import { finishedWithin } from '../common/util/finished-within';
 import { AppConfig } from '../config/app-config';
 import { utcDate } from '../database/column-transformers';
@@ -497,6 +497,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const batch = this.outcomes.splice(0, OUTCOME_BATCH);
     if (this.outcomes.length) setImmediate(() => void this.flushOutcomes());
     if (!batch.length) return;
+    let resumed = false;
     try {
       const applied = await this.transactions.run(async (em) => {
         const endpointIds = [...new Set(batch.filter((o) => o.delivered !== null).map((o) => o.endpointId))].sort((a, b) => a - b);
@@ -523,9 +524,15 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           // Paused now (just opened, or still, when these tries began before the pause): the rows they
           // left pending are held too, or given up when their window ends first.
           if (next.pausedUntil && next.pausedUntil.getTime() > now.getTime()) await this.holdDeliveries(em, Number(e.id), next.pausedUntil, now);
+          // A delivered try (begun before the pause) closed the breaker: the pause is over.
+          else if (e.pausedUntil && e.pausedUntil.getTime() > now.getTime()) {
+            await this.endPause(em, Number(e.id), e.pausedUntil, now);
+            resumed = true;
+          }
         }
         return written;
       }, 'READ COMMITTED');
+      if (resumed) this.wake();
       batch.forEach((o, i) => {
         if (applied[i] && o.label) this.metrics.webhookDeliveries.inc({ outcome: o.label });
         o.done();
@@ -555,6 +562,20 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       .update(WebhookDelivery)
       .set({ nextAttemptAt: until })
       .where({ endpointId, state: 'pending', nextAttemptAt: LessThan(until) })
+      .execute();
+  }
+
+  /**
+   * An endpoint's pause (until `pausedUntil`) ends early, at `now`: its url changed, or a delivered try
+   * closed its breaker. The pending deliveries it held (due by its end) are due now. The caller wakes
+   * the dispatcher once its transaction has committed.
+   */
+  async endPause(em: EntityManager, endpointId: number, pausedUntil: Date, now: Date): Promise<void> {
+    await em
+      .createQueryBuilder()
+      .update(WebhookDelivery)
+      .set({ nextAttemptAt: now })
+      .where({ endpointId, state: 'pending', nextAttemptAt: Between(new Date(now.getTime() + 1), pausedUntil) })
       .execute();
   }
 

@@ -66,9 +66,10 @@ export class WebhooksService {
     return toWebhookResponse(await this.find(this.db.manager, tenant, webhookId));
   }
 
-  update(tenant: Tenant, webhookId: number, body: UpdateWebhookDto): Promise<WebhookResponse> {
+  async update(tenant: Tenant, webhookId: number, body: UpdateWebhookDto): Promise<WebhookResponse> {
     if (body.url !== undefined) this.checkUrl(body.url);
-    return this.db.run(async (em) => {
+    let resumed = false;
+    const updated = await this.db.run(async (em) => {
       const endpoint = await this.find(em, tenant, webhookId);
       const change: Partial<WebhookEndpoint> = {};
       if (body.url !== undefined && body.url !== endpoint.url) change.url = body.url;
@@ -78,11 +79,18 @@ export class WebhooksService {
       if (description !== undefined && description !== endpoint.description) change.description = description;
       if (!Object.keys(change).length) return toWebhookResponse(endpoint);
       change.updatedAt = new Date();
-      // A new address is a new receiver: what the old one's failures opened (the breaker) is closed.
+      // A new address is a new receiver: what the old one's failures opened (the breaker) is closed, and
+      // the deliveries its pause held are due now.
       const breaker = change.url !== undefined ? { failureStreak: 0, pausedUntil: null } : {};
       await em.update(WebhookEndpoint, { id: endpoint.id }, { ...change, ...breaker });
+      if (change.url !== undefined && endpoint.pausedUntil && endpoint.pausedUntil.getTime() > change.updatedAt.getTime()) {
+        await this.dispatcher.endPause(em, endpoint.id, endpoint.pausedUntil, change.updatedAt);
+        resumed = true;
+      }
       return toWebhookResponse({ ...endpoint, ...change });
     });
+    if (resumed) this.dispatcher.wake();
+    return updated;
   }
 
   async remove(tenant: Tenant, webhookId: number): Promise<void> {
