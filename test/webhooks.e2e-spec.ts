@@ -617,7 +617,8 @@ describeEngines(
         expect(d.finishedAt).not.toBeNull();
         expect(d.lastError).toBe(d.attempts === 0 ? PAUSED_PAST_WINDOW : 'HTTP 500');
       }
-      expect(all.filter((d) => d.attempts === 0).length).toBeGreaterThanOrEqual(4);
+      expect(all.filter((d) => d.attempts === 0)).toHaveLength(5);
+      expect(r.received).toHaveLength(5);
     });
 
     it('never starts a try after its retry window, whatever made it due (here a lease that ended after it)', async () => {
@@ -642,6 +643,18 @@ describeEngines(
       expect(untried).toMatchObject({ attempts: 0, lastError: 'not tried: the retry window had ended' });
       await sleep(300);
       expect(r.received).toHaveLength(0);
+    });
+
+    it('makes no sixth try once five in a row have failed, even before their outcomes are written', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      r.behaviour = () => 500;
+      const webhookId = await subscribe(c, r.url());
+      // All due at once: a claim queues several on the node, each started as soon as the one before ends.
+      await deliveries().insert(Array.from({ length: 8 }, () => row(c, webhookId, {})));
+      await r.until('five failed tries', () => r.received.length >= 5);
+      await sleep(1500);
+      expect(r.received.map((x) => x.headers['livegoods-delivery-id'])).toHaveLength(5);
     });
 
     it('changing the url ends the pause: the deliveries it held, and one recorded during it, are sent at once', async () => {

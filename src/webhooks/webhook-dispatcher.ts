@@ -129,6 +129,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   private readonly sending: Held = { endpoint: new Map(), customer: new Map() };
   /** Outcome writes under way. */
   private readonly writing = new Set<Promise<void>>();
+  /**
+   * Per endpoint this node sends to: its failed tries in a row as last read or written (`streak`, taken
+   * at tick `at` of `ticks`, so that a read begun before a write that committed does not overwrite it),
+   * and the outcomes of its tries that have ended but are not written yet, in the order they ended.
+   */
+  private readonly breakers = new Map<number, { streak: number; at: number; unwritten: Array<Omit<Outcome, 'done'>> }>();
+  private ticks = 0;
   private readonly leaseMs: number;
   private pollTimer?: NodeJS.Timeout;
   private pruneTimer?: NodeJS.Timeout;
@@ -229,7 +236,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       }
       if (
         (this.sending.endpoint.get(delivery.endpointId) ?? 0) >= endpointConcurrency ||
-        (this.sending.customer.get(delivery.customerId) ?? 0) >= customerConcurrency
+        (this.sending.customer.get(delivery.customerId) ?? 0) >= customerConcurrency ||
+        this.mayOpenBreaker(delivery.endpointId)
       ) {
         i += 1;
         continue;
@@ -241,6 +249,27 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       this.saturated = false;
       this.wake();
     }
+  }
+
+  /**
+   * Whether tries of the endpoint that ended on this node and are not written yet could open its breaker
+   * once they are (webhook-breaker.ts): then no try of it starts until they are written, and the pause
+   * they open is seen by the next try's read (deliver). Without this, after a 5th failure in a row the
+   * next queued row went out before the batch that records the pause was written.
+   */
+  private mayOpenBreaker(endpointId: number): boolean {
+    const b = this.breakers.get(endpointId);
+    if (!b?.unwritten.some((o) => o.delivered === false)) return false;
+    let streak = b.streak;
+    for (const o of b.unwritten) streak = o.delivered ? 0 : streak + 1;
+    return streak >= BREAKER_THRESHOLD;
+  }
+
+  /** Notes an endpoint's failureStreak as read or written at tick `at` (a later tick's value wins). */
+  private noteStreak(endpointId: number, streak: number, at: number): void {
+    const b = this.breakers.get(endpointId);
+    if (!b) this.breakers.set(endpointId, { streak, at, unwritten: [] });
+    else if (at > b.at) Object.assign(b, { streak, at });
   }
 
   /** What this node holds per endpoint and per customer: sends in flight and claimed rows queued. */
@@ -280,6 +309,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const task: Promise<void> = this.deliver(delivery)
       .then((outcome) => {
         if (!outcome) return;
+        // Known before this slot frees (and pump runs), so that the endpoint's next try waits if need be.
+        if (outcome.delivered !== null) this.breakers.get(outcome.endpointId)?.unwritten.push(outcome);
         const write: Promise<void> = this.writeOutcome(outcome)
           .catch((err: Error) =>
             this.logger.warn(`webhook delivery ${delivery.id}: its outcome could not be written (${err.message}); it is sent again after its lease`),
@@ -292,6 +323,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         this.inFlight.delete(task);
         bump(this.sending.endpoint, delivery.endpointId, -1);
         bump(this.sending.customer, delivery.customerId, -1);
+        if (!this.sending.endpoint.has(delivery.endpointId) && !this.breakers.get(delivery.endpointId)?.unwritten.length) {
+          this.breakers.delete(delivery.endpointId);
+        }
         if (!this.stopping) this.pump();
       });
     this.inFlight.add(task);
@@ -418,9 +452,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    * retry window.
    */
   private async deliver(delivery: WebhookDelivery): Promise<Omit<Outcome, 'done'> | null> {
+    const readAt = ++this.ticks;
     const endpoint = await this.transactions.manager.findOne(WebhookEndpoint, { where: { id: delivery.endpointId } });
     const now = () => new Date();
     if (!endpoint) return null; // deleted meanwhile: its deliveries went with it
+    this.noteStreak(delivery.endpointId, endpoint.failureStreak, readAt);
     const base = { id: delivery.id, claimToken: delivery.claimToken as string, endpointId: delivery.endpointId };
     if (Date.now() > delivery.createdAt.getTime() + this.config.webhooks.retryWindowMs) {
       const why = endpoint.pausedUntil ? PAUSED_PAST_WINDOW : WINDOW_ENDED;
@@ -481,7 +517,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    */
   private writeOutcome(outcome: Omit<Outcome, 'done'>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.outcomes.push({ ...outcome, done: (err) => (err ? reject(err) : resolve()) });
+      // The same object (see breakers): its `done` is added.
+      this.outcomes.push(Object.assign(outcome, { done: (err?: Error) => (err ? reject(err) : resolve()) }));
       if (this.outcomes.length === 1) setImmediate(() => void this.flushOutcomes());
     });
   }
@@ -498,6 +535,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     if (this.outcomes.length) setImmediate(() => void this.flushOutcomes());
     if (!batch.length) return;
     let resumed = false;
+    const streaks = new Map<number, number>();
     try {
       const applied = await this.transactions.run(async (em) => {
         const endpointIds = [...new Set(batch.filter((o) => o.delivered !== null).map((o) => o.endpointId))].sort((a, b) => a - b);
@@ -518,6 +556,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           const tries = batch.filter((o, i) => written[i] && o.endpointId === Number(e.id) && o.delivered !== null).map((o) => o.delivered as boolean);
           if (!tries.length) continue;
           const next = afterTries(e, tries, now, this.schedule());
+          streaks.set(Number(e.id), next.failureStreak);
           if (next.failureStreak !== e.failureStreak || next.pausedUntil?.getTime() !== e.pausedUntil?.getTime()) {
             await em.update(WebhookEndpoint, { id: e.id }, { failureStreak: next.failureStreak, pausedUntil: next.pausedUntil });
           }
@@ -533,13 +572,32 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         return written;
       }, 'READ COMMITTED');
       if (resumed) this.wake();
+      const at = ++this.ticks;
+      for (const [id, streak] of streaks) this.noteStreak(id, streak, at);
+      this.settled(batch);
       batch.forEach((o, i) => {
         if (applied[i] && o.label) this.metrics.webhookDeliveries.inc({ outcome: o.label });
         o.done();
       });
     } catch (err) {
+      this.settled(batch);
       for (const o of batch) o.done(err as Error);
     }
+  }
+
+  /**
+   * Outcomes written (or lost with their batch: their rows are sent again after the lease) no longer wait
+   * in `breakers`; the rows they kept waiting may start.
+   */
+  private settled(batch: Outcome[]): void {
+    for (const o of batch) {
+      const b = this.breakers.get(o.endpointId);
+      if (!b) continue;
+      const i = b.unwritten.indexOf(o);
+      if (i >= 0) b.unwritten.splice(i, 1);
+      if (!b.unwritten.length && !this.sending.endpoint.has(o.endpointId)) this.breakers.delete(o.endpointId);
+    }
+    if (!this.stopping) this.pump();
   }
 
   /**
