@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import ExcelJS from 'exceljs';
 import request from 'supertest';
@@ -532,6 +533,169 @@ describeEngines(
     });
   },
   FAST,
+);
+
+/**
+ * Endpoint pauses (the breaker, docs/webhooks.md Retries) against the retry window: a first pause of
+ * 10–20 s (WEBHOOK_RETRY_BASE_MS 20 s) outlasts the 8 s window, and one send at a time per endpoint.
+ */
+const PAUSES = {
+  WEBHOOK_ALLOW_PRIVATE_HOSTS: 'true',
+  WEBHOOK_RETRY_BASE_MS: '20000',
+  WEBHOOK_RETRY_WINDOW: '8',
+  WEBHOOK_ENDPOINT_CONCURRENCY: '1',
+  WEBHOOK_POLL_MS: '100',
+  WEBHOOK_TIMEOUT_MS: '5000',
+};
+const PAUSED_PAST_WINDOW = 'not tried: the endpoint was paused past the retry window';
+
+describeEngines(
+  'webhook endpoint pauses',
+  __filename.replace('.e2e-spec', '-pauses.e2e-spec'),
+  (ctx) => {
+    const live = liveHarness(ctx);
+    const receiver = useWebhookReceivers();
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const deliveries = () => ctx().dataSource.getRepository(WebhookDelivery);
+    const endpoints = () => ctx().dataSource.getRepository(WebhookEndpoint);
+    const rows = (endpointId: number) => deliveries().find({ where: { endpointId }, order: { id: 'ASC' } });
+
+    async function subscribe(c: TestCustomer, url: string): Promise<number> {
+      const res = await ctx()
+        .http.post(`/v1/console/${c.accessKey}/webhooks`)
+        .set('Authorization', c.auth())
+        .send({ url, events: ['goods.salesStatus'] });
+      expectOk(res);
+      return res.body.webhookId as number;
+    }
+
+    const soldOut = (c: TestCustomer, key: string, goodsId: unknown) =>
+      ctx().http.put(`/v1/goods/${c.accessKey}/campaign/${key}/salesStatus/id`).set('Authorization', c.auth()).send({ goodsId, salesStatus: 'SOLD_OUT' });
+
+    /** A delivery row written straight into the outbox. */
+    const row = (c: TestCustomer, endpointId: number, fields: Partial<WebhookDelivery>) => {
+      const eventId = `evt_${randomBytes(16).toString('hex')}`;
+      return {
+        customerId: c.id,
+        endpointId,
+        eventId,
+        eventType: 'goods.salesStatus',
+        body: JSON.stringify({ id: eventId, type: 'goods.salesStatus', createdAt: Date.now(), data: {} }),
+        state: 'pending' as const,
+        attempts: 0,
+        nextAttemptAt: new Date(),
+        createdAt: new Date(),
+        ...fields,
+      };
+    };
+
+    async function until(what: string, check: () => Promise<boolean>, limitMs: number): Promise<void> {
+      const end = Date.now() + limitMs;
+      while (!(await check())) {
+        if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+        await sleep(50);
+      }
+    }
+
+    it('a pause that outlasts the retry window fails at once the deliveries it holds and those recorded during it (untried ones say why)', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      r.behaviour = () => 500;
+      const webhookId = await subscribe(c, r.url());
+      // Recorded earlier, not due yet, its window ending before the coming pause does: the pause gives it up.
+      await deliveries().insert(row(c, webhookId, { createdAt: new Date(Date.now() - 2000), nextAttemptAt: new Date(Date.now() + 4000) }));
+      const { key, goods } = await live.liveCampaign(c, 9);
+      for (const g of goods.slice(0, 8)) expectOk(await soldOut(c, key, g.id));
+      await r.until('five failed tries', () => r.received.length >= 5);
+      await until('the pause', async () => ((await endpoints().findOneByOrFail({ id: webhookId })).pausedUntil?.getTime() ?? 0) > Date.now(), 3000);
+      // Recorded during the pause, which ends after this event's window does.
+      expectOk(await soldOut(c, key, goods[8].id));
+      await until('every delivery given up', async () => (await rows(webhookId)).every((d) => d.state === 'failed'), 3000);
+      const all = await rows(webhookId);
+      expect(all).toHaveLength(10);
+      for (const d of all) {
+        expect(d.finishedAt).not.toBeNull();
+        expect(d.lastError).toBe(d.attempts === 0 ? PAUSED_PAST_WINDOW : 'HTTP 500');
+      }
+      expect(all.filter((d) => d.attempts === 0)).toHaveLength(5);
+      expect(r.received).toHaveLength(5);
+    });
+
+    it('never starts a try after its retry window, whatever made it due (here a lease that ended after it)', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      const webhookId = await subscribe(c, r.url());
+      const past = new Date(Date.now() - 9000);
+      await deliveries().insert([
+        row(c, webhookId, {
+          state: 'sending',
+          attempts: 1,
+          claimToken: 'claim-of-a-dead-node',
+          createdAt: past,
+          lastAttemptAt: past,
+          nextAttemptAt: new Date(Date.now() - 100),
+        }),
+        row(c, webhookId, { createdAt: past, nextAttemptAt: new Date(Date.now() - 100) }),
+      ]);
+      await until('both given up', async () => (await rows(webhookId)).every((d) => d.state === 'failed'), 3000);
+      const [expired, untried] = await rows(webhookId);
+      expect(expired).toMatchObject({ attempts: 1, lastError: 'not tried: the retry window had ended' });
+      expect(untried).toMatchObject({ attempts: 0, lastError: 'not tried: the retry window had ended' });
+      await sleep(300);
+      expect(r.received).toHaveLength(0);
+    });
+
+    it('makes no sixth try once five in a row have failed, even before their outcomes are written', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      r.behaviour = () => 500;
+      const webhookId = await subscribe(c, r.url());
+      // All due at once: a claim queues several on the node, each started as soon as the one before ends.
+      await deliveries().insert(Array.from({ length: 8 }, () => row(c, webhookId, {})));
+      await r.until('five failed tries', () => r.received.length >= 5);
+      await sleep(1500);
+      expect(r.received.map((x) => x.headers['livegoods-delivery-id'])).toHaveLength(5);
+    });
+
+    it('changing the url ends the pause: the deliveries it held, and one recorded during it, are sent at once', async () => {
+      const c = await ctx().createCustomer();
+      const failing = await receiver();
+      failing.behaviour = () => 500;
+      const fixed = await receiver();
+      const webhookId = await subscribe(c, failing.url());
+      const pausedUntil = new Date(Date.now() + 6000);
+      await endpoints().update({ id: webhookId }, { failureStreak: 5, pausedUntil });
+      await deliveries().insert(row(c, webhookId, { nextAttemptAt: pausedUntil }));
+      const { key, goods } = await live.liveCampaign(c, 1);
+      expectOk(await soldOut(c, key, goods[0].id));
+      expect((await rows(webhookId)).map((d) => d.nextAttemptAt.getTime())).toEqual([pausedUntil.getTime(), pausedUntil.getTime()]);
+
+      expectOk(await ctx().http.patch(`/v1/console/${c.accessKey}/webhooks/${webhookId}`).set('Authorization', c.auth()).send({ url: fixed.url() }));
+      await fixed.until('both deliveries at the new address', () => fixed.received.length >= 2, 2000);
+      expect(failing.received).toHaveLength(0);
+      expect(await endpoints().findOneByOrFail({ id: webhookId })).toMatchObject({ failureStreak: 0, pausedUntil: null });
+    });
+
+    it('a delivered try (sent before the pause began) ends the pause: the deliveries it held are sent at once', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      let answer: (status: number) => void = () => undefined;
+      r.behaviour = () => new Promise<number>((resolve) => (answer = resolve));
+      const webhookId = await subscribe(c, r.url());
+      const { key, goods } = await live.liveCampaign(c, 1);
+      expectOk(await soldOut(c, key, goods[0].id));
+      await r.until('the first try', () => r.received.length === 1);
+      // While it is in flight the endpoint's breaker opens (as another node's tries could make it) and holds a delivery.
+      const pausedUntil = new Date(Date.now() + 6000);
+      await endpoints().update({ id: webhookId }, { failureStreak: 5, pausedUntil });
+      await deliveries().insert(row(c, webhookId, { nextAttemptAt: pausedUntil }));
+      r.behaviour = () => 200;
+      answer(200);
+      await r.until('the held delivery', () => r.received.length >= 2, 2000);
+      expect(await endpoints().findOneByOrFail({ id: webhookId })).toMatchObject({ failureStreak: 0, pausedUntil: null });
+    });
+  },
+  PAUSES,
 );
 
 describeEngines('webhook address rules (private hosts not allowed)', __filename.replace('.e2e-spec', '-strict-rules.e2e-spec'), (ctx) => {

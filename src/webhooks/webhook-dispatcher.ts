@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { EntityManager, In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
+import { Between, EntityManager, In, IsNull, LessThan, LessThanOrEqual, Not } from 'typeorm';
 import { finishedWithin } from '../common/util/finished-within';
 import { AppConfig } from '../config/app-config';
 import { utcDate } from '../database/column-transformers';
@@ -28,7 +28,9 @@ interface Outcome {
 }
 
 /** The error of a delivery given up untried because its endpoint was paused past its retry window. */
-const PAUSED_PAST_WINDOW = 'not tried: the endpoint was paused past the retry window';
+export const PAUSED_PAST_WINDOW = 'not tried: the endpoint was paused past the retry window';
+/** The error of a delivery given up untried because it came due after its retry window for another reason (a lease that ended after it). */
+const WINDOW_ENDED = 'not tried: the retry window had ended';
 
 /** Endpoints the claim's first read looks at (the oldest due first). */
 const CLAIM_ENDPOINTS = 256;
@@ -127,6 +129,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   private readonly sending: Held = { endpoint: new Map(), customer: new Map() };
   /** Outcome writes under way. */
   private readonly writing = new Set<Promise<void>>();
+  /**
+   * Per endpoint this node sends to: its failed tries in a row as last read or written (`streak`, taken
+   * at tick `at` of `ticks`, so that a read begun before a write that committed does not overwrite it),
+   * and the outcomes of its tries that have ended but are not written yet, in the order they ended.
+   */
+  private readonly breakers = new Map<number, { streak: number; at: number; unwritten: Array<Omit<Outcome, 'done'>> }>();
+  private ticks = 0;
   private readonly leaseMs: number;
   private pollTimer?: NodeJS.Timeout;
   private pruneTimer?: NodeJS.Timeout;
@@ -227,7 +236,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       }
       if (
         (this.sending.endpoint.get(delivery.endpointId) ?? 0) >= endpointConcurrency ||
-        (this.sending.customer.get(delivery.customerId) ?? 0) >= customerConcurrency
+        (this.sending.customer.get(delivery.customerId) ?? 0) >= customerConcurrency ||
+        this.mayOpenBreaker(delivery.endpointId)
       ) {
         i += 1;
         continue;
@@ -239,6 +249,27 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       this.saturated = false;
       this.wake();
     }
+  }
+
+  /**
+   * Whether tries of the endpoint that ended on this node and are not written yet could open its breaker
+   * once they are (webhook-breaker.ts): then no try of it starts until they are written, and the pause
+   * they open is seen by the next try's read (deliver). Without this, after a 5th failure in a row the
+   * next queued row went out before the batch that records the pause was written.
+   */
+  private mayOpenBreaker(endpointId: number): boolean {
+    const b = this.breakers.get(endpointId);
+    if (!b?.unwritten.some((o) => o.delivered === false)) return false;
+    let streak = b.streak;
+    for (const o of b.unwritten) streak = o.delivered ? 0 : streak + 1;
+    return streak >= BREAKER_THRESHOLD;
+  }
+
+  /** Notes an endpoint's failureStreak as read or written at tick `at` (a later tick's value wins). */
+  private noteStreak(endpointId: number, streak: number, at: number): void {
+    const b = this.breakers.get(endpointId);
+    if (!b) this.breakers.set(endpointId, { streak, at, unwritten: [] });
+    else if (at > b.at) Object.assign(b, { streak, at });
   }
 
   /** What this node holds per endpoint and per customer: sends in flight and claimed rows queued. */
@@ -278,6 +309,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const task: Promise<void> = this.deliver(delivery)
       .then((outcome) => {
         if (!outcome) return;
+        // Known before this slot frees (and pump runs), so that the endpoint's next try waits if need be.
+        if (outcome.delivered !== null) this.breakers.get(outcome.endpointId)?.unwritten.push(outcome);
         const write: Promise<void> = this.writeOutcome(outcome)
           .catch((err: Error) =>
             this.logger.warn(`webhook delivery ${delivery.id}: its outcome could not be written (${err.message}); it is sent again after its lease`),
@@ -290,6 +323,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         this.inFlight.delete(task);
         bump(this.sending.endpoint, delivery.endpointId, -1);
         bump(this.sending.customer, delivery.customerId, -1);
+        if (!this.sending.endpoint.has(delivery.endpointId) && !this.breakers.get(delivery.endpointId)?.unwritten.length) {
+          this.breakers.delete(delivery.endpointId);
+        }
         if (!this.stopping) this.pump();
       });
     this.inFlight.add(task);
@@ -408,16 +444,31 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). An
-   * endpoint paused since the claim (its breaker opened meanwhile, maybe on another node) gets no request:
-   * the row goes back to pending until the pause ends, the claim's try not counted, or is given up when
-   * that would start after the retry window.
+   * One try of one claimed delivery; answers its outcome to write (null when the endpoint is gone). No
+   * try starts after the delivery's retry window, whatever made it due (a pause, a lease that ended after
+   * the window): it is given up untried, the claim's try not counted. An endpoint paused since the claim
+   * (its breaker opened meanwhile, maybe on another node) gets no request: the row goes back to pending
+   * until the pause ends, the claim's try not counted, or is given up when that would start after the
+   * retry window.
    */
   private async deliver(delivery: WebhookDelivery): Promise<Omit<Outcome, 'done'> | null> {
+    const readAt = ++this.ticks;
     const endpoint = await this.transactions.manager.findOne(WebhookEndpoint, { where: { id: delivery.endpointId } });
     const now = () => new Date();
     if (!endpoint) return null; // deleted meanwhile: its deliveries went with it
+    this.noteStreak(delivery.endpointId, endpoint.failureStreak, readAt);
     const base = { id: delivery.id, claimToken: delivery.claimToken as string, endpointId: delivery.endpointId };
+    if (Date.now() > delivery.createdAt.getTime() + this.config.webhooks.retryWindowMs) {
+      const why = endpoint.pausedUntil ? PAUSED_PAST_WINDOW : WINDOW_ENDED;
+      const change: Partial<WebhookDelivery> = {
+        state: 'failed',
+        finishedAt: now(),
+        claimToken: null,
+        attempts: delivery.attempts - 1,
+        lastError: delivery.lastError ?? why,
+      };
+      return { ...base, change, label: null, delivered: null };
+    }
     if (endpoint.pausedUntil && endpoint.pausedUntil.getTime() > Date.now()) {
       const change: Partial<WebhookDelivery> =
         endpoint.pausedUntil.getTime() > delivery.createdAt.getTime() + this.config.webhooks.retryWindowMs
@@ -466,7 +517,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    */
   private writeOutcome(outcome: Omit<Outcome, 'done'>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.outcomes.push({ ...outcome, done: (err) => (err ? reject(err) : resolve()) });
+      // The same object (see breakers): its `done` is added.
+      this.outcomes.push(Object.assign(outcome, { done: (err?: Error) => (err ? reject(err) : resolve()) }));
       if (this.outcomes.length === 1) setImmediate(() => void this.flushOutcomes());
     });
   }
@@ -482,6 +534,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const batch = this.outcomes.splice(0, OUTCOME_BATCH);
     if (this.outcomes.length) setImmediate(() => void this.flushOutcomes());
     if (!batch.length) return;
+    let resumed = false;
+    const streaks = new Map<number, number>();
     try {
       const applied = await this.transactions.run(async (em) => {
         const endpointIds = [...new Set(batch.filter((o) => o.delivered !== null).map((o) => o.endpointId))].sort((a, b) => a - b);
@@ -502,31 +556,63 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           const tries = batch.filter((o, i) => written[i] && o.endpointId === Number(e.id) && o.delivered !== null).map((o) => o.delivered as boolean);
           if (!tries.length) continue;
           const next = afterTries(e, tries, now, this.schedule());
-          if (next.failureStreak === e.failureStreak && next.pausedUntil?.getTime() === e.pausedUntil?.getTime()) continue;
-          await em.update(WebhookEndpoint, { id: e.id }, { failureStreak: next.failureStreak, pausedUntil: next.pausedUntil });
-          if (next.opened && next.pausedUntil) await this.holdDeliveries(em, Number(e.id), next.pausedUntil, now);
+          streaks.set(Number(e.id), next.failureStreak);
+          if (next.failureStreak !== e.failureStreak || next.pausedUntil?.getTime() !== e.pausedUntil?.getTime()) {
+            await em.update(WebhookEndpoint, { id: e.id }, { failureStreak: next.failureStreak, pausedUntil: next.pausedUntil });
+          }
+          // Paused now (just opened, or still, when these tries began before the pause): the rows they
+          // left pending are held too, or given up when their window ends first.
+          if (next.pausedUntil && next.pausedUntil.getTime() > now.getTime()) await this.holdDeliveries(em, Number(e.id), next.pausedUntil, now);
+          // A delivered try (begun before the pause) closed the breaker: the pause is over.
+          else if (e.pausedUntil && e.pausedUntil.getTime() > now.getTime()) {
+            await this.endPause(em, Number(e.id), e.pausedUntil, now);
+            resumed = true;
+          }
         }
         return written;
       }, 'READ COMMITTED');
+      if (resumed) this.wake();
+      const at = ++this.ticks;
+      for (const [id, streak] of streaks) this.noteStreak(id, streak, at);
+      this.settled(batch);
       batch.forEach((o, i) => {
         if (applied[i] && o.label) this.metrics.webhookDeliveries.inc({ outcome: o.label });
         o.done();
       });
     } catch (err) {
+      this.settled(batch);
       for (const o of batch) o.done(err as Error);
     }
   }
 
   /**
-   * An endpoint's breaker opened until `until`: its pending deliveries due before then are moved to then,
-   * so that the claim's reads do not meet them while it is paused, and the ones whose retry window ends
-   * before then are given up now, as after a failed try whose next one would start past the window.
+   * Outcomes written (or lost with their batch: their rows are sent again after the lease) no longer wait
+   * in `breakers`; the rows they kept waiting may start.
+   */
+  private settled(batch: Outcome[]): void {
+    for (const o of batch) {
+      const b = this.breakers.get(o.endpointId);
+      if (!b) continue;
+      const i = b.unwritten.indexOf(o);
+      if (i >= 0) b.unwritten.splice(i, 1);
+      if (!b.unwritten.length && !this.sending.endpoint.has(o.endpointId)) this.breakers.delete(o.endpointId);
+    }
+    if (!this.stopping) this.pump();
+  }
+
+  /**
+   * An endpoint is paused until `until`: its pending deliveries due before then are moved to then, so
+   * that the claim's reads do not meet them while it is paused, and the ones whose retry window ends
+   * before then are given up now, as after a failed try whose next one would start past the window. (The
+   * error is a bound parameter: a query builder reads words of raw SQL that name an entity's properties,
+   * such as `endpoint`, as columns, and rewrites them.)
    */
   private async holdDeliveries(em: EntityManager, endpointId: number, until: Date, now: Date): Promise<void> {
     await em
       .createQueryBuilder()
       .update(WebhookDelivery)
-      .set({ state: 'failed', finishedAt: now, lastError: () => `COALESCE(lastError, '${PAUSED_PAST_WINDOW}')` })
+      .set({ state: 'failed', finishedAt: now, lastError: () => 'COALESCE(lastError, :pausedPastWindow)' })
+      .setParameter('pausedPastWindow', PAUSED_PAST_WINDOW)
       .where({ endpointId, state: 'pending', createdAt: LessThan(new Date(until.getTime() - this.config.webhooks.retryWindowMs)) })
       .execute();
     await em
@@ -534,6 +620,20 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       .update(WebhookDelivery)
       .set({ nextAttemptAt: until })
       .where({ endpointId, state: 'pending', nextAttemptAt: LessThan(until) })
+      .execute();
+  }
+
+  /**
+   * An endpoint's pause (until `pausedUntil`) ends early, at `now`: its url changed, or a delivered try
+   * closed its breaker. The pending deliveries it held (due by its end) are due now. The caller wakes
+   * the dispatcher once its transaction has committed.
+   */
+  async endPause(em: EntityManager, endpointId: number, pausedUntil: Date, now: Date): Promise<void> {
+    await em
+      .createQueryBuilder()
+      .update(WebhookDelivery)
+      .set({ nextAttemptAt: now })
+      .where({ endpointId, state: 'pending', nextAttemptAt: Between(new Date(now.getTime() + 1), pausedUntil) })
       .execute();
   }
 

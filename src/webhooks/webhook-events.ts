@@ -3,9 +3,10 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import type { QueryResult } from 'typeorm/query-runner/QueryResult';
+import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
-import { WebhookDispatcher } from './webhook-dispatcher';
+import { PAUSED_PAST_WINDOW, WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookEventMap, WebhookEventType } from './webhook-event-types';
 
 /** Event types are plain dotted names: nothing in them is special to LIKE. */
@@ -14,10 +15,14 @@ const SAFE_TYPE = /^[A-Za-z]+(\.[A-Za-z]+)*$/;
 /**
  * One delivery per active endpoint of the customer whose comma-separated `events` holds the type
  * (exactly, first, last or in between), due now, or when the endpoint's pause ends if its circuit breaker
- * is open (webhook-breaker.ts). Plain SQL both engines read alike.
+ * is open (webhook-breaker.ts); given up at once, untried, when that pause ends after the event's retry
+ * window (`:windowEnd`). Plain SQL both engines read alike; the error is a bound parameter.
  */
-const RECORD_SQL = `INSERT INTO webhook_deliveries (customerId, endpointId, eventId, eventType, body, state, attempts, nextAttemptAt, createdAt)
-SELECT customerId, id, :eventId, :type, :body, 'pending', 0, CASE WHEN pausedUntil > :now THEN pausedUntil ELSE :now END, :now FROM webhook_endpoints
+const RECORD_SQL = `INSERT INTO webhook_deliveries (customerId, endpointId, eventId, eventType, body, state, attempts, nextAttemptAt, createdAt, finishedAt, lastError)
+SELECT customerId, id, :eventId, :type, :body, CASE WHEN pausedUntil > :windowEnd THEN 'failed' ELSE 'pending' END, 0,
+  CASE WHEN pausedUntil > :now THEN pausedUntil ELSE :now END, :now,
+  CASE WHEN pausedUntil > :windowEnd THEN :now ELSE NULL END, CASE WHEN pausedUntil > :windowEnd THEN :pausedPastWindow ELSE NULL END
+FROM webhook_endpoints
 WHERE customerId = :customerId AND active = 1 AND (events = :only OR events LIKE :first OR events LIKE :last OR events LIKE :inner)`;
 
 /** A new event id: `evt_` + 16 random bytes, hex. */
@@ -42,6 +47,7 @@ export class WebhookEvents implements OnModuleInit {
     private readonly transactions: Transactions,
     private readonly dispatcher: WebhookDispatcher,
     private readonly metrics: Metrics,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -75,7 +81,19 @@ export class WebhookEvents implements OnModuleInit {
     const body = JSON.stringify({ id: eventId, type, createdAt: now.getTime(), data });
     const [sql, parameters] = em.connection.driver.escapeQueryWithParameters(
       RECORD_SQL,
-      { customerId, eventId, type, body, now, only: type, first: `${type},%`, last: `%,${type}`, inner: `%,${type},%` },
+      {
+        customerId,
+        eventId,
+        type,
+        body,
+        now,
+        windowEnd: new Date(now.getTime() + this.config.webhooks.retryWindowMs),
+        pausedPastWindow: PAUSED_PAST_WINDOW,
+        only: type,
+        first: `${type},%`,
+        last: `%,${type}`,
+        inner: `%,${type},%`,
+      },
       {},
     );
     const written: QueryResult = await runner.query(sql, parameters, true);

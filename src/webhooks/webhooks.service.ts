@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
+import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { WebhookDelivery } from './entities/webhook-delivery.entity';
 import { WebhookEndpoint } from './entities/webhook-endpoint.entity';
@@ -16,7 +17,7 @@ import {
   WebhookResponse,
   WebhookWithSecretResponse,
 } from './dto/webhook-response.dto';
-import { WebhookDispatcher } from './webhook-dispatcher';
+import { PAUSED_PAST_WINDOW, WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookSender } from './webhook-sender';
 import { newSigningSecret } from './webhook-signature';
 
@@ -30,6 +31,7 @@ export class WebhooksService {
     private readonly db: Transactions,
     private readonly sender: WebhookSender,
     private readonly dispatcher: WebhookDispatcher,
+    private readonly config: AppConfig,
   ) {}
 
   create(tenant: Tenant, body: CreateWebhookDto): Promise<WebhookWithSecretResponse> {
@@ -64,9 +66,10 @@ export class WebhooksService {
     return toWebhookResponse(await this.find(this.db.manager, tenant, webhookId));
   }
 
-  update(tenant: Tenant, webhookId: number, body: UpdateWebhookDto): Promise<WebhookResponse> {
+  async update(tenant: Tenant, webhookId: number, body: UpdateWebhookDto): Promise<WebhookResponse> {
     if (body.url !== undefined) this.checkUrl(body.url);
-    return this.db.run(async (em) => {
+    let resumed = false;
+    const updated = await this.db.run(async (em) => {
       const endpoint = await this.find(em, tenant, webhookId);
       const change: Partial<WebhookEndpoint> = {};
       if (body.url !== undefined && body.url !== endpoint.url) change.url = body.url;
@@ -76,11 +79,18 @@ export class WebhooksService {
       if (description !== undefined && description !== endpoint.description) change.description = description;
       if (!Object.keys(change).length) return toWebhookResponse(endpoint);
       change.updatedAt = new Date();
-      // A new address is a new receiver: what the old one's failures opened (the breaker) is closed.
+      // A new address is a new receiver: what the old one's failures opened (the breaker) is closed, and
+      // the deliveries its pause held are due now.
       const breaker = change.url !== undefined ? { failureStreak: 0, pausedUntil: null } : {};
       await em.update(WebhookEndpoint, { id: endpoint.id }, { ...change, ...breaker });
+      if (change.url !== undefined && endpoint.pausedUntil && endpoint.pausedUntil.getTime() > change.updatedAt.getTime()) {
+        await this.dispatcher.endPause(em, endpoint.id, endpoint.pausedUntil, change.updatedAt);
+        resumed = true;
+      }
       return toWebhookResponse({ ...endpoint, ...change });
     });
+    if (resumed) this.dispatcher.wake();
+    return updated;
   }
 
   async remove(tenant: Tenant, webhookId: number): Promise<void> {
@@ -113,7 +123,8 @@ export class WebhooksService {
   }
 
   /**
-   * Sends a delivery again: a new delivery of the same body (same event id) to the endpoint, due now,
+   * Sends a delivery again: a new delivery of the same body (same event id) to the endpoint, due now (or
+   * when the endpoint's pause ends; given up at once, untried, if that is after its retry window),
    * whatever the state of the original. Answers the new delivery.
    */
   async replay(tenant: Tenant, webhookId: number, deliveryId: number): Promise<WebhookDeliveryResponse> {
@@ -122,22 +133,24 @@ export class WebhooksService {
       const original = await em.findOne(WebhookDelivery, { where: { id: deliveryId, endpointId: endpoint.id } });
       if (!original) throw ApiException.notFound(`Webhook delivery not found: ${deliveryId}`);
       const now = new Date();
+      const paused = endpoint.pausedUntil && endpoint.pausedUntil.getTime() > now.getTime() ? endpoint.pausedUntil : null;
+      const pastWindow = !!paused && paused.getTime() > now.getTime() + this.config.webhooks.retryWindowMs;
       const copy = em.create(WebhookDelivery, {
         customerId: tenant.id,
         endpointId: endpoint.id,
         eventId: original.eventId,
         eventType: original.eventType,
         body: original.body,
-        state: 'pending',
+        state: pastWindow ? 'failed' : 'pending',
         attempts: 0,
-        nextAttemptAt: now,
+        nextAttemptAt: paused ?? now,
         claimToken: null,
         lastStatusCode: null,
         lastDurationMs: null,
-        lastError: null,
+        lastError: pastWindow ? PAUSED_PAST_WINDOW : null,
         createdAt: now,
         lastAttemptAt: null,
-        finishedAt: null,
+        finishedAt: pastWindow ? now : null,
       });
       await em.insert(WebhookDelivery, copy);
       copy.id = Number(copy.id); // mysql2 hands the generated BIGINT back as text

@@ -9,8 +9,8 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver does with a request: answer a status, or hold it unanswered (until close()). */
-export type Behaviour = (event: Received['event'], nth: number) => number | 'hang';
+/** What the receiver does with a request: answer a status (maybe later), or hold it unanswered (until close()). */
+export type Behaviour = (event: Received['event'], nth: number) => number | Promise<number> | 'hang';
 
 /**
  * A webhook receiver on 127.0.0.1 for the tests and the bench: records every POST (headers, body, when),
@@ -46,7 +46,8 @@ export class WebhookReceiver {
         });
         return;
       }
-      res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
+      if (typeof answer === 'number') res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
+      else void answer.then((status) => res.writeHead(status, { 'content-type': 'text/plain' }).end('ok'));
     });
   });
 
