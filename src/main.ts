@@ -9,6 +9,7 @@ import type { Logger as PinoInstance } from 'pino';
 import { AppModule } from './app.module';
 import { configureApp } from './app.setup';
 import { AppConfig } from './config/app-config';
+import { unknownSettings } from './config/env.validation';
 import { ConfigValidationError } from './config/env.validation';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { fallbackLogger, rootLoggerOf } from './logging/root-logger';
@@ -46,6 +47,7 @@ async function bootstrap(): Promise<void> {
   // Nest's own logger is pino from the first line on: start-up warnings (a database still coming up) are
   // written at once, in LOG_FORMAT; inside a request, lines carry its requestId (see LoggingModule).
   const logger = new StartLogger(new PinoLogger({ pinoHttp: { logger: root } }), {});
+  for (const warning of unknownSettings(process.env)) logger.warn(`${warning}: it is ignored`, 'Config');
   // abortOnError off: a failed start reaches the catch below (one fatal line, exit code 1), not process.abort().
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, logger, abortOnError: false });
   configureApp(app);

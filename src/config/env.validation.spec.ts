@@ -1,5 +1,5 @@
 import { AppConfig } from './app-config';
-import { ConfigValidationError, validateEnv } from './env.validation';
+import { ConfigValidationError, unknownSettings, validateEnv } from './env.validation';
 
 function refusal(raw: Record<string, unknown>): ConfigValidationError {
   try {
@@ -71,6 +71,17 @@ describe('validateEnv', () => {
     for (const bad of ['https://x.example/base?q=1', 'https://x.example/base#frag', 'https://x.example?', 'https://user:pw@x.example']) {
       expect(refusal({ PUBLIC_BASE_URL: bad }).message).toContain('PUBLIC_BASE_URL must be an http(s) address with an optional path');
     }
+  });
+
+  it('names variables that start like a setting but are none, with the setting most likely meant; others are not looked at', () => {
+    expect(
+      unknownSettings({ DB_PASWORD: 'x', MEDIA_MAX_BYTE: '1', RATE_LIMIT_WHATEVER_ELSE_ENTIRELY: '1', DB_HOST: 'h', PATH: '/bin', NODE_ENV: 'production' }),
+    ).toEqual([
+      'DB_PASWORD is not a setting (did you mean DB_PASSWORD?)',
+      'MEDIA_MAX_BYTE is not a setting (did you mean MEDIA_MAX_BYTES?)',
+      'RATE_LIMIT_WHATEVER_ELSE_ENTIRELY is not a setting',
+    ]);
+    expect(unknownSettings({ REDIS_URL: 'redis://x', PUBLIC_BASE_URL: 'https://x', METRICS_TOKEN: 't'.repeat(20), LOG_FORMAT: 'json' })).toEqual([]);
   });
 
   it('refuses PORT=abc with a message naming PORT', () => {

@@ -727,6 +727,57 @@ function refusalsOf(constraints: Record<string, string>): string {
   return (kind.length > 0 ? kind : Object.values(constraints)).join('; ');
 }
 
+/** Beginnings of this service's settings: a variable that starts like one but is none is most likely a typo. */
+const SETTING_PREFIXES = [
+  'DB_',
+  'REDIS_',
+  'MEDIA_',
+  'WEBHOOK_',
+  'RATE_LIMIT_',
+  'LIVE_',
+  'IMPORT_',
+  'SEARCH_',
+  'SYNC_',
+  'CAMPAIGN_',
+  'UPLOAD_',
+  'METRICS_',
+  'CORS_',
+  'TOKEN_',
+  'TRUST_',
+  'MAX_CONNECTIONS',
+  'READY_',
+  'PUBLIC_BASE',
+  'SHUTDOWN_',
+  'LOG_',
+];
+
+/** Edit distance between two names (for "did you mean"). */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j += 1) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
+}
+
+/**
+ * Variables that look like settings of this service but are none of them (`DB_PASWORD`, `MEDIA_MAX_BYTE`),
+ * each with the setting it most likely means: a setting misspelt would otherwise keep its default without
+ * a word. Only names with a setting's beginning are looked at: the environment holds many other variables.
+ */
+export function unknownSettings(raw: Record<string, unknown>): string[] {
+  const known = [...Object.keys(new EnvironmentVariables()), 'REDIS_URL', 'PUBLIC_BASE_URL', 'METRICS_TOKEN'];
+  const out: string[] = [];
+  for (const key of Object.keys(raw).sort()) {
+    if (known.includes(key) || !SETTING_PREFIXES.some((prefix) => key.startsWith(prefix))) continue;
+    const closest = known.map((name) => ({ name, d: distance(key, name) })).sort((x, y) => x.d - y.d)[0];
+    out.push(closest && closest.d <= 3 ? `${key} is not a setting (did you mean ${closest.name}?)` : `${key} is not a setting`);
+  }
+  return out;
+}
+
 /** Validates raw environment values; throws one error listing every bad setting. */
 export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
