@@ -4,7 +4,7 @@ import { Transactions } from '../src/database/transactions';
 import { EVENTS_KEPT, CampaignEventLog } from '../src/campaigns/campaign-event-log';
 import { LiveFanout } from '../src/live/live-fanout';
 import { LiveNotifier } from '../src/live/live-notifier';
-import { LiveGateway } from '../src/live/live.gateway';
+import { LiveGateway, SNAPSHOT_RESYNC_INTERVAL_MS } from '../src/live/live.gateway';
 import { LIVE_SOURCE, LiveSource } from '../src/live/live-source';
 import { SNAPSHOT_REUSE_MS } from '../src/live/shared-snapshots';
 import type { PendingEvent } from '../src/live/live-events';
@@ -453,17 +453,24 @@ describeEngines(
         expect([first.unread, second.unread]).toEqual([[], []]);
       });
 
-      it('a resync answered with a snapshot gets the shared one, unless the campaign has moved on since it was read', async () => {
+      it('resyncs answered with a snapshot come SNAPSHOT_RESYNC_INTERVAL_MS after the join and share one, unless the campaign has moved on since it was read', async () => {
         const { key } = await liveCampaign(A, 1);
         const id = Number((await campaignRow(key)).id);
         const v = await viewer(A, key);
+        const w = await viewer(A, key);
         const s0 = (await v.next('campaign.snapshot')).seq;
+        await w.next('campaign.snapshot');
         const shared = await counting(id, async () => {
+          const asked = Date.now();
           v.resync('not a seq');
-          return v.next('campaign.snapshot');
+          w.resync('not a seq');
+          const [a, b] = await Promise.all([v.next('campaign.snapshot'), w.next('campaign.snapshot')]);
+          return { seqs: [a.seq, b.seq], waited: Date.now() - asked };
         });
-        expect(shared.result.seq).toBe(s0);
-        expect([shared.reads.length, shared.encodings]).toEqual([0, 0]);
+        expect(shared.result.seqs).toEqual([s0, s0]);
+        // Each waited out the rest of the interval since its join's snapshot; then both got one read, encoded once.
+        expect(shared.result.waited).toBeGreaterThanOrEqual(SNAPSHOT_RESYNC_INTERVAL_MS - 1000);
+        expect([shared.reads.length, shared.encodings]).toEqual([1, 1]);
         // An event this node has not delivered (recorded straight into the log): the resync read its seq.
         const log = ctx().app.get(CampaignEventLog);
         await ctx()

@@ -15,6 +15,7 @@ import { LIVE_SOURCE, LiveRefusal, LiveSource } from './live-source';
 import { ViewerCounter } from './viewer-counter';
 import { SharedSnapshot, SharedSnapshots } from './shared-snapshots';
 import { requestBaseUrl } from '../http/base-url';
+import { TimeSlicer } from '../common/util/time-slicer';
 
 /**
  * Resync requests a socket may make: a bucket of RESYNC_BURST that refills one every RESYNC_REFILL_MS.
@@ -38,6 +39,14 @@ export const TOO_MANY_SOCKETS_MESSAGE = `too many /live sockets on this connecti
  * instead, decided from the sizes the event log stores (it must stay under its BYTES_KEPT).
  */
 export const RESYNC_MAX_REPLAY_BYTES = 256 * 1024;
+/**
+ * A resync answered with a snapshot comes at least this long after the socket's previous snapshot (its
+ * join's included): the request waits out the rest (the socket stays busy meanwhile, so its next requests
+ * are ignored) and then gets one snapshot, read then. A snapshot of a campaign at CAMPAIGN_MAX_GOODS is a
+ * few MB; 250 viewers that joined such a campaign and each asked ten times in a row for one held the event
+ * loop for 1.7 s.
+ */
+export const SNAPSHOT_RESYNC_INTERVAL_MS = 2000;
 
 interface ViewerData {
   campaignId: number;
@@ -46,7 +55,7 @@ interface ViewerData {
   counted: boolean;
   currency: string;
   baseUrl: string;
-  resync: { tokens: number; at: number; busy: boolean; ignored: number };
+  resync: { tokens: number; at: number; busy: boolean; ignored: number; snapshotAt: number };
   /** An operator's console: when its token stops being valid (epoch ms); it is disconnected then. */
   operatorUntil?: number;
 }
@@ -127,6 +136,8 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   private readonly snapshots = new SharedSnapshots((campaignId, currency, baseUrl) => this.readSnapshot(campaignId, currency, baseUrl));
   /** The /live sockets of each Engine.IO connection, admitted or being admitted (see MAX_LIVE_SOCKETS_PER_CONNECTION). */
   private readonly socketsPerConnection = new WeakMap<object, Set<string>>();
+  /** Slices of the event loop the snapshot writes take (see sendSnapshot); holding for no request. */
+  private readonly snapshotWrites = new TimeSlicer(5, 0);
   private readonly refusals = new RefusalLog(this.logger, () => `MAX_LIVE_SOCKETS_PER_CONNECTION (${MAX_LIVE_SOCKETS_PER_CONNECTION})`);
 
   constructor(
@@ -195,7 +206,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       counted: admission.counted,
       currency: admission.currency,
       baseUrl: this.baseUrlOf(socket),
-      resync: { tokens: RESYNC_BURST, at: Date.now(), busy: false, ignored: 0 },
+      resync: { tokens: RESYNC_BURST, at: Date.now(), busy: false, ignored: 0, snapshotAt: 0 },
       operatorUntil: admission.operatorUntil,
     };
   }
@@ -284,6 +295,11 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       const valid = sinceSeq !== null && sinceSeq <= lastSeq;
       const missed = valid ? await this.source.eventsSince(campaignId, sinceSeq, lastSeq, RESYNC_MAX_REPLAY_BYTES) : null;
       if (!missed) {
+        const wait = state.snapshotAt + SNAPSHOT_RESYNC_INTERVAL_MS - Date.now();
+        if (wait > 0) {
+          await new Promise((resolve) => setTimeout(resolve, wait));
+          if (!socket.connected) return;
+        }
         // Not one shared since before lastSeq was read: the client asked because it lacks those events.
         await this.sendSnapshot(socket, lastSeq);
         return;
@@ -348,7 +364,16 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
         socket.disconnect(true);
         return null;
       }
-      return this.notifier.sendEncodedTo(socket, snapshot.event) ? snapshot.seq : null;
+      // Many viewers joining together get one snapshot and one write each of its bytes (a few MB for a large
+      // campaign): past a slice of the event loop, the writes go on in later turns, so that requests and
+      // other viewers' events are served between them (their events wait for the snapshot meanwhile).
+      if (this.snapshotWrites.due()) {
+        await this.snapshotWrites.yield();
+        if (!socket.connected) return null;
+      }
+      if (!this.notifier.sendEncodedTo(socket, snapshot.event)) return null;
+      socket.data.resync.snapshotAt = Date.now();
+      return snapshot.seq;
     } catch (err) {
       this.logger.warn(`snapshot for campaign ${campaignId} failed: ${err instanceof Error ? err.message : String(err)}`);
       return null;
