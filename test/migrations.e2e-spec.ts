@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../src/config/app-config';
-import { openDataSource, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
+import { openDataSource, openDataSourceWithRetry, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
 import { MIGRATIONS } from '../src/database/migrations';
 import { ENTITIES } from '../src/schema';
 import { unpackResults } from '../src/excel/job-results';
@@ -570,6 +570,62 @@ for (const engine of ENGINES) {
       }
       // TypeORM leaves SQLite's foreign keys off on the connection of a failed run.
       if (engine === 'sqlite') await d.query('PRAGMA foreign_keys = ON');
+    });
+
+    it('a migration that fails (not for an unreachable database) ends the start at once, naming it', async () => {
+      const d = current();
+      await undoUntilPending(d, 'AddImportJobStalledClaims1764700000000');
+      await d.query('ALTER TABLE import_jobs RENAME TO import_jobs_aside');
+      const warnings: string[] = [];
+      const started = Date.now();
+      try {
+        await expect(
+          openDataSourceWithRetry(settings(), ENTITIES, (message: string, level?: string) => {
+            if (level !== 'log') warnings.push(message);
+          }),
+        ).rejects.toThrow(/migration AddImportJobStalledClaims1764700000000 failed: /);
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(warnings).toEqual([]); // not retried as "database not reachable yet"
+      } finally {
+        await d.query('ALTER TABLE import_jobs_aside RENAME TO import_jobs');
+      }
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+    }, 30_000);
+
+    it('a database migrated by a newer livegoods (a migration this build does not know) is refused at start', async () => {
+      const d = current();
+      await d.query('INSERT INTO migrations (timestamp, name) VALUES (?, ?)', [1799999999999, 'FromTheFuture1799999999999']);
+      try {
+        const started = Date.now();
+        const refusal = await openDataSourceWithRetry(settings(), ENTITIES, () => undefined).then(
+          async (opened) => {
+            await opened.destroy();
+            return 'started';
+          },
+          (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        );
+        expect(refusal).toBe(
+          'the database was migrated by a newer livegoods (migration FromTheFuture1799999999999); run that version or restore the backup taken before the upgrade',
+        );
+        expect(Date.now() - started).toBeLessThan(10_000);
+      } finally {
+        await d.query('DELETE FROM migrations WHERE name = ?', ['FromTheFuture1799999999999']);
+      }
+    }, 30_000);
+
+    it('the start logs each migration it applies by name, and a summary', async () => {
+      const d = current();
+      await undoUntilPending(d, 'WidenCampaignEventPayload1765000000000');
+      const lines: string[] = [];
+      const opened = await openDataSourceWithRetry(settings(), ENTITIES, (message: string, level?: string) => lines.push(`${level}: ${message}`));
+      await opened.destroy();
+      expect(lines).toEqual([
+        expect.stringMatching(/^log: migration WidenCampaignEventPayload1765000000000 applied \(\d+ ms\)$/),
+        expect.stringMatching(/^log: migration AddCampaignEventPayloadBytes1765100000000 applied \(\d+ ms\)$/),
+        expect.stringMatching(/^log: 2 migration\(s\) applied in \d+ ms; the schema is at AddCampaignEventPayloadBytes1765100000000$/),
+      ]);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
     });
 
     it('revert drops the tables, and migrating again restores the same schema', async () => {
