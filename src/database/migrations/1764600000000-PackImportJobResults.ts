@@ -97,6 +97,8 @@ export class PackImportJobResults1764600000000 implements MigrationInterface {
         ],
       }),
     );
+    // Run again after a cut: import_job_results already gone means the unpacking was done.
+    if (!(await queryRunner.hasTable('import_job_results'))) return;
     const groups = (await queryRunner.query('SELECT DISTINCT jobId, seq FROM import_job_results ORDER BY jobId, seq')) as Array<{
       jobId: number | string;
       seq: number;
