@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
-import { DataSource } from 'typeorm';
-import { openDataSource, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
+import { DataSource, QueryRunner } from 'typeorm';
+import { AppConfig } from '../src/config/app-config';
+import { openDataSource, openDataSourceWithRetry, resolveDataSourceOptions, runMigrations } from '../src/database/data-source-options';
 import { MIGRATIONS } from '../src/database/migrations';
 import { ENTITIES } from '../src/schema';
 import { unpackResults } from '../src/excel/job-results';
@@ -60,6 +61,50 @@ async function appliedMigrations(ds: DataSource): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
+/** The schema as the engine tells it: SHOW CREATE TABLE of every table (MySQL), the stored SQL of every table and index (SQLite). */
+async function schemaOf(ds: DataSource): Promise<Record<string, string>> {
+  const schema: Record<string, string> = {};
+  if (ds.options.type === 'better-sqlite3') {
+    const rows: Array<{ name: string; sql: string | null }> = await ds.query(
+      "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+    );
+    for (const r of rows) schema[r.name] = String(r.sql);
+    return schema;
+  }
+  const tables: Array<{ name: string }> = await ds.query(
+    'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME',
+  );
+  for (const { name } of tables) {
+    const [row] = await ds.query(`SHOW CREATE TABLE \`${name}\``);
+    schema[name] = String(row['Create Table']).replace(/ AUTO_INCREMENT=\d+/, '');
+  }
+  return schema;
+}
+
+const CUT = 'cut short by the test';
+
+/**
+ * A query runner that lets `allowed` statements that change something through (anything but SELECT,
+ * SHOW and PRAGMA) and throws before the next: a migration cut there, as by a kill, without being recorded.
+ */
+function cutAfter(runner: QueryRunner, allowed: number, state: { done: number; cut: boolean }): QueryRunner {
+  return new Proxy(runner, {
+    get(target, prop, receiver) {
+      if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
+      return async (sql: string, ...rest: unknown[]) => {
+        if (!/^\s*(SELECT|SHOW|PRAGMA)\b/i.test(sql)) {
+          if (state.done >= allowed) {
+            state.cut = true;
+            throw new Error(CUT);
+          }
+          state.done += 1;
+        }
+        return (target.query as (...args: unknown[]) => Promise<unknown>).call(receiver, sql, ...rest);
+      };
+    },
+  });
+}
+
 function describeEngine(engine: Engine, suite: () => void): void {
   const down = engineUnavailable(engine);
   if (down && process.env.REQUIRE_SERVICES !== '1') {
@@ -79,6 +124,15 @@ for (const engine of ENGINES) {
     let ds: DataSource | undefined;
     let dataDir = '';
     let database = '';
+    let config: AppConfig | undefined;
+
+    const settings = (): AppConfig => {
+      if (!config) throw new Error('no settings');
+      return config;
+    };
+    const undoUntilPending = async (d: DataSource, name: string) => {
+      while ((await appliedMigrations(d)).includes(name)) await d.undoLastMigration({ transaction: 'each' });
+    };
 
     const current = (): DataSource => {
       if (!ds) throw new Error('data source not open');
@@ -89,6 +143,7 @@ for (const engine of ENGINES) {
       const test = await testConfig(engine, __filename);
       dataDir = test.dataDir;
       database = test.database;
+      config = test.config;
       ds = await openDataSource(await resolveDataSourceOptions(test.config, ENTITIES));
       alignSqliteGeneratedKeys(ds);
     });
@@ -414,6 +469,163 @@ for (const engine of ENGINES) {
       await d.query('DELETE FROM customers WHERE id = ?', [id]);
       expect(await d.query('SELECT seq FROM import_job_results WHERE jobId = ?', [jobId])).toEqual([]); // the foreign keys still cascade
       expect(await pendingSchemaChanges(d)).toEqual([]);
+    });
+
+    it('a migration cut after any of its statements (as by a kill) is completed by the next start, to the same schema', async () => {
+      const d = current();
+      const clean = await schemaOf(d);
+      const cuts: string[] = [];
+      for (const [index, name] of MIGRATION_NAMES.entries()) {
+        for (let allowed = 1; ; allowed += 1) {
+          await undoUntilPending(d, name);
+          const migration = d.migrations[index];
+          expect(migration.name).toBe(name);
+          const up = migration.up.bind(migration);
+          const state = { done: 0, cut: false };
+          migration.up = (runner: QueryRunner) => up(cutAfter(runner, allowed, state));
+          try {
+            await d.runMigrations({ transaction: 'each' });
+          } catch (err) {
+            if (!state.cut) throw err;
+          } finally {
+            migration.up = up;
+          }
+          if (!state.cut) break; // the whole migration ran: no later statement to cut before
+          expect(await appliedMigrations(d)).not.toContain(name);
+          cuts.push(`${name} after ${allowed}`);
+          // The next start.
+          const next = await openDataSource(await resolveDataSourceOptions(settings(), ENTITIES));
+          try {
+            expect(await appliedMigrations(next)).toEqual(MIGRATION_NAMES);
+            expect(await schemaOf(next)).toEqual(clean);
+          } finally {
+            await next.destroy();
+          }
+        }
+      }
+      await runMigrations(d);
+      expect(await schemaOf(d)).toEqual(clean);
+      // Every migration of several statements was cut at least once.
+      for (const name of ['InitialSchema1763700000000', 'AddCampaigns1763900000000', 'AddStock1764100000000', 'AddWebhookEndpointBreaker1764800000000']) {
+        expect(cuts).toContain(`${name} after 1`);
+      }
+    }, 600_000);
+
+    it('the results migration cut after some of its groups were written packs each job once on the next start', async () => {
+      const d = current();
+      await undoUntilPending(d, 'PackImportJobResults1764600000000');
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-cut-packing-00000000',
+        'c2VjcmV0',
+        'Cut packing',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-cut-packing-00000000']);
+      await d.query(
+        "INSERT INTO import_jobs (customerId, state, fileName, filePath, fileBytes, baseUrl, rowsDone, createdAt) VALUES (?, 'succeeded', 'b.csv', 'b.upload', 1, 'http://localhost', 2500, ?)",
+        [id, now],
+      );
+      const [{ id: jobId }] = await d.query('SELECT id FROM import_jobs WHERE customerId = ?', [id]);
+      const results = Array.from({ length: 2500 }, (_, seq) => JSON.stringify({ name: `g${seq}`, row: seq + 2, status: 'CREATE', message: null }));
+      for (let at = 0; at < results.length; at += 500) {
+        const slice = results.slice(at, at + 500);
+        await d.query(
+          `INSERT INTO import_job_rows (jobId, seq, row, status, result) VALUES ${slice.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+          slice.flatMap((r, n) => [jobId, at + n, at + n + 2, 'CREATE', r]),
+        );
+      }
+      const index = MIGRATION_NAMES.indexOf('PackImportJobResults1764600000000');
+      const migration = d.migrations[index];
+      const up = migration.up.bind(migration);
+      const state = { done: 0, cut: false };
+      // The table created, then two of the three groups written (after the new version's delete of the job's groups, if any).
+      migration.up = (runner: QueryRunner) => up(cutAfter(runner, 4, state));
+      try {
+        await expect(d.runMigrations({ transaction: 'each' })).rejects.toThrow(CUT);
+      } finally {
+        migration.up = up;
+      }
+      const next = await openDataSource(await resolveDataSourceOptions(settings(), ENTITIES));
+      try {
+        expect(await appliedMigrations(next)).toEqual(MIGRATION_NAMES);
+        const groups: Array<Record<string, unknown>> = await next.query(
+          'SELECT seq, part, rowCount, data FROM import_job_results WHERE jobId = ? ORDER BY seq, part',
+          [jobId],
+        );
+        expect(groups.map((g) => [Number(g.seq), Number(g.part), Number(g.rowCount)])).toEqual([
+          [0, 0, 1000],
+          [1000, 0, 1000],
+          [2000, 0, 500],
+        ]);
+        const unpacked: string[] = [];
+        for (const g of groups) unpacked.push(...(await unpackResults([g.data as Buffer])));
+        expect(unpacked).toEqual(results);
+        await next.query('DELETE FROM customers WHERE id = ?', [id]);
+        expect(await next.query('SELECT seq FROM import_job_results WHERE jobId = ?', [jobId])).toEqual([]);
+      } finally {
+        await next.destroy();
+      }
+      // TypeORM leaves SQLite's foreign keys off on the connection of a failed run.
+      if (engine === 'sqlite') await d.query('PRAGMA foreign_keys = ON');
+    });
+
+    it('a migration that fails (not for an unreachable database) ends the start at once, naming it', async () => {
+      const d = current();
+      await undoUntilPending(d, 'AddImportJobStalledClaims1764700000000');
+      await d.query('ALTER TABLE import_jobs RENAME TO import_jobs_aside');
+      const warnings: string[] = [];
+      const started = Date.now();
+      try {
+        await expect(
+          openDataSourceWithRetry(settings(), ENTITIES, (message: string, level?: string) => {
+            if (level !== 'log') warnings.push(message);
+          }),
+        ).rejects.toThrow(/migration AddImportJobStalledClaims1764700000000 failed: /);
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(warnings).toEqual([]); // not retried as "database not reachable yet"
+      } finally {
+        await d.query('ALTER TABLE import_jobs_aside RENAME TO import_jobs');
+      }
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+    }, 30_000);
+
+    it('a database migrated by a newer livegoods (a migration this build does not know) is refused at start', async () => {
+      const d = current();
+      await d.query('INSERT INTO migrations (timestamp, name) VALUES (?, ?)', [1799999999999, 'FromTheFuture1799999999999']);
+      try {
+        const started = Date.now();
+        const refusal = await openDataSourceWithRetry(settings(), ENTITIES, () => undefined).then(
+          async (opened) => {
+            await opened.destroy();
+            return 'started';
+          },
+          (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        );
+        expect(refusal).toBe(
+          'the database was migrated by a newer livegoods (migration FromTheFuture1799999999999); run that version or restore the backup taken before the upgrade',
+        );
+        expect(Date.now() - started).toBeLessThan(10_000);
+      } finally {
+        await d.query('DELETE FROM migrations WHERE name = ?', ['FromTheFuture1799999999999']);
+      }
+    }, 30_000);
+
+    it('the start logs each migration it applies by name, and a summary', async () => {
+      const d = current();
+      await undoUntilPending(d, 'WidenCampaignEventPayload1765000000000');
+      const lines: string[] = [];
+      const opened = await openDataSourceWithRetry(settings(), ENTITIES, (message: string, level?: string) => lines.push(`${level}: ${message}`));
+      await opened.destroy();
+      expect(lines).toEqual([
+        expect.stringMatching(/^log: migration WidenCampaignEventPayload1765000000000 applied \(\d+ ms\)$/),
+        expect.stringMatching(/^log: migration AddCampaignEventPayloadBytes1765100000000 applied \(\d+ ms\)$/),
+        expect.stringMatching(/^log: 2 migration\(s\) applied in \d+ ms; the schema is at AddCampaignEventPayloadBytes1765100000000$/),
+      ]);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
     });
 
     it('revert drops the tables, and migrating again restores the same schema', async () => {

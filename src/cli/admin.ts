@@ -119,7 +119,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const ttl = command === 'token' ? parseTtl(values.ttl ?? '1h', config.auth.tokenMaxTtlSeconds) : 0;
-  const dataSource = await openDataSource(await resolveDataSourceOptions(config, ENTITIES));
+  // The CLI migrates as a start does: the migrations it applies are named on stderr (stdout stays the command's JSON).
+  const dataSource = await openDataSource(await resolveDataSourceOptions(config, ENTITIES), undefined, (message) => process.stderr.write(`${message}\n`));
   try {
     const customers = new CustomersService(new Transactions(dataSource, config));
     if (command === 'customer create') {

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { isDatabaseUnavailable } from './database-errors';
 import { isMysql } from './engine';
 import { MysqlGuard, PREPARED_STATEMENTS_PER_CONNECTION } from './mysql-guard';
 import { TypeOrmLogger } from './typeorm-logger';
@@ -95,13 +96,104 @@ export async function resolveDataSourceOptions(config: AppConfig, entities: Enti
   return buildDataSourceOptions(config, entities, flavor);
 }
 
+/** Where the start-up writes what it does: `log` for the migrations applied, `warn` for a retry. */
+export type StartLog = (message: string, level: 'log' | 'warn') => void;
+
+/**
+ * A migration failed for a reason other than the database being out of reach: the start stops at once
+ * (retrying would fail the same way). The database is left as the cut migration left it; every migration
+ * may be run again from the top (src/database/migrations/steps.ts), so once the cause is fixed the next
+ * start completes it.
+ */
+export class MigrationFailedError extends Error {
+  constructor(
+    readonly migration: string,
+    override readonly cause: unknown,
+  ) {
+    super(
+      `migration ${migration} failed: ${cause instanceof Error ? cause.message : String(cause)}` +
+        ' (nothing after it was applied; fix the cause and start again, which runs this migration again from the top)',
+    );
+    this.name = 'MigrationFailedError';
+  }
+}
+
+/** The migrations table lists a migration this build does not have: a newer livegoods migrated the database. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly unknownMigrations: string[]) {
+    super(
+      `the database was migrated by a newer livegoods (migration ${unknownMigrations.join(', ')}); ` +
+        'run that version or restore the backup taken before the upgrade',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+/** Errors that end the start at once instead of being retried as "database not reachable yet". */
+export function isFatalStartError(err: unknown): boolean {
+  if (err instanceof SchemaTooNewError) return true;
+  return err instanceof MigrationFailedError && !isDatabaseUnavailable(err.cause);
+}
+
+const instrumented = new WeakSet<object>();
+
+/**
+ * Makes each migration's up() name itself when it fails (MigrationFailedError) and record how long it
+ * took; TypeORM rethrows the error as it got it.
+ */
+function instrumentMigrations(dataSource: DataSource, durations: Map<string, number>): void {
+  for (const migration of dataSource.migrations) {
+    if (instrumented.has(migration)) continue;
+    instrumented.add(migration);
+    const name = migration.name ?? migration.constructor.name;
+    const up = migration.up.bind(migration);
+    migration.up = async (queryRunner) => {
+      const started = Date.now();
+      try {
+        await up(queryRunner);
+      } catch (err) {
+        throw err instanceof MigrationFailedError ? err : new MigrationFailedError(name, err);
+      }
+      durations.set(name, Date.now() - started);
+    };
+  }
+}
+
+/** Refuses a database whose migrations table lists a migration this build does not know (a newer build migrated it). */
+async function refuseNewerSchema(dataSource: DataSource): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    const table = dataSource.options.migrationsTableName ?? 'migrations';
+    if (!(await runner.hasTable(table))) return;
+    const known = new Set(dataSource.migrations.map((m) => m.name ?? m.constructor.name));
+    const rows = (await runner.query(`SELECT name FROM ${runner.connection.driver.escape(table)} ORDER BY id`)) as Array<{ name: string }>;
+    const unknown = rows.map((r) => String(r.name)).filter((name) => !known.has(name));
+    if (unknown.length) throw new SchemaTooNewError(unknown);
+  } finally {
+    await runner.release();
+  }
+}
+
+/** Runs the pending migrations (each in a transaction; on MySQL/MariaDB DDL commits on its own) and logs each one applied. */
+async function applyMigrations(dataSource: DataSource, log?: StartLog): Promise<void> {
+  await refuseNewerSchema(dataSource);
+  const durations = new Map<string, number>();
+  instrumentMigrations(dataSource, durations);
+  const started = Date.now();
+  const applied = await dataSource.runMigrations({ transaction: 'each' });
+  if (!log || !applied.length) return;
+  for (const m of applied) log(`migration ${m.name} applied (${durations.get(m.name) ?? 0} ms)`, 'log');
+  log(`${applied.length} migration(s) applied in ${Date.now() - started} ms; the schema is at ${applied[applied.length - 1].name}`, 'log');
+}
+
 /**
  * Applies pending migrations. On MySQL a named lock keeps several nodes that start at once from
- * migrating concurrently; SQLite is one process by nature.
+ * migrating concurrently; SQLite is one process by nature. A database migrated by a newer build is
+ * refused (SchemaTooNewError); a migration that fails throws MigrationFailedError naming it.
  */
-export async function runMigrations(dataSource: DataSource): Promise<void> {
+export async function runMigrations(dataSource: DataSource, log?: StartLog): Promise<void> {
   if (!isMysql(dataSource)) {
-    await dataSource.runMigrations({ transaction: 'each' });
+    await applyMigrations(dataSource, log);
     return;
   }
   const runner = dataSource.createQueryRunner();
@@ -116,7 +208,7 @@ export async function runMigrations(dataSource: DataSource): Promise<void> {
     const [{ locked }] = (await runner.query("SELECT GET_LOCK('livegoods_migrations', 120) AS locked")) as Array<{ locked: number | string | null }>;
     if (Number(locked) !== 1) throw new Error('could not get the migration lock within 120 s');
     try {
-      await dataSource.runMigrations({ transaction: 'each' });
+      await applyMigrations(dataSource, log);
     } finally {
       await runner.query("SELECT RELEASE_LOCK('livegoods_migrations')");
     }
@@ -149,11 +241,11 @@ export function alignMysqlColumnTypes(dataSource: DataSource): void {
  * Opens the data source and brings the schema up to date; on MySQL, then bounds every later use of a
  * connection in time (MysqlGuard: session limits, statement and acquire timeouts).
  */
-export async function openDataSource(options: DataSourceOptions, config?: AppConfig): Promise<DataSource> {
+export async function openDataSource(options: DataSourceOptions, config?: AppConfig, log?: StartLog): Promise<DataSource> {
   const dataSource = await new DataSource(options).initialize();
   alignMysqlColumnTypes(dataSource);
   try {
-    await runMigrations(dataSource);
+    await runMigrations(dataSource, log);
   } catch (err) {
     await dataSource.destroy();
     throw err;
@@ -164,18 +256,24 @@ export async function openDataSource(options: DataSourceOptions, config?: AppCon
 
 /**
  * Opens the database at start-up, retrying with backoff (0.5 s doubling up to 5 s) while it does not answer
- * yet, for at most DB_STARTUP_TIMEOUT_MS; each failed attempt is logged. A database that refuses our
- * settings (wrong password, wrong character set) fails the same way once the time is up.
+ * yet, for at most DB_STARTUP_TIMEOUT_MS; each failed attempt is logged (`warn`), and so is each migration
+ * applied (`log`). A database that refuses our settings (wrong password, wrong character set) fails the same
+ * way once the time is up. A migration that fails for another reason than the database going away, or a
+ * database migrated by a newer build, ends the start at once (isFatalStartError).
  */
-export async function openDataSourceWithRetry(config: AppConfig, entities: EntityList, log: (message: string) => void): Promise<DataSource> {
+export async function openDataSourceWithRetry(config: AppConfig, entities: EntityList, log: StartLog): Promise<DataSource> {
   const deadline = Date.now() + config.database.startupTimeoutMs;
   for (let attempt = 1, delay = 500; ; attempt += 1, delay = Math.min(delay * 2, 5000)) {
     try {
-      return await openDataSource(await resolveDataSourceOptions(config, entities), config);
+      return await openDataSource(await resolveDataSourceOptions(config, entities), config, log);
     } catch (err) {
+      if (isFatalStartError(err)) throw err;
       const left = deadline - Date.now();
       if (left <= 0) throw err;
-      log(`database not reachable yet (attempt ${attempt}: ${err instanceof Error ? err.message : String(err)}); retrying in ${Math.min(delay, left)} ms`);
+      log(
+        `database not reachable yet (attempt ${attempt}: ${err instanceof Error ? err.message : String(err)}); retrying in ${Math.min(delay, left)} ms`,
+        'warn',
+      );
       await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left)));
     }
   }

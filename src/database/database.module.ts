@@ -35,7 +35,7 @@ export class DatabaseModule {
             const config = options && configOf.get(options);
             if (!config) throw new Error('no settings for the data source');
             const logger = new Logger('Database');
-            return openDataSourceWithRetry(config, entities, (message) => logger.warn(message));
+            return openDataSourceWithRetry(config, entities, (message, level) => (level === 'warn' ? logger.warn(message) : logger.log(message)));
           },
         }),
       ],

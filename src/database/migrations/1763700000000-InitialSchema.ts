@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableForeignKey, TableIndex } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 /** int64 auto-increment key; SQLite only auto-increments a column declared INTEGER (which is 64-bit there). */
 const idColumn = (queryRunner: QueryRunner) => ({
@@ -16,7 +17,8 @@ export class InitialSchema1763700000000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const id = idColumn(queryRunner);
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'customers',
         columns: [
@@ -32,7 +34,8 @@ export class InitialSchema1763700000000 implements MigrationInterface {
         indices: [new TableIndex({ name: 'UQ_customers_access_key', columnNames: ['accessKey'], isUnique: true })],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'goods',
         columns: [
@@ -74,7 +77,7 @@ export class InitialSchema1763700000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropTable('goods');
-    await queryRunner.dropTable('customers');
+    await dropTableOnce(queryRunner, 'goods');
+    await dropTableOnce(queryRunner, 'customers');
   }
 }

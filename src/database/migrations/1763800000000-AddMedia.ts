@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableForeignKey, TableIndex } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 /** The media table: one hosted image per goods item, files addressed by checksum. */
 export class AddMedia1763800000000 implements MigrationInterface {
@@ -6,7 +7,8 @@ export class AddMedia1763800000000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const sqlite = queryRunner.connection.driver.options.type === 'better-sqlite3';
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'media',
         columns: [
@@ -52,6 +54,6 @@ export class AddMedia1763800000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropTable('media');
+    await dropTableOnce(queryRunner, 'media');
   }
 }

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableColumnOptions, TableForeignKey, TableIndex } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 const fk = (name: string, column: string, table: string) =>
   new TableForeignKey({
@@ -25,7 +26,8 @@ export class AddCampaigns1763900000000 implements MigrationInterface {
     };
     const at = (name: string, nullable = false): TableColumnOptions => ({ name, type: 'datetime', precision: 3, isNullable: nullable });
 
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'campaigns',
         columns: [
@@ -57,7 +59,8 @@ export class AddCampaigns1763900000000 implements MigrationInterface {
         foreignKeys: [fk('FK_campaigns_customer', 'customerId', 'customers')],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'campaign_goods',
         columns: [
@@ -78,7 +81,8 @@ export class AddCampaigns1763900000000 implements MigrationInterface {
         foreignKeys: [fk('FK_campaign_goods_campaign', 'campaignId', 'campaigns'), fk('FK_campaign_goods_goods', 'goodsId', 'goods')],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'campaign_chat',
         columns: [
@@ -92,7 +96,8 @@ export class AddCampaigns1763900000000 implements MigrationInterface {
         foreignKeys: [fk('FK_campaign_chat_campaign', 'campaignId', 'campaigns')],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'campaign_events',
         columns: [
@@ -110,9 +115,9 @@ export class AddCampaigns1763900000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropTable('campaign_events');
-    await queryRunner.dropTable('campaign_chat');
-    await queryRunner.dropTable('campaign_goods');
-    await queryRunner.dropTable('campaigns');
+    await dropTableOnce(queryRunner, 'campaign_events');
+    await dropTableOnce(queryRunner, 'campaign_chat');
+    await dropTableOnce(queryRunner, 'campaign_goods');
+    await dropTableOnce(queryRunner, 'campaigns');
   }
 }

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { addColumnsOnce, dropColumnsOnce } from './steps';
 
 /**
  * Stock-driven sales status: the stock of each campaign item and its ALMOST_SOLD_OUT threshold (both
@@ -8,15 +9,15 @@ export class AddStock1764100000000 implements MigrationInterface {
   name = 'AddStock1764100000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumns('campaign_goods', [
+    await addColumnsOnce(queryRunner, 'campaign_goods', [
       new TableColumn({ name: 'stock', type: 'integer', isNullable: true }),
       new TableColumn({ name: 'almostSoldOutAt', type: 'integer', isNullable: true }),
     ]);
-    await queryRunner.addColumn('campaigns', new TableColumn({ name: 'showStock', type: 'boolean', default: 0 }));
+    await addColumnsOnce(queryRunner, 'campaigns', [new TableColumn({ name: 'showStock', type: 'boolean', default: 0 })]);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropColumn('campaigns', 'showStock');
-    await queryRunner.dropColumns('campaign_goods', ['almostSoldOutAt', 'stock']);
+    await dropColumnsOnce(queryRunner, 'campaigns', ['showStock']);
+    await dropColumnsOnce(queryRunner, 'campaign_goods', ['almostSoldOutAt', 'stock']);
   }
 }

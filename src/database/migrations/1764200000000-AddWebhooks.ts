@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableColumnOptions, TableForeignKey, TableIndex } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 const fk = (name: string, column: string, table: string) =>
   new TableForeignKey({
@@ -25,7 +26,8 @@ export class AddWebhooks1764200000000 implements MigrationInterface {
     };
     const at = (name: string, nullable = false): TableColumnOptions => ({ name, type: 'datetime', precision: 3, isNullable: nullable });
 
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'webhook_endpoints',
         columns: [
@@ -43,7 +45,8 @@ export class AddWebhooks1764200000000 implements MigrationInterface {
         foreignKeys: [fk('FK_webhook_endpoints_customer', 'customerId', 'customers')],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'webhook_deliveries',
         columns: [
@@ -75,7 +78,7 @@ export class AddWebhooks1764200000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropTable('webhook_deliveries');
-    await queryRunner.dropTable('webhook_endpoints');
+    await dropTableOnce(queryRunner, 'webhook_deliveries');
+    await dropTableOnce(queryRunner, 'webhook_endpoints');
   }
 }

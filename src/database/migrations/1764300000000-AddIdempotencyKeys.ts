@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableForeignKey, TableIndex } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 /**
  * Idempotency-Key of authenticated writes: one row per customer and key (its primary key is the lock
@@ -8,7 +9,8 @@ export class AddIdempotencyKeys1764300000000 implements MigrationInterface {
   name = 'AddIdempotencyKeys1764300000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'idempotency_keys',
         columns: [
@@ -25,7 +27,8 @@ export class AddIdempotencyKeys1764300000000 implements MigrationInterface {
         indices: [new TableIndex({ name: 'IDX_idempotency_keys_expires', columnNames: ['expiresAt'] })],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'idempotency_key_parts',
         columns: [
@@ -49,7 +52,7 @@ export class AddIdempotencyKeys1764300000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropTable('idempotency_key_parts');
-    await queryRunner.dropTable('idempotency_keys');
+    await dropTableOnce(queryRunner, 'idempotency_key_parts');
+    await dropTableOnce(queryRunner, 'idempotency_keys');
   }
 }

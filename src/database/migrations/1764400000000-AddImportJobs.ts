@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableForeignKey, TableIndex } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 /** Spreadsheet import jobs and their per-row results. */
 export class AddImportJobs1764400000000 implements MigrationInterface {
@@ -6,7 +7,8 @@ export class AddImportJobs1764400000000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const sqlite = queryRunner.connection.driver.options.type === 'better-sqlite3';
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'import_jobs',
         columns: [
@@ -49,7 +51,8 @@ export class AddImportJobs1764400000000 implements MigrationInterface {
         ],
       }),
     );
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'import_job_rows',
         columns: [
@@ -74,7 +77,7 @@ export class AddImportJobs1764400000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropTable('import_job_rows');
-    await queryRunner.dropTable('import_jobs');
+    await dropTableOnce(queryRunner, 'import_job_rows');
+    await dropTableOnce(queryRunner, 'import_jobs');
   }
 }

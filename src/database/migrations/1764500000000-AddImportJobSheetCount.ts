@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { addColumnsOnce, dropColumnsOnce } from './steps';
 
 /**
  * The quick row count an .xlsx upload got before it became an import job (JSON: rows, valueRows,
@@ -9,10 +10,10 @@ export class AddImportJobSheetCount1764500000000 implements MigrationInterface {
   name = 'AddImportJobSheetCount1764500000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn('import_jobs', new TableColumn({ name: 'sheetCount', type: 'varchar', length: '100', isNullable: true }));
+    await addColumnsOnce(queryRunner, 'import_jobs', [new TableColumn({ name: 'sheetCount', type: 'varchar', length: '100', isNullable: true })]);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropColumn('import_jobs', 'sheetCount');
+    await dropColumnsOnce(queryRunner, 'import_jobs', ['sheetCount']);
   }
 }

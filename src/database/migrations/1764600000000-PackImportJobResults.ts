@@ -1,5 +1,6 @@
 import { deflateSync, inflateSync } from 'node:zlib';
 import { MigrationInterface, QueryRunner, Table, TableForeignKey } from 'typeorm';
+import { createTableOnce, dropTableOnce } from './steps';
 
 /** Results per group when rows of import_job_rows are packed (a chunk of the default job settings). */
 const GROUP_ROWS = 1000;
@@ -16,7 +17,8 @@ export class PackImportJobResults1764600000000 implements MigrationInterface {
   name = 'PackImportJobResults1764600000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'import_job_results',
         columns: [
@@ -39,8 +41,12 @@ export class PackImportJobResults1764600000000 implements MigrationInterface {
         ],
       }),
     );
+    // Run again after a cut (MySQL/MariaDB): import_job_rows already gone means the packing was done; else
+    // each job is packed anew, its groups from the cut run deleted first.
+    if (!(await queryRunner.hasTable('import_job_rows'))) return;
     const jobs = (await queryRunner.query('SELECT DISTINCT jobId FROM import_job_rows')) as Array<{ jobId: number | string }>;
     for (const { jobId } of jobs) {
+      await queryRunner.query('DELETE FROM import_job_results WHERE jobId = ?', [jobId]);
       for (let from = 0; ;) {
         const rows = (await queryRunner.query('SELECT seq, status, result FROM import_job_rows WHERE jobId = ? AND seq >= ? ORDER BY seq LIMIT ?', [
           jobId,
@@ -64,11 +70,12 @@ export class PackImportJobResults1764600000000 implements MigrationInterface {
         from = Number(rows[rows.length - 1].seq) + 1;
       }
     }
-    await queryRunner.dropTable('import_job_rows');
+    await dropTableOnce(queryRunner, 'import_job_rows');
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.createTable(
+    await createTableOnce(
+      queryRunner,
       new Table({
         name: 'import_job_rows',
         columns: [
@@ -90,11 +97,14 @@ export class PackImportJobResults1764600000000 implements MigrationInterface {
         ],
       }),
     );
+    // Run again after a cut: import_job_results already gone means the unpacking was done.
+    if (!(await queryRunner.hasTable('import_job_results'))) return;
     const groups = (await queryRunner.query('SELECT DISTINCT jobId, seq FROM import_job_results ORDER BY jobId, seq')) as Array<{
       jobId: number | string;
       seq: number;
     }>;
     for (const { jobId, seq } of groups) {
+      await queryRunner.query('DELETE FROM import_job_rows WHERE jobId = ? AND seq >= ? AND seq < ?', [jobId, seq, Number(seq) + GROUP_ROWS]);
       const parts = (await queryRunner.query('SELECT data FROM import_job_results WHERE jobId = ? AND seq = ? ORDER BY part', [jobId, seq])) as Array<{
         data: Buffer;
       }>;
@@ -111,6 +121,6 @@ export class PackImportJobResults1764600000000 implements MigrationInterface {
         ]);
       }
     }
-    await queryRunner.dropTable('import_job_results');
+    await dropTableOnce(queryRunner, 'import_job_results');
   }
 }

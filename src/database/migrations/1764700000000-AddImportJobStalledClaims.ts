@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { addColumnsOnce, dropColumnsOnce } from './steps';
 
 /**
  * Claims of an import job since its last committed chunk that were not handed back: a node that dies
@@ -9,7 +10,7 @@ export class AddImportJobStalledClaims1764700000000 implements MigrationInterfac
   name = 'AddImportJobStalledClaims1764700000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn('import_jobs', new TableColumn({ name: 'stalledClaims', type: 'integer', default: 0 }));
+    await addColumnsOnce(queryRunner, 'import_jobs', [new TableColumn({ name: 'stalledClaims', type: 'integer', default: 0 })]);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
@@ -19,6 +20,6 @@ export class AddImportJobStalledClaims1764700000000 implements MigrationInterfac
       await queryRunner.query('ALTER TABLE "import_jobs" DROP COLUMN "stalledClaims"');
       return;
     }
-    await queryRunner.dropColumn('import_jobs', 'stalledClaims');
+    await dropColumnsOnce(queryRunner, 'import_jobs', ['stalledClaims']);
   }
 }

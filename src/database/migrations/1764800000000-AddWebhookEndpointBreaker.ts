@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, TableColumn, TableIndex } from 'typeorm';
+import { addColumnsOnce, dropColumnsOnce, createIndexOnce, dropIndexOnce } from './steps';
 
 /**
  * Fair webhook claiming and the endpoints' circuit breaker (docs/webhooks.md, How it works): each endpoint
@@ -10,18 +11,19 @@ export class AddWebhookEndpointBreaker1764800000000 implements MigrationInterfac
   name = 'AddWebhookEndpointBreaker1764800000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumns('webhook_endpoints', [
+    await addColumnsOnce(queryRunner, 'webhook_endpoints', [
       new TableColumn({ name: 'failureStreak', type: 'integer', default: 0 }),
       new TableColumn({ name: 'pausedUntil', type: 'datetime', precision: 3, isNullable: true }),
     ]);
-    await queryRunner.createIndex(
+    await createIndexOnce(
+      queryRunner,
       'webhook_deliveries',
       new TableIndex({ name: 'IDX_webhook_deliveries_endpoint_due', columnNames: ['endpointId', 'state', 'nextAttemptAt'] }),
     );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.dropIndex('webhook_deliveries', 'IDX_webhook_deliveries_endpoint_due');
+    await dropIndexOnce(queryRunner, 'webhook_deliveries', 'IDX_webhook_deliveries_endpoint_due');
     if (queryRunner.connection.driver.options.type === 'better-sqlite3') {
       // In place: TypeORM's dropColumn rebuilds the table on SQLite, and dropping the old one inside the
       // revert's transaction (foreign keys on) would delete the endpoints' deliveries with it.
@@ -29,7 +31,7 @@ export class AddWebhookEndpointBreaker1764800000000 implements MigrationInterfac
       await queryRunner.query('ALTER TABLE "webhook_endpoints" DROP COLUMN "failureStreak"');
       return;
     }
-    await queryRunner.dropColumn('webhook_endpoints', 'pausedUntil');
-    await queryRunner.dropColumn('webhook_endpoints', 'failureStreak');
+    await dropColumnsOnce(queryRunner, 'webhook_endpoints', ['pausedUntil']);
+    await dropColumnsOnce(queryRunner, 'webhook_endpoints', ['failureStreak']);
   }
 }

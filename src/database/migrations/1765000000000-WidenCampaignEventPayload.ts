@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { mysqlColumnType } from './steps';
 
 /**
  * campaign_events.payload as MEDIUMTEXT (16 MB) on MySQL/MariaDB, where TEXT held 64 KB: the goods.list of
@@ -12,6 +13,8 @@ export class WidenCampaignEventPayload1765000000000 implements MigrationInterfac
 
   async up(queryRunner: QueryRunner): Promise<void> {
     if (queryRunner.connection.driver.options.type === 'better-sqlite3') return;
+    // Run again after a cut: the table is not copied a second time.
+    if ((await mysqlColumnType(queryRunner, 'campaign_events', 'payload')) === 'mediumtext') return;
     await queryRunner.query('ALTER TABLE `campaign_events` MODIFY `payload` MEDIUMTEXT NOT NULL');
   }
 

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { addColumnsOnce, dropColumnsOnce } from './steps';
 
 /**
  * campaign_events.payloadBytes: the size of each logged payload in bytes (UTF-8), so that a resync can tell
@@ -15,7 +16,7 @@ export class AddCampaignEventPayloadBytes1765100000000 implements MigrationInter
 
   async up(queryRunner: QueryRunner): Promise<void> {
     if (queryRunner.connection.driver.options.type !== 'better-sqlite3') {
-      await queryRunner.addColumn('campaign_events', new TableColumn({ name: 'payloadBytes', type: 'integer' }));
+      await addColumnsOnce(queryRunner, 'campaign_events', [new TableColumn({ name: 'payloadBytes', type: 'integer' })]);
       await queryRunner.query('UPDATE `campaign_events` SET `payloadBytes` = LENGTH(`payload`)');
       return;
     }
@@ -40,6 +41,6 @@ export class AddCampaignEventPayloadBytes1765100000000 implements MigrationInter
       await queryRunner.query('ALTER TABLE "campaign_events" DROP COLUMN "payloadBytes"');
       return;
     }
-    await queryRunner.dropColumn('campaign_events', 'payloadBytes');
+    await dropColumnsOnce(queryRunner, 'campaign_events', ['payloadBytes']);
   }
 }

@@ -14,7 +14,12 @@ import { RenumberCampaignGoods1764900000000 } from './1764900000000-RenumberCamp
 import { WidenCampaignEventPayload1765000000000 } from './1765000000000-WidenCampaignEventPayload';
 import { AddCampaignEventPayloadBytes1765100000000 } from './1765100000000-AddCampaignEventPayloadBytes';
 
-/** Every migration, oldest first. Migrations are frozen once released: a schema change is a new one. */
+/**
+ * Every migration, oldest first. Migrations are frozen once released (the schema they make does not
+ * change): a schema change is a new one. Each must be safe to run again after being cut anywhere, as
+ * MySQL/MariaDB commit DDL statement by statement: its steps go through ./steps.ts, its data steps give
+ * the same result twice (test/migrations.e2e-spec.ts cuts each before every statement).
+ */
 export const MIGRATIONS = [
   InitialSchema1763700000000,
   AddMedia1763800000000,
