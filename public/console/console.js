@@ -767,7 +767,16 @@ function connectLive(campaignKey) {
       // Another operator (or another tab) may have changed things: bring the campaign up to date.
       if (type !== 'chat.message') scheduleReload();
     },
-    onConnection: show,
+    onConnection: (state, detail) => {
+      show(state);
+      // The operator role refused as the channel reconnects (the server ends an operator's socket when its
+      // token stops being valid): stop asking with it, and offer to paste a fresh one, as a 401 of the API does.
+      const refused = /^role 'operator': (.*)$/.exec(state === 'offline' ? (detail ?? '') : '');
+      if (refused && session.token) {
+        view.live?.stop();
+        showError('Live updates', new ApiError(401, { _s: -102, _e: refused[1] }, refused[1]));
+      }
+    },
     onOperatorEvent: (type, payload) => {
       if (type === 'import.progress') showImport(payload);
     },

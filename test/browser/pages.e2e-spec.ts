@@ -806,11 +806,22 @@ if (chromiumMissing && !required) {
       await openInConsole(page, title);
       expect(await page.locator('#campaign').getAttribute('data-campaign-key')).toBe(key);
 
-      // Past exp + 60 s: the next call is refused with 401, and the page offers to paste a new token.
+      // Past exp + 60 s: the service ends the console's live channel, refuses it the operator role when it
+      // comes back, and the page offers to paste a new token without being asked to do anything.
       const wait = (exp + 61) * 1000 - Date.now();
       if (wait > 0) await page.waitForTimeout(wait);
+      await page.waitForFunction(() => /^Live updates failed: HTTP 401/.test(document.getElementById('error-text')?.textContent ?? ''), undefined, {
+        timeout: 10_000,
+      });
+      expect(await page.locator('#error-text').textContent()).toMatch(/Token expired/);
+      expect(await page.getByLabel('A fresh token, to carry on').isVisible()).toBe(true);
+      // The next call of the API is refused with 401 too, and the offer stays.
       await page.getByRole('button', { name: 'Refresh', exact: true }).click();
-      await page.waitForFunction(() => /HTTP 401/.test(document.getElementById('error-text')?.textContent ?? ''));
+      await page.waitForFunction(
+        () =>
+          /HTTP 401/.test(document.getElementById('error-text')?.textContent ?? '') &&
+          !/^Live updates/.test(document.getElementById('error-text')?.textContent ?? ''),
+      );
       expect(await page.locator('#error-text').textContent()).toMatch(/Token expired/);
       const fresh = page.getByLabel('A fresh token, to carry on');
       expect(await fresh.isVisible()).toBe(true);
