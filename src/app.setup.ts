@@ -59,7 +59,7 @@ export function configureApp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
   // A conditional GET gets its 304 also when it says Cache-Control: no-cache, as fetch() makes it.
   answerConditionalRequests((app.getHttpAdapter().getInstance() as { request: object }).request);
-  if (config.server.trustProxy) app.set('trust proxy', config.server.proxyTrust);
+  app.set('trust proxy', config.server.proxyTrust);
   app.useGlobalFilters(new ApiExceptionFilter());
   app.useGlobalPipes(new ApiValidationPipe());
   // Socket.IO handshakes never reach Express: the per-IP limit and the cap on sessions per address are

@@ -9,8 +9,7 @@ import type { Logger as PinoInstance } from 'pino';
 import { AppModule } from './app.module';
 import { configureApp } from './app.setup';
 import { AppConfig } from './config/app-config';
-import { unknownSettings } from './config/env.validation';
-import { ConfigValidationError } from './config/env.validation';
+import { ConfigValidationError, unknownSettings } from './config/env.validation';
 import { Lifecycle } from './lifecycle/lifecycle.service';
 import { fallbackLogger, rootLoggerOf } from './logging/root-logger';
 

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { constants, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import type { AppConfig } from '../config/app-config';
 
 export interface BackupResult {
@@ -41,15 +41,22 @@ export function backupDataDir(config: AppConfig, target: string): BackupResult {
   let mediaCopied = 0;
   let mediaKept = 0;
   const media = config.media.dir;
+  const folders = new Set<string>();
   for (const file of existsSync(media) ? filesUnder(media) : []) {
     const to = join(target, 'media', relative(media, file));
-    if (existsSync(to)) {
-      mediaKept += 1;
-      continue;
+    const folder = dirname(to);
+    if (!folders.has(folder)) {
+      mkdirSync(folder, { recursive: true });
+      folders.add(folder);
     }
-    mkdirSync(join(to, '..'), { recursive: true });
-    copyFileSync(file, to, constants.COPYFILE_EXCL);
-    mediaCopied += 1;
+    try {
+      copyFileSync(file, to, constants.COPYFILE_EXCL);
+      mediaCopied += 1;
+    } catch (err) {
+      // There already (hardlinked from the previous backup): a media file never changes.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      mediaKept += 1;
+    }
   }
   return { database, mediaCopied, mediaKept };
 }

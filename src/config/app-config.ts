@@ -14,8 +14,6 @@ export interface ServerConfig {
   bodyLimit: string;
   /** Largest body of POST /sync. */
   syncBodyLimit: string;
-  /** TRUST_PROXY: whether any proxy in front is trusted. */
-  trustProxy: boolean;
   /** TRUST_PROXY as a trust function (Express's `trust proxy`, and the client address of Engine.IO's requests). */
   proxyTrust: ProxyTrust;
   logLevel: EnvironmentVariables['LOG_LEVEL'];
@@ -197,7 +195,6 @@ export class AppConfig {
         publicBaseUrl: env.PUBLIC_BASE_URL === undefined ? undefined : withoutTrailing(env.PUBLIC_BASE_URL, '/'),
         bodyLimit: env.BODY_LIMIT,
         syncBodyLimit: env.SYNC_BODY_LIMIT,
-        trustProxy: env.TRUST_PROXY !== false,
         proxyTrust: compileProxyTrust(env.TRUST_PROXY),
         logLevel: env.LOG_LEVEL,
         logFormat: resolveLogFormat(env.LOG_FORMAT),

@@ -13,7 +13,7 @@ function requestFrom(remoteAddress: string, headers: Record<string, string> = {}
 
 function setUp(cap: number, allowed = true) {
   const config = {
-    server: { liveSessionsPerIp: cap, trustProxy: false, proxyTrust: compileProxyTrust(false), liveConnectTimeoutMs: 10_000 },
+    server: { liveSessionsPerIp: cap, proxyTrust: compileProxyTrust(false), liveConnectTimeoutMs: 10_000 },
   } as unknown as AppConfig;
   const limiter = {
     hitIp: jest.fn(() => Promise.resolve({ allowed, retryAfterSeconds: 3 })),

@@ -73,35 +73,32 @@ export const formBodies = new WeakSet<object>();
  * so, rather than "name must be a string". Fields that take a list (`events=a&events=b`) keep theirs.
  */
 function refuseRepeatedFields(value: unknown, metatype: object): void {
+  const { params, lists } = fieldsOf(metatype);
   for (const [field, given] of Object.entries(value as Record<string, unknown>)) {
-    if (Array.isArray(given) && paramsOf(metatype).has(field) && !listParamsOf(metatype).has(field)) throw listRefusal(field, given);
+    if (Array.isArray(given) && params.has(field) && !lists.has(field)) throw listRefusal(field, given);
   }
 }
 
-/** The properties a DTO validates as lists (IsArray), by class. */
-const listParams = new WeakMap<object, ReadonlySet<string>>();
-
-function listParamsOf(metatype: object): ReadonlySet<string> {
-  let params = listParams.get(metatype);
-  if (!params) {
-    const metadatas = getMetadataStorage().getTargetValidationMetadatas(metatype as new () => object, '', true, false);
-    params = new Set(metadatas.filter((m) => m.name === 'isArray').map((m) => m.propertyName));
-    listParams.set(metatype, params);
-  }
-  return params;
+/** The properties a DTO validates (class-validator's metadata), and of those the ones it validates as lists (IsArray). */
+interface DtoFields {
+  params: ReadonlySet<string>;
+  lists: ReadonlySet<string>;
 }
 
-/** The properties a query DTO validates (class-validator's metadata), by class. */
-const queryParams = new WeakMap<object, ReadonlySet<string>>();
+/** DtoFields by class. */
+const dtoFields = new WeakMap<object, DtoFields>();
 
-function paramsOf(metatype: object): ReadonlySet<string> {
-  let params = queryParams.get(metatype);
-  if (!params) {
+function fieldsOf(metatype: object): DtoFields {
+  let fields = dtoFields.get(metatype);
+  if (!fields) {
     const metadatas = getMetadataStorage().getTargetValidationMetadatas(metatype as new () => object, '', true, false);
-    params = new Set(metadatas.map((m) => m.propertyName));
-    queryParams.set(metatype, params);
+    fields = {
+      params: new Set(metadatas.map((m) => m.propertyName)),
+      lists: new Set(metadatas.filter((m) => m.name === 'isArray').map((m) => m.propertyName)),
+    };
+    dtoFields.set(metatype, fields);
   }
-  return params;
+  return fields;
 }
 
 /**
@@ -117,7 +114,7 @@ export function refuseBracketed(value: unknown, metatype: object): void {
     const open = key.indexOf('[');
     if (open <= 0) continue;
     const param = key.slice(0, open);
-    if (!paramsOf(metatype).has(param)) continue;
+    if (!fieldsOf(metatype).params.has(param)) continue;
     const message = `${param} was given as ${key}; give it once, as ${param}=…`;
     throw ApiException.invalid(`Invalid argument: ${message}`, [{ field: param, message }]);
   }
