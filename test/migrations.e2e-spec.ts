@@ -125,6 +125,7 @@ for (const engine of ENGINES) {
     let dataDir = '';
     let database = '';
     let config: AppConfig | undefined;
+    let env: Record<string, string> = {};
 
     const settings = (): AppConfig => {
       if (!config) throw new Error('no settings');
@@ -144,6 +145,7 @@ for (const engine of ENGINES) {
       dataDir = test.dataDir;
       database = test.database;
       config = test.config;
+      env = test.env;
       ds = await openDataSource(await resolveDataSourceOptions(test.config, ENTITIES));
       alignSqliteGeneratedKeys(ds);
     });
@@ -613,6 +615,34 @@ for (const engine of ENGINES) {
         await d.query('DELETE FROM migrations WHERE name = ?', ['FromTheFuture1799999999999']);
       }
     }, 30_000);
+
+    if (engine === 'mysql') {
+      it('a database in another character set than utf8mb4 is refused at start at once, not retried as unreachable', async () => {
+        const latin1 = `${database}_l1`.slice(0, 64);
+        await current().query(`DROP DATABASE IF EXISTS \`${latin1}\``);
+        await current().query(`CREATE DATABASE \`${latin1}\` CHARACTER SET latin1`);
+        try {
+          const warnings: string[] = [];
+          const started = Date.now();
+          const refusal = await openDataSourceWithRetry(AppConfig.fromEnv({ ...env, DB_NAME: latin1 }), ENTITIES, (message: string, level?: string) => {
+            if (level !== 'log') warnings.push(message);
+          }).then(
+            async (opened) => {
+              await opened.destroy();
+              return 'started';
+            },
+            (err: unknown) => (err instanceof Error ? err.message : String(err)),
+          );
+          expect(refusal).toBe(
+            `database "${latin1}" uses character set latin1; create it with CHARACTER SET utf8mb4 (the default of MySQL 8 and MariaDB 10.6+)`,
+          );
+          expect(warnings).toEqual([]);
+          expect(Date.now() - started).toBeLessThan(10_000);
+        } finally {
+          await current().query(`DROP DATABASE IF EXISTS \`${latin1}\``);
+        }
+      }, 30_000);
+    }
 
     it('the start logs each migration it applies by name, and a summary', async () => {
       const d = current();

@@ -129,9 +129,17 @@ export class SchemaTooNewError extends Error {
   }
 }
 
+/** The database answers but cannot hold our data as it is (a character set other than utf8mb4): waiting will not change it. */
+export class UnsuitableDatabaseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsuitableDatabaseError';
+  }
+}
+
 /** Errors that end the start at once instead of being retried as "database not reachable yet". */
 export function isFatalStartError(err: unknown): boolean {
-  if (err instanceof SchemaTooNewError) return true;
+  if (err instanceof SchemaTooNewError || err instanceof UnsuitableDatabaseError) return true;
   return err instanceof MigrationFailedError && !isDatabaseUnavailable(err.cause);
 }
 
@@ -200,7 +208,7 @@ export async function runMigrations(dataSource: DataSource, log?: StartLog): Pro
   try {
     const [{ charset }] = (await runner.query('SELECT @@character_set_database AS charset')) as Array<{ charset: string }>;
     if (!String(charset).startsWith('utf8mb4')) {
-      throw new Error(
+      throw new UnsuitableDatabaseError(
         `database "${String(dataSource.options.database)}" uses character set ${String(charset)}; ` +
           'create it with CHARACTER SET utf8mb4 (the default of MySQL 8 and MariaDB 10.6+)',
       );
@@ -257,9 +265,10 @@ export async function openDataSource(options: DataSourceOptions, config?: AppCon
 /**
  * Opens the database at start-up, retrying with backoff (0.5 s doubling up to 5 s) while it does not answer
  * yet, for at most DB_STARTUP_TIMEOUT_MS; each failed attempt is logged (`warn`), and so is each migration
- * applied (`log`). A database that refuses our settings (wrong password, wrong character set) fails the same
- * way once the time is up. A migration that fails for another reason than the database going away, or a
- * database migrated by a newer build, ends the start at once (isFatalStartError).
+ * applied (`log`). A database that refuses our credentials or does not exist yet fails the same way once the
+ * time is up (a database container creates its user and database on its first start, after it already
+ * listens). A database in another character set than utf8mb4, a migration that fails for another reason than
+ * the database going away, or a database migrated by a newer build ends the start at once (isFatalStartError).
  */
 export async function openDataSourceWithRetry(config: AppConfig, entities: EntityList, log: StartLog): Promise<DataSource> {
   const deadline = Date.now() + config.database.startupTimeoutMs;
