@@ -69,9 +69,15 @@ function showGone(text) {
   const ended = $('ended');
   ended.hidden = false;
   ended.textContent = text;
-  $('goods-section').hidden = true;
-  $('chat-section').hidden = true;
+  showSections(false);
   $('notice').hidden = true;
+}
+
+/** The goods and chat sections, and the link that skips to the goods (it would lead nowhere without them). */
+function showSections(shown) {
+  $('goods-section').hidden = !shown;
+  $('chat-section').hidden = !shown;
+  $('skip').hidden = !shown;
 }
 
 // ------------------------------------------------------------------ rendering
@@ -242,9 +248,7 @@ function renderAll() {
   renderNotice();
   renderGoods();
   renderChat();
-  const gone = state.campaign.campaignStatus === 'NOT_EXIST';
-  $('goods-section').hidden = gone;
-  $('chat-section').hidden = gone;
+  showSections(state.campaign.campaignStatus !== 'NOT_EXIST');
 }
 
 // ------------------------------------------------------------------ live channel

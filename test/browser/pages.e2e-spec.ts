@@ -475,6 +475,7 @@ if (chromiumMissing && !required) {
       expect(await viewer.locator('h1').textContent()).toBe('Friday Night Deals: Live');
       expect(await viewer.locator('#campaign-status').getAttribute('data-status')).toBe('READY');
       expect(await viewer.locator('#connection').textContent()).toBe('Connected');
+      expect(await viewer.locator('#skip').isVisible()).toBe(true); // kept off screen until it has the focus
       // The Content-Security-Policy lets the WebSocket through (no fallback to long-polling needed).
       expect(await viewer.evaluate(() => (window as LiveWindow).livegoods.live.socket.io.engine.transport.name)).toBe('websocket');
       expect(await viewerNames()).toEqual(['Smart Watch 7', 'Linen Shirt', 'Ceramic Mug Set']);
@@ -870,6 +871,10 @@ if (chromiumMissing && !required) {
       expect(await page.locator('#goods-section').isVisible()).toBe(false);
       expect(await page.locator('#chat-section').isVisible()).toBe(false);
       expect(await page.locator('#ended').isVisible()).toBe(true);
+      // The link that skips to the goods goes with them (it is the first thing a keyboard reaches).
+      expect(await page.locator('#skip').isVisible()).toBe(false);
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.id ?? '')).not.toBe('skip');
       await page.close();
     });
 
@@ -933,6 +938,7 @@ if (chromiumMissing && !required) {
       expect(await page.locator('#goods-section').isVisible()).toBe(false);
       expect(await page.locator('#chat-section').isVisible()).toBe(false);
       expect(await page.getByText('No messages yet.').isVisible()).toBe(false);
+      expect(await page.locator('#skip').isVisible()).toBe(false);
       await page.close();
     });
 
