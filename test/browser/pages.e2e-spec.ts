@@ -874,7 +874,7 @@ if (chromiumMissing && !required) {
       // The link that skips to the goods goes with them (it is the first thing a keyboard reaches).
       expect(await page.locator('#skip').isVisible()).toBe(false);
       await page.keyboard.press('Tab');
-      expect(await page.evaluate(() => document.activeElement?.id ?? '')).not.toBe('skip');
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('id') ?? '')).not.toBe('skip');
       await page.close();
     });
 
