@@ -616,6 +616,8 @@ describeEngines(
       for (const d of all) {
         expect(d.finishedAt).not.toBeNull();
         expect(d.lastError).toBe(d.attempts === 0 ? PAUSED_PAST_WINDOW : 'HTTP 500');
+        // A delivery given up untried (claimed, maybe, then handed back) was never tried.
+        expect(d.lastAttemptAt === null).toBe(d.attempts === 0);
       }
       expect(all.filter((d) => d.attempts === 0)).toHaveLength(5);
       expect(r.received).toHaveLength(5);
@@ -639,8 +641,9 @@ describeEngines(
       ]);
       await until('both given up', async () => (await rows(webhookId)).every((d) => d.state === 'failed'), 3000);
       const [expired, untried] = await rows(webhookId);
-      expect(expired).toMatchObject({ attempts: 1, lastError: 'not tried: the retry window had ended' });
-      expect(untried).toMatchObject({ attempts: 0, lastError: 'not tried: the retry window had ended' });
+      expect(expired).toMatchObject({ attempts: 1, lastError: 'not tried: the retry window had ended', lastAttemptAt: past });
+      // Claimed, then given up without a try: the time of the last real try stays (none here).
+      expect(untried).toMatchObject({ attempts: 0, lastError: 'not tried: the retry window had ended', lastAttemptAt: null });
       await sleep(300);
       expect(r.received).toHaveLength(0);
     });

@@ -392,7 +392,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       await em
         .createQueryBuilder()
         .update(WebhookDelivery)
-        .set({ state: 'sending', claimToken: token, nextAttemptAt: new Date(now.getTime() + this.leaseMs), attempts: () => 'attempts + 1', lastAttemptAt: now })
+        .set({ state: 'sending', claimToken: token, nextAttemptAt: new Date(now.getTime() + this.leaseMs), attempts: () => 'attempts + 1' })
         .where({ id: In(ids), ...due })
         .execute();
       return em.find(WebhookDelivery, { where: { claimToken: token }, order: { nextAttemptAt: 'ASC', id: 'ASC' } });
@@ -476,7 +476,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           : { state: 'pending', nextAttemptAt: endpoint.pausedUntil, claimToken: null, attempts: delivery.attempts - 1 };
       return { ...base, change, label: null, delivered: null };
     }
-    const timestamp = Math.floor(Date.now() / 1000);
+    // When this try starts (a claimed row may wait its turn on the node); written with its outcome, so a
+    // delivery handed back untried keeps the time of its last real try.
+    const startedAt = now();
+    const timestamp = Math.floor(startedAt.getTime() / 1000);
     const outcome = !endpoint.active
       ? { statusCode: null, durationMs: 0, error: 'the endpoint is inactive' }
       : await this.sender.send(
@@ -494,6 +497,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       lastStatusCode: outcome.statusCode,
       lastDurationMs: outcome.durationMs,
       lastError: outcome.error?.slice(0, 500) ?? null,
+      lastAttemptAt: startedAt,
       claimToken: null,
     };
     let outcomeLabel: 'delivered' | 'retry' | 'failed';
