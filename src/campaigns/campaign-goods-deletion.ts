@@ -14,7 +14,9 @@ import { CampaignGoods } from './entities/campaign-goods.entity';
  * When a goods item is deleted from the catalog, the campaigns holding it lose it (its places are
  * deleted here, the goods after it move up one place) and their viewers get the new goods list. Registered with the goods domain's deletion hooks,
  * so it runs inside the deleting transaction: the campaigns are locked and their `goods.list` events get
- * their seq in that transaction, and are pushed after it commits.
+ * their seq in that transaction, and are pushed after it commits. The deletion (GoodsService.remove) has
+ * locked the item's row and reads at READ COMMITTED on MySQL: the places found here include one an add
+ * committed while the deletion waited, and the lists read below show what committed before the locks.
  */
 @Injectable()
 export class CampaignGoodsDeletion implements OnModuleInit {

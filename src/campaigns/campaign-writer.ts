@@ -114,7 +114,8 @@ export class CampaignWriter {
     queue.running += 1;
     let recorded: LiveEvent[] = [];
     try {
-      const done = await this.transactions.run(async (em) => {
+      // Database work only (events are pushed after the commit): a deadlock's victim runs again.
+      const done = await this.transactions.runAgainOnDeadlock(async (em) => {
         const campaign = await this.find(em, tenant, campaignKey, true);
         const changed = await work(em, campaign);
         return { result: changed.result, campaignId: campaign.id, recorded: await this.log.record(em, campaign.id, changed.events) };

@@ -70,6 +70,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   });
 }
 
+/**
+ * MySQL/MariaDB chose this transaction as a deadlock's victim and rolled it back whole (1213): running it
+ * again is what the server asks for.
+ */
+export function isDeadlock(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const e = ((err as { driverError?: unknown }).driverError ?? err) as { code?: unknown; errno?: unknown };
+  return e.code === 'ER_LOCK_DEADLOCK' || e.errno === 1213;
+}
+
 /** True when the database refused a write for a duplicate unique key (or primary key). */
 export function isUniqueViolation(err: unknown): boolean {
   if (!(err instanceof QueryFailedError)) return false;

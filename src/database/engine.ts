@@ -10,7 +10,7 @@ export function isMysql(source: DataSource | EntityManager): boolean {
  * Locks one row for the rest of the transaction on MySQL (`SELECT … FOR UPDATE`), so that writers of
  * the same aggregate go one at a time. SQLite runs one write transaction at a time anyway.
  */
-export async function lockRow(em: EntityManager, table: 'customers' | 'campaigns', id: number): Promise<void> {
+export async function lockRow(em: EntityManager, table: 'customers' | 'campaigns' | 'goods', id: number): Promise<void> {
   if (isMysql(em)) await em.query(`SELECT id FROM ${table} WHERE id = ? FOR UPDATE`, [id]);
 }
 

@@ -5,13 +5,15 @@ import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import type { BetterSqlite3ConnectionOptions } from 'typeorm/driver/better-sqlite3/BetterSqlite3ConnectionOptions';
 import { AppConfig } from '../config/app-config';
 import { foreground } from '../common/util/foreground';
-import { DatabaseUnavailable } from './database-errors';
+import { DatabaseUnavailable, isDeadlock } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
 import { SqliteCheckpointer } from './sqlite-checkpointer';
 
 /** SQLite's page size (its default, which the database file keeps). */
 const SQLITE_PAGE_BYTES = 4096;
 
+/** Runs of one transaction, the first included, when MySQL keeps choosing it as a deadlock's victim (runAgainOnDeadlock). */
+const DEADLOCK_RUNS = 3;
 /** Longest the shutdown waits for the last try at killing abandoned connections' server threads. */
 const KILL_ON_SHUTDOWN_MS = 2000;
 
@@ -61,6 +63,23 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
   /** For reads outside a transaction: they see what has been committed. */
   get manager(): EntityManager {
     return (this.reader ?? this.dataSource).manager;
+  }
+
+  /**
+   * run() for work that does nothing but database work and may therefore be run again from the top: on
+   * MySQL/MariaDB a transaction chosen as a deadlock's victim (the server rolled it back whole) runs
+   * again, up to DEADLOCK_RUNS times in all, instead of failing its request with 503. Two writers that
+   * take the same rows in different orders (a catalog deletion and a campaign change) then both succeed.
+   */
+  async runAgainOnDeadlock<T>(work: (manager: EntityManager) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
+    for (let run = 1; ; run += 1) {
+      try {
+        return await this.run(work, isolation);
+      } catch (err) {
+        if (this.serial || run >= DEADLOCK_RUNS || !isDeadlock(err)) throw err;
+        this.logger.debug(`a transaction was chosen as a deadlock victim; running it again (run ${run + 1} of ${DEADLOCK_RUNS})`);
+      }
+    }
   }
 
   /** SQLite: the write-ahead log's length in bytes since it was last started over, as the checkpointer last read it (0 before it runs). */

@@ -20,6 +20,7 @@ import { GoodsSearchCorpus } from './goods-search-corpus';
 import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageAfter, pageOfMatches, readCatalogVersion } from './goods-list.queries';
 import { Metrics } from '../metrics/metrics.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
+import { lockRow } from '../database/engine';
 
 /** Pages of the whole catalog that start below this many items are read while the catalog version is (see list()). */
 const EARLY_PAGE_OFFSETS = 1000;
@@ -227,20 +228,28 @@ export class GoodsService {
   /**
    * Deletes the item, its media row (files released after commit) and its places in campaigns; viewers
    * of those campaigns get the new goods.list.
+   *
+   * On MySQL/MariaDB the item's row is locked first, and the transaction reads at READ COMMITTED: a
+   * campaign add of this item still open holds a shared lock on it (the add reads its goods so), so the
+   * deletion waits for it and then finds the new place; and the campaigns' lists, read once their rows
+   * are locked, show what the changes committed meanwhile left (at REPEATABLE READ they were read as of
+   * the transaction's first read, and viewers were sent a list the database did not hold). A deadlock
+   * with a campaign change runs the deletion again.
    */
   private async remove(tenant: Tenant, locator: GoodsLocator, expectedId?: number): Promise<void> {
-    const { released, afterCommit, id, version } = await this.transactions.run(async (em) => {
+    const { released, afterCommit, id, version } = await this.transactions.runAgainOnDeadlock(async (em) => {
       await lockCatalog(em, tenant.id);
       const goods = await this.locate(tenant, locator, em);
       if (expectedId !== undefined && goods.id !== expectedId) {
         throw ApiException.notFound(`Goods ${expectedId} not found with that ${locator.by}`);
       }
+      await lockRow(em, 'goods', goods.id);
       // Other domains (campaigns) do their part in this transaction, before the row goes.
       const afterCommit = await this.deletionHooks.run(em, tenant, goods.id);
       const media = await this.media.deleteRowsOf(em, [goods.id]);
       await em.delete(Goods, { id: goods.id, customerId: tenant.id });
       return { released: media, afterCommit, id: goods.id, version: await bumpCatalogVersion(em, tenant.id) };
-    });
+    }, 'READ COMMITTED');
     this.searchCorpus.patch(tenant.id, version, [], [id]);
     for (const done of afterCommit) done();
     await this.media.releaseFiles(released);

@@ -1,0 +1,126 @@
+import type { EntityManager } from 'typeorm';
+import { CampaignGoods } from '../src/campaigns/entities/campaign-goods.entity';
+import { lockRow } from '../src/database/engine';
+import { Transactions } from '../src/database/transactions';
+import { findGoodsIdsOrFail } from '../src/goods/goods-lookup';
+import { describeEngines, TestApp } from './support/test-app';
+import { expectOk, liveHarness } from './support/live-harness';
+import type { Payload } from './support/live-client';
+
+/**
+ * A goods item deleted from the catalog while another writer changes a campaign holding it (or adds it to
+ * one): the campaign's viewers get the list the database holds once both have committed. The other writer
+ * is a transaction of the app's own, holding the campaign (on MySQL its row lock; SQLite has one writer at
+ * a time) while it makes its change and until the test lets it commit, so that the deletion begins, waits
+ * for it, and must then read what it committed.
+ */
+async function otherWriter(t: TestApp, campaignId: number, work: (em: EntityManager) => Promise<unknown>): Promise<{ commit(): Promise<void> }> {
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let begun: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (begun = resolve));
+  const done = t.app.get(Transactions).run(async (em) => {
+    await lockRow(em, 'campaigns', campaignId);
+    await work(em);
+    begun();
+    await released;
+  });
+  await Promise.race([started, done]);
+  return {
+    commit: async () => {
+      release();
+      await done;
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describeEngines('catalog deletion beside campaign changes', __filename, (ctx) => {
+  const live = liveHarness(ctx);
+
+  const deleteGoods = (accessKey: string, auth: string, goodsId: unknown) =>
+    ctx()
+      .http.delete(`/v1/goods/${accessKey}/${String(goodsId)}`)
+      .set('Authorization', auth);
+  const campaignId = async (key: string) => Number((await live.campaignRow(key)).id);
+  const places = async (id: number) =>
+    (await ctx().dataSource.query('SELECT goodsId, sortOrder, salesStatus FROM campaign_goods WHERE campaignId = ? ORDER BY sortOrder', [id])).map(
+      (r: Payload) => ({ goodsId: String(r.goodsId), sortOrder: Number(r.sortOrder), salesStatus: r.salesStatus }),
+    );
+  const listOf = (payload: Payload) =>
+    (payload.goods as Payload[]).map((g) => ({ goodsId: String(g.goodsId), sortOrder: Number(g.sortOrder), salesStatus: g.salesStatus }));
+
+  it('the goods.list of a deletion that waited for a campaign change shows that change (a status set meanwhile)', async () => {
+    const c = await ctx().createCustomer();
+    const { key, goods } = await live.liveCampaign(c, 2);
+    const [a, b] = goods;
+    const id = await campaignId(key);
+    const viewer = await live.viewer(c, key);
+    viewer.skipAll();
+    const other = await otherWriter(ctx(), id, (em) => em.update(CampaignGoods, { campaignId: id, goodsId: Number(a.id) }, { salesStatus: 'SOLD_OUT' }));
+    const deletion = deleteGoods(c.accessKey, c.auth(), b.id).then((res) => res);
+    await sleep(400); // the deletion has begun and waits for the campaign
+    await other.commit();
+    expectOk(await deletion);
+    const expected = [{ goodsId: String(a.id), sortOrder: 1, salesStatus: 'SOLD_OUT' }];
+    expect(await places(id)).toEqual(expected);
+    expect(listOf(await viewer.next('goods.list'))).toEqual(expected);
+  });
+
+  it('the goods.list of a deletion that waited for a campaign change shows that change (an item removed meanwhile)', async () => {
+    const c = await ctx().createCustomer();
+    const { key, goods } = await live.liveCampaign(c, 3);
+    const [a, b, x] = goods;
+    const id = await campaignId(key);
+    const viewer = await live.viewer(c, key);
+    viewer.skipAll();
+    const other = await otherWriter(ctx(), id, async (em) => {
+      await em.delete(CampaignGoods, { campaignId: id, goodsId: Number(a.id) });
+      await em.query('UPDATE campaign_goods SET sortOrder = sortOrder - 1 WHERE campaignId = ?', [id]);
+    });
+    const deletion = deleteGoods(c.accessKey, c.auth(), b.id).then((res) => res);
+    await sleep(400);
+    await other.commit();
+    expectOk(await deletion);
+    const expected = [{ goodsId: String(x.id), sortOrder: 1, salesStatus: 'ON_SALE' }];
+    expect(await places(id)).toEqual(expected);
+    expect(listOf(await viewer.next('goods.list'))).toEqual(expected);
+  });
+
+  it('an item added to a campaign by a change still open when its deletion begins leaves that campaign, and its viewers are told', async () => {
+    const c = await ctx().createCustomer();
+    const { key, goods } = await live.liveCampaign(c, 1);
+    const [a] = goods;
+    const b = await live.register(c);
+    const id = await campaignId(key);
+    const viewer = await live.viewer(c, key);
+    viewer.skipAll();
+    // As the console's add does it: the goods read (with a shared lock on MySQL), then the new place.
+    const other = await otherWriter(ctx(), id, async (em) => {
+      await findGoodsIdsOrFail(em, c.id, 'id', [Number(b.id)]);
+      const now = new Date();
+      await em.insert(CampaignGoods, {
+        campaignId: id,
+        goodsId: Number(b.id),
+        sortOrder: 2,
+        showingNow: false,
+        salesStatus: 'ON_SALE',
+        stock: null,
+        almostSoldOutAt: null,
+        adminName: null,
+        adminId: '',
+        createdAt: now,
+        updatedAt: now,
+      });
+    });
+    const deletion = deleteGoods(c.accessKey, c.auth(), b.id).then((res) => res);
+    await sleep(400);
+    await other.commit();
+    expectOk(await deletion);
+    const expected = [{ goodsId: String(a.id), sortOrder: 1, salesStatus: 'ON_SALE' }];
+    expect(await places(id)).toEqual(expected);
+    // The deletion found the new place and told the viewers (who never heard of it: the other writer sent nothing).
+    expect(listOf(await viewer.next('goods.list'))).toEqual(expected);
+  });
+});
