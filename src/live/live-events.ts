@@ -43,7 +43,7 @@ export interface LiveChatLine {
 
 /** The campaign record as viewers get it (the public detail form, without its goods). */
 export interface LiveCampaign {
-  campaignId: string;
+  campaignId: number;
   campaignKey: string;
   campaignStatus: 'READY' | 'ONAIR' | 'CLOSED';
   title: string;

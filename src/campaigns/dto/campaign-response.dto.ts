@@ -217,7 +217,8 @@ export class ChatLineResponse {
 }
 
 export class CampaignResponse {
-  @ApiProperty({ example: '12', description: 'int64 as text, as in CampaignGoods' }) campaignId: string;
+  @ApiProperty({ type: 'integer', format: 'int64', example: 12, description: 'int64, a JSON number (CampaignGoods records give it as text)' })
+  campaignId: number;
   @ApiProperty({ example: 'k7Qw2ZbX9mN4pR8s' }) campaignKey: string;
   @ApiProperty({ enum: ['READY', 'ONAIR', 'CLOSED'], example: 'READY', description: 'READY (upcoming), ONAIR (live) or CLOSED (ended)' })
   campaignStatus: CampaignStatus;
@@ -257,7 +258,7 @@ export function toCampaignResponse(
   extra: { description?: boolean; goods?: CampaignGoodsSummary[] } = {},
 ): CampaignResponse {
   return {
-    campaignId: String(campaign.id),
+    campaignId: Number(campaign.id),
     campaignKey: campaign.campaignKey,
     campaignStatus: campaign.campaignStatus,
     title: campaign.title,
