@@ -348,6 +348,20 @@ describeEngines(
         expectStatus(await call('patch', consoleApi(`/${key}`), { auth: C, json: { description: 'Deals', scheduledAt: '2026-03-01', liveUrl: null } }), 200);
       });
 
+      it("campaign goods: each documented body example of the add (what Swagger UI's Try it out sends) names the goods one way, and the service takes it", async () => {
+        type AddOperation = { requestBody: { content: { 'application/json': { examples: Record<string, { value: Record<string, unknown> }> } } } };
+        const paths = checker.doc.paths as Record<string, { post: AddOperation }>;
+        const add = paths['/v1/console/{accessKey}/campaigns/{campaignKey}/goods'].post;
+        const examples = Object.values(add.requestBody.content['application/json'].examples).map((e) => e.value);
+        expect(examples.map((e) => Object.keys(e))).toEqual([['goodsIds'], ['skus'], ['urls']]);
+        for (const example of examples) {
+          // The example names goods this catalog lacks: a 404 naming them, not the 400 "exactly one of" a merged body got.
+          const res = await call('post', consoleApi(`/${key}/goods`), { auth: C, json: example });
+          expectStatus(res, 404);
+          expect(res.body._e).toMatch(/^Goods not found: /);
+        }
+      });
+
       it('campaign goods: add, list, reorder, showing now, remove', async () => {
         for (const n of [1, 2, 3]) ids.push((await call('get', goods('/sku'), { auth: C, query: { value: `OA-${n}` } })).body.id as number);
         expectStatus(await call('post', consoleApi(`/${key}/goods`), { auth: C, json: { goodsIds: ids } }), 200);

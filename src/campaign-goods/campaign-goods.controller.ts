@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Res, StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, Tenant } from '../auth/decorators';
 import { CampaignKeyParam } from '../campaigns/console.controller';
 import { CampaignGoodsListResponse } from '../campaigns/dto/campaign-response.dto';
@@ -33,6 +33,16 @@ export class CampaignGoodsController {
       'Exactly one of goodsIds, skus or urls, 1 to 1,000 entries. Unknown goods are 404 -404 naming them, and nothing is added. ' +
       'A campaign holds at most CAMPAIGN_MAX_GOODS goods (1,000 by default): an add that would take it past that is 413 -413 naming the limit, ' +
       'and nothing is added. Answers the campaign goods in sortOrder; viewers get the new list.',
+  })
+  // One example per way of naming the goods: each property's own example together made a body naming them
+  // three ways, which "Try it out" sent and the service refused (exactly one of them).
+  @ApiBody({
+    type: CampaignGoodsRefsDto,
+    examples: {
+      goodsIds: { summary: 'By goods ids', value: { goodsIds: [1024, 1025] } },
+      skus: { summary: 'By goods codes (sku)', value: { skus: ['SW-7'] } },
+      urls: { summary: 'By goods URLs', value: { urls: ['https://shop.example.com/goods/SW-7'] } },
+    },
   })
   @ApiOkResponse({ type: CampaignGoodsListResponse })
   @ApiErrors(400, 404, 413, 415)
