@@ -351,7 +351,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const dueTotal = due.reduce((sum, e) => sum + e.due, 0);
     // READ COMMITTED (MySQL): the claim locks only the rows it takes, not the gaps of the due index, so it
     // never deadlocks with the requests inserting new deliveries into it.
-    const claimed = await this.transactions.run(async (em) => {
+    const claimed = await this.transactions.runAgainOnDeadlock(async (em) => {
       const now = new Date();
       const most = Math.max(...plan.values());
       const planned = [...plan.keys()];
@@ -541,7 +541,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     let resumed = false;
     const streaks = new Map<number, number>();
     try {
-      const applied = await this.transactions.run(async (em) => {
+      // Two nodes' batches (and claims) may deadlock on MySQL: the victim's batch runs again rather than
+      // being lost, which would have its deliveries sent again after their lease.
+      const applied = await this.transactions.runAgainOnDeadlock(async (em) => {
+        streaks.clear();
+        resumed = false;
         const endpointIds = [...new Set(batch.filter((o) => o.delivered !== null).map((o) => o.endpointId))].sort((a, b) => a - b);
         let endpoints: WebhookEndpoint[] = [];
         if (endpointIds.length) {
