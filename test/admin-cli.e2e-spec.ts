@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NestExpressApplication } from '@nestjs/platform-express';
@@ -301,6 +301,10 @@ describe('admin CLI [sqlite]', () => {
       await writes;
       expect([res.code, res.stderr]).toEqual([0, '']);
       expect(JSON.parse(res.stdout)).toEqual({ database: join(target, 'one', 'livegoods.sqlite'), mediaCopied: 1, mediaKept: 0 });
+      // The database holds the customers' secret keys: the service's and the backup's copy are this user's only.
+      expect(statSync(join(target, 'one')).mode & 0o777).toBe(0o700);
+      expect(statSync(join(target, 'one', 'livegoods.sqlite')).mode & 0o777).toBe(0o600);
+      for (const file of ['livegoods.sqlite', 'livegoods.sqlite-wal']) expect(statSync(join(dataDir, file)).mode & 0o077).toBe(0);
       const copy = new Database(join(target, 'one', 'livegoods.sqlite'), { readonly: true });
       try {
         expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');

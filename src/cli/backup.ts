@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { constants, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { AppConfig } from '../config/app-config';
 
@@ -20,7 +20,8 @@ export interface BackupResult {
  * only new ones. Import uploads (DATA_DIR/imports) are not kept: they last as long as their job.
  */
 export function backupDataDir(config: AppConfig, target: string): BackupResult {
-  mkdirSync(target, { recursive: true });
+  // The copy holds every customer's secret key: this user's only (an existing directory keeps its mode).
+  mkdirSync(target, { recursive: true, mode: 0o700 });
   let database: string | null = null;
   if (config.database.type === 'sqlite') {
     if (!existsSync(config.database.sqlitePath)) throw new Error(`no database at ${config.database.sqlitePath}: check DATA_DIR`);
@@ -37,6 +38,7 @@ export function backupDataDir(config: AppConfig, target: string): BackupResult {
     } finally {
       db.close();
     }
+    chmodSync(database, 0o600);
   }
   let mediaCopied = 0;
   let mediaKept = 0;

@@ -1,5 +1,8 @@
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AppConfig } from '../config/app-config';
-import { assertDataDirWritable, DataDirFs } from './data-dir';
+import { assertDataDirWritable, DataDirFs, restrictSqliteFiles } from './data-dir';
 
 function configFor(type: 'sqlite' | 'mysql'): AppConfig {
   return { dataDir: '/srv/livegoods', database: { type, sqlitePath: '/srv/livegoods/livegoods.sqlite' } } as unknown as AppConfig;
@@ -40,5 +43,24 @@ describe('assertDataDirWritable', () => {
     expect(() => assertDataDirWritable(configFor('sqlite'), fsWith([file], { [file]: 'EACCES' }))).toThrow(
       `DATA_DIR cannot be written (EACCES on ${file}: this process may not write it)`,
     );
+  });
+});
+
+describe('restrictSqliteFiles', () => {
+  it('takes group and other access off the database and its WAL files that exist, and leaves a 0600 file as it is', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'livegoods-mode-'));
+    try {
+      const file = join(dir, 'livegoods.sqlite');
+      writeFileSync(file, '');
+      writeFileSync(`${file}-wal`, '');
+      chmodSync(file, 0o644);
+      chmodSync(`${file}-wal`, 0o660);
+      expect(restrictSqliteFiles(file)).toEqual([file, `${file}-wal`]);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(statSync(`${file}-wal`).mode & 0o777).toBe(0o600);
+      expect(restrictSqliteFiles(file)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

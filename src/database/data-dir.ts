@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import type { AppConfig } from '../config/app-config';
 
 /** The file system calls the check makes (tests give their own). */
@@ -38,4 +38,21 @@ export function assertDataDirWritable(config: AppConfig, fs: DataDirFs = realFs)
         'The media files and import uploads are kept there (and on SQLite the database): give the service a directory it can read and write',
     );
   }
+}
+
+/**
+ * Makes the SQLite database and its WAL files readable and writable by this user only (0600), whatever the
+ * umask gave them: they hold every customer's secret key. SQLite gives a WAL it creates later the
+ * database file's permissions. Answers the files it changed.
+ */
+export function restrictSqliteFiles(file: string): string[] {
+  const changed: string[] = [];
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    if (!existsSync(path)) continue;
+    const mode = statSync(path).mode & 0o777;
+    if (!(mode & 0o077)) continue;
+    chmodSync(path, mode & 0o700);
+    changed.push(path);
+  }
+  return changed;
 }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { restrictSqliteFiles } from './data-dir';
 import { isDatabaseUnavailable } from './database-errors';
 import { isMysql } from './engine';
 import { MysqlGuard, PREPARED_STATEMENTS_PER_CONNECTION } from './mysql-guard';
@@ -210,7 +211,7 @@ export async function runMigrations(dataSource: DataSource, log?: StartLog): Pro
     if (!String(charset).startsWith('utf8mb4')) {
       throw new UnsuitableDatabaseError(
         `database "${String(dataSource.options.database)}" uses character set ${String(charset)}; ` +
-          'create it with CHARACTER SET utf8mb4 (the default of MySQL 8 and MariaDB 10.6+)',
+          'create it with CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci',
       );
     }
     const [{ locked }] = (await runner.query("SELECT GET_LOCK('livegoods_migrations', 120) AS locked")) as Array<{ locked: number | string | null }>;
@@ -251,6 +252,7 @@ export function alignMysqlColumnTypes(dataSource: DataSource): void {
  */
 export async function openDataSource(options: DataSourceOptions, config?: AppConfig, log?: StartLog): Promise<DataSource> {
   const dataSource = await new DataSource(options).initialize();
+  if (options.type === 'better-sqlite3') restrictSqliteFiles(String(options.database));
   alignMysqlColumnTypes(dataSource);
   try {
     await runMigrations(dataSource, log);
