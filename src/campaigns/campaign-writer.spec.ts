@@ -16,7 +16,8 @@ import type { Campaign } from './entities/campaign.entity';
 function writer() {
   let seq = 0;
   const campaign = { id: 7, campaignKey: 'KEY' } as Campaign;
-  const transactions = { run: <T>(fn: (em: EntityManager) => Promise<T>) => fn({} as EntityManager) } as unknown as Transactions;
+  const run = <T>(fn: (em: EntityManager) => Promise<T>) => fn({} as EntityManager);
+  const transactions = { run, runAgainOnDeadlock: run } as unknown as Transactions;
   const log = {
     record: (_em: EntityManager, campaignId: number, events: PendingEvent[]): Promise<LiveEvent[]> =>
       Promise.resolve(events.map((e) => ({ campaignId, seq: ++seq, type: e.type, payload: { ...e.payload, seq } }) as LiveEvent)),
