@@ -192,6 +192,78 @@ describeEngines(
       expect(res.headers['idempotent-replayed']).toBeUndefined();
     });
 
+    it('a write that committed but whose answer was not kept (its node died, or lost the database, at that instant) is not applied again once its lease lapses: 409', async () => {
+      const { keyHashOf } = await import('../src/idempotency/idempotency-request');
+      const E = await ctx().createCustomer('Lost answers');
+      const campaign = await ctx().http.post(`/v1/console/${E.accessKey}/campaigns`).set('Authorization', E.auth()).send({ title: 'Orders' });
+      const registered = await ctx().http.post(goods(E)).set('Authorization', E.auth()).send(item('L1'));
+      const key = campaign.body.campaignKey as string;
+      expect(
+        (
+          await ctx()
+            .http.post(`/v1/console/${E.accessKey}/campaigns/${key}/goods`)
+            .set('Authorization', E.auth())
+            .send({ skus: ['IK-L1'] })
+        ).status,
+      ).toBe(200);
+      const stock = `${goods(E)}/campaign/${key}/stock/sku`;
+      expect((await ctx().http.put(stock).set('Authorization', E.auth()).send({ sku: 'IK-L1', stock: 1000 })).status).toBe(200);
+      const take = () =>
+        ctx().http.post(`${stock}/decrement`).set('Authorization', E.auth()).set('Idempotency-Key', 'order-lost').send({ sku: 'IK-L1', quantity: 1 });
+      // The decrement commits; storing its answer fails as if the node had died right then (its lease
+      // is no longer renewed). The answer still goes out, but the client (say) never got it.
+      const service = ctx().app.get(IdempotencyService);
+      const store = jest.spyOn(service, 'store').mockImplementationOnce(async (hold) => {
+        (service as unknown as { stopRenewing(h: unknown): void }).stopRenewing(hold);
+        throw new Error('the database went away');
+      });
+      try {
+        expect((await take()).body.stock).toBe(999);
+      } finally {
+        store.mockRestore();
+      }
+      // Within the lease: still running. Once it lapsed: applied, not run again.
+      expect((await take()).status).toBe(409);
+      await ctx().dataSource.query('UPDATE idempotency_keys SET leaseUntil = ? WHERE customerId = ? AND keyHash = ?', [
+        Date.now() - 1,
+        E.id,
+        keyHashOf('order-lost'),
+      ]);
+      const retried = await take();
+      expect([retried.status, retried.body._s]).toEqual([409, -409]);
+      expect(retried.body._e).toMatch(/was applied, but its node stopped before its answer was kept; it is not applied again/);
+      const [{ stock: left }] = await ctx().dataSource.query('SELECT stock FROM campaign_goods WHERE goodsId = ?', [registered.body.id]);
+      expect(Number(left)).toBe(999);
+      // The key is kept (and swept with the others at its expiry), not as a stale running one.
+      await ctx().app.get(IdempotencyService).sweep();
+      expect((await take()).status).toBe(409);
+    });
+
+    it('a request that commits nothing before its lease lapses (its node died mid-write) runs again: nothing of it was applied', async () => {
+      const { keyHashOf } = await import('../src/idempotency/idempotency-request');
+      const service = ctx().app.get(IdempotencyService);
+      // Refused before any write commits (the catalog's lock held elsewhere), and the release lost too.
+      const release = jest.spyOn(service, 'release').mockImplementationOnce(async (hold) => {
+        (service as unknown as { stopRenewing(h: unknown): void }).stopRenewing(hold);
+        throw new Error('the database went away');
+      });
+      const unlock = await holdWriteLock(ctx(), C.id);
+      try {
+        expect((await register(C, item(14), 'nothing-1')).status).toBe(503);
+      } finally {
+        await unlock();
+        release.mockRestore();
+      }
+      await ctx().dataSource.query('UPDATE idempotency_keys SET leaseUntil = ? WHERE customerId = ? AND keyHash = ?', [
+        Date.now() - 1,
+        C.id,
+        keyHashOf('nothing-1'),
+      ]);
+      const retried = await register(C, item(14), 'nothing-1');
+      expect(retried.status).toBe(200);
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    });
+
     it('a spreadsheet import retried with the same key is applied once (the file is fingerprinted)', async () => {
       const sheet = await xlsx([
         ['sku', 'name', 'url'],

@@ -299,6 +299,37 @@ for (const engine of ENGINES) {
       expect(await pendingSchemaChanges(d)).toEqual([]);
     });
 
+    it('the appliedAt migration keeps existing idempotency keys and their stored answers (SQLite rebuilds the table)', async () => {
+      const d = current();
+      await undoUntilPending(d, 'AddIdempotencyKeyAppliedAt1765200000000');
+      const now = '2026-01-01 00:00:00.000';
+      await d.query('INSERT INTO customers (accessKey, secretKey, name, currency, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?)', [
+        'ak-before-applied-0000',
+        'c2VjcmV0',
+        'Before appliedAt',
+        'KRW',
+        now,
+        now,
+      ]);
+      const [{ id }] = await d.query('SELECT id FROM customers WHERE accessKey = ?', ['ak-before-applied-0000']);
+      const keyHash = 'b'.repeat(64);
+      await d.query(
+        'INSERT INTO idempotency_keys (customerId, keyHash, fingerprint, owner, statusCode, headers, bodyParts, leaseUntil, expiresAt) VALUES (?, ?, ?, ?, 200, ?, 1, ?, ?)',
+        [id, keyHash, 'f'.repeat(64), 'owner-1', '{}', 1, 4_000_000_000_000],
+      );
+      await d.query('INSERT INTO idempotency_key_parts (customerId, keyHash, part, data) VALUES (?, ?, 0, ?)', [id, keyHash, Buffer.from('answer')]);
+      await runMigrations(d);
+      expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
+      const [key] = await d.query('SELECT statusCode, appliedAt FROM idempotency_keys WHERE customerId = ?', [id]);
+      expect({ statusCode: Number(key.statusCode), appliedAt: key.appliedAt }).toEqual({ statusCode: 200, appliedAt: null });
+      const parts = await d.query('SELECT data FROM idempotency_key_parts WHERE customerId = ?', [id]);
+      expect(parts.map((p: { data: Buffer }) => Buffer.from(p.data).toString())).toEqual(['answer']);
+      await d.query('DELETE FROM idempotency_keys WHERE customerId = ?', [id]);
+      expect(await d.query('SELECT part FROM idempotency_key_parts WHERE customerId = ?', [id])).toEqual([]); // the foreign key still cascades
+      await d.query('DELETE FROM customers WHERE id = ?', [id]);
+      expect(await pendingSchemaChanges(d)).toEqual([]);
+    });
+
     it('the renumbering migration closes the gaps earlier removals left in campaigns (1..n per campaign, order kept)', async () => {
       const d = current();
       expect(MIGRATION_NAMES).toContain('RenumberCampaignGoods1764900000000');
@@ -651,7 +682,8 @@ for (const engine of ENGINES) {
       expect(lines).toEqual([
         expect.stringMatching(/^log: migration WidenCampaignEventPayload1765000000000 applied \(\d+ ms\)$/),
         expect.stringMatching(/^log: migration AddCampaignEventPayloadBytes1765100000000 applied \(\d+ ms\)$/),
-        expect.stringMatching(/^log: 2 migration\(s\) applied in \d+ ms; the schema is at AddCampaignEventPayloadBytes1765100000000$/),
+        expect.stringMatching(/^log: migration AddIdempotencyKeyAppliedAt1765200000000 applied \(\d+ ms\)$/),
+        expect.stringMatching(/^log: 3 migration\(s\) applied in \d+ ms; the schema is at AddIdempotencyKeyAppliedAt1765200000000$/),
       ]);
       expect(await appliedMigrations(d)).toEqual(MIGRATION_NAMES);
     });

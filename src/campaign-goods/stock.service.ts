@@ -19,6 +19,7 @@ import { locatorOf } from './sales-status.service';
 import { MAX_STOCK, SetStockParams, StockDeltaParams, StockParams } from './dto/campaign-goods-requests.dto';
 import { statusOfStock, statusOfStockSql } from './stock-status';
 import { WebhookEvents } from '../webhooks/webhook-events';
+import { pendingCommitMark } from '../common/util/commit-marks';
 
 /** Thrown to roll the fast path of a decrement or increment back: it must run under the campaign lock. */
 const NEEDS_EVENTS = new Error('the stock change needs the campaign lock');
@@ -77,9 +78,12 @@ export class StockService {
     const locator = locatorOf(by, params);
     const notify = params.notify !== false;
     try {
-      const { answer, campaign } = this.transactions.isMysql
-        ? await this.fastOnMysql(tenant, campaignKey, locator, notify, delta)
-        : await this.transactions.run((em) => this.fastOnSqlite(em, tenant, campaignKey, locator, notify, delta));
+      const { answer, campaign } = !this.transactions.isMysql
+        ? await this.transactions.run((em) => this.fastOnSqlite(em, tenant, campaignKey, locator, notify, delta))
+        : pendingCommitMark()
+          ? // An Idempotency-Key: its mark commits with the UPDATE, in one transaction (see commit-marks.ts).
+            await this.transactions.run((em) => this.fastOnMysql(em, tenant, campaignKey, locator, notify, delta))
+          : await this.fastOnMysql(this.transactions.manager, tenant, campaignKey, locator, notify, delta);
       // The stock a showStock campaign shows changed, untold (notify=false): the public answers drop it.
       if (campaign.showStock) this.writer.changed(tenant.id, campaign.id);
       return answer;
@@ -124,8 +128,7 @@ export class StockService {
    * answer (LAST_INSERT_ID(expr) sets the OK packet's insert id). A change that would run the stock out
    * goes to apply, which records campaign.stockDepleted in the change's transaction.
    */
-  private async fastOnMysql(tenant: Tenant, campaignKey: string, locator: GoodsLocator, notify: boolean, delta: number) {
-    const em = this.transactions.manager;
+  private async fastOnMysql(em: EntityManager, tenant: Tenant, campaignKey: string, locator: GoodsLocator, notify: boolean, delta: number) {
     const { campaign, goods, media, place } = await this.orderContext(em, tenant, campaignKey, locator);
     if (campaign.showStock && notify) throw NEEDS_EVENTS;
     const now = new Date();

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import type { BetterSqlite3ConnectionOptions } from 'typeorm/driver/better-sqlite3/BetterSqlite3ConnectionOptions';
 import { AppConfig } from '../config/app-config';
+import { CommitMark, pendingCommitMark } from '../common/util/commit-marks';
 import { foreground } from '../common/util/foreground';
 import { DatabaseUnavailable, isDeadlock } from './database-errors';
 import { mysqlGuardOf } from './mysql-guard';
@@ -11,6 +12,11 @@ import { SqliteCheckpointer } from './sqlite-checkpointer';
 
 /** SQLite's page size (its default, which the database file keeps). */
 const SQLITE_PAGE_BYTES = 4096;
+
+/** A request's commit mark (commit-marks.ts) went out with a transaction that committed: later ones need not carry it. */
+function markCommitted(mark: CommitMark | null | undefined): void {
+  if (mark) mark.pending = false;
+}
 
 /** Runs of one transaction, the first included, when MySQL keeps choosing it as a deadlock's victim (runAgainOnDeadlock). */
 const DEADLOCK_RUNS = 3;
@@ -114,8 +120,15 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
       turn();
       // A WAL grown long under steady writes is started over first, off the event loop (SqliteCheckpointer).
       await this.checkpointer?.beforeWrite();
+      const mark = pendingCommitMark();
       try {
-        return await this.dataSource.transaction(work);
+        const result = await this.dataSource.transaction(async (em) => {
+          const done = await work(em);
+          if (mark?.pending) await mark.apply(em);
+          return done;
+        });
+        markCommitted(mark);
+        return result;
       } catch (err) {
         this.settleSqliteWriter();
         throw err;
@@ -183,7 +196,10 @@ export class Transactions implements OnModuleInit, BeforeApplicationShutdown, On
       running.catch(() => undefined); // settles after the deadline, if ever: nobody waits for it then
       const result = await Promise.race([running, deadline]);
       if (expired) throw new DatabaseUnavailable(`the transaction took longer than ${limitMs} ms`);
+      const mark = pendingCommitMark();
+      if (mark) await Promise.race([mark.apply(runner.manager), deadline]);
       await Promise.race([runner.commitTransaction(), deadline]);
+      markCommitted(mark);
       return result;
     } catch (err) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);

@@ -3,6 +3,7 @@ import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Observable, tap } from 'rxjs';
+import { runWithCommitMark } from '../common/util/commit-marks';
 import type { AuthenticatedRequest } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
@@ -103,11 +104,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
         }
         throw new PreparedResponse(statusCode, { ...headers, [REPLAYED_HEADER]: 'true' }, body);
       }
+      case 'applied':
+        throw ApiException.conflict(
+          `The request with this ${IDEMPOTENCY_KEY_HEADER} was applied, but its node stopped before its answer was kept; it is not applied again: read the current state instead`,
+        );
       case 'run': {
         const res = http.getResponse<Response>();
         const capture = this.capture(res, claim.hold);
+        // The handler runs (from its subscription on) with the key's commit mark: its first write
+        // transaction marks the key applied in the same commit, so that a retry after this node dies
+        // between that commit and storing the answer is not applied a second time.
+        const mark = this.service.commitMark(claim.hold);
+        const handled = new Observable<unknown>((subscriber) => runWithCommitMark(mark, () => next.handle().subscribe(subscriber)));
         // An error after the head went out (a stream that broke) ends a partial answer: not stored.
-        return next.handle().pipe(tap({ error: () => res.headersSent && capture.spoil() }));
+        return handled.pipe(tap({ error: () => res.headersSent && capture.spoil() }));
       }
       default: {
         const unreachable: never = claim;

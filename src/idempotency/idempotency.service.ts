@@ -6,6 +6,7 @@ import { In, IsNull, LessThanOrEqual } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { AppConfig } from '../config/app-config';
 import { isUniqueViolation } from '../database/database-errors';
+import { CommitMark, withoutCommitMark } from '../common/util/commit-marks';
 import { Transactions } from '../database/transactions';
 import { IdempotencyKey, IdempotencyKeyPart } from './entities/idempotency-key.entity';
 
@@ -46,6 +47,8 @@ export type Claim =
   | { kind: 'running' }
   /** The key was used for a different request. */
   | { kind: 'mismatch' }
+  /** The request committed its write, but its node stopped before its answer was stored: not run again. */
+  | { kind: 'applied' }
   | { kind: 'replay'; answer: StoredAnswer };
 
 /**
@@ -86,7 +89,28 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
    * Takes the key for this request, or says why not. An expired key, and a running one whose lease ran
    * out (its node died or lost the database), is deleted and taken anew.
    */
-  async claim(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
+  claim(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
+    return withoutCommitMark(() => this.take(tenant, keyHash, fingerprint));
+  }
+
+  /**
+   * The mark a request holding the key sets on its write transactions (Transactions applies it before
+   * their COMMIT): the key is marked applied in the same commit as the first write.
+   */
+  commitMark(hold: Hold): CommitMark {
+    return {
+      pending: true,
+      apply: async (em) => {
+        await em.update(
+          IdempotencyKey,
+          { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, appliedAt: IsNull() },
+          { appliedAt: Date.now() },
+        );
+      },
+    };
+  }
+
+  private async take(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
     const { ttlMs, leaseMs } = this.config.idempotency;
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
       const now = Date.now();
@@ -101,6 +125,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
             bodyParts: null,
             leaseUntil: now + leaseMs,
             expiresAt: now + ttlMs,
+            appliedAt: null,
           }),
         );
         this.startRenewing(hold);
@@ -110,12 +135,12 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
       }
       const row = await this.transactions.manager.findOne(IdempotencyKey, { where: { customerId: tenant.id, keyHash } });
       if (!row) continue; // deleted since (released, swept): try again
-      if (row.expiresAt <= now || (row.statusCode === null && row.leaseUntil <= now)) {
+      if (row.expiresAt <= now || (row.statusCode === null && row.appliedAt === null && row.leaseUntil <= now)) {
         await this.transactions.run((em) => em.delete(IdempotencyKey, { customerId: tenant.id, keyHash, owner: row.owner }));
         continue;
       }
       if (row.fingerprint !== fingerprint) return { kind: 'mismatch' };
-      if (row.statusCode === null) return { kind: 'running' };
+      if (row.statusCode === null) return row.appliedAt !== null && row.leaseUntil <= now ? { kind: 'applied' } : { kind: 'running' };
       const answer = await this.answerOf(row);
       if (answer) return { kind: 'replay', answer };
     }
@@ -126,7 +151,11 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
    * Stores the final answer of a request that holds its key (nothing happens when the hold was lost:
    * the lease ran out and another request took the key). `body` null: over the size limit, not kept.
    */
-  async store(hold: Hold, statusCode: number, headers: Record<string, string | string[]>, body: Buffer | null): Promise<void> {
+  store(hold: Hold, statusCode: number, headers: Record<string, string | string[]>, body: Buffer | null): Promise<void> {
+    return withoutCommitMark(() => this.storeAnswer(hold, statusCode, headers, body));
+  }
+
+  private async storeAnswer(hold: Hold, statusCode: number, headers: Record<string, string | string[]>, body: Buffer | null): Promise<void> {
     this.stopRenewing(hold);
     let headersJson = JSON.stringify(headers);
     let kept = body;
@@ -160,18 +189,29 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
    * until it holds, for as long as the lease would have held the key: a client retrying after the 503's
    * Retry-After would otherwise be told "still running" (409) until the lease lapsed.
    */
-  async release(hold: Hold): Promise<void> {
-    this.stopRenewing(hold);
-    try {
-      await this.deleteHeld(hold);
-    } catch (err) {
-      this.releaseLater(hold, Date.now() + this.config.idempotency.leaseMs);
-      throw err;
-    }
+  release(hold: Hold): Promise<void> {
+    return withoutCommitMark(async () => {
+      this.stopRenewing(hold);
+      try {
+        await this.deleteHeld(hold);
+      } catch (err) {
+        this.releaseLater(hold, Date.now() + this.config.idempotency.leaseMs);
+        throw err;
+      }
+    });
   }
 
+  /**
+   * Deletes the key, unless the request had committed a write (a 5xx after its commit, say): such a key
+   * is kept, its lease ended at once, and a retry is told the request was applied rather than running it
+   * again.
+   */
   private deleteHeld(hold: Hold): Promise<unknown> {
-    return this.transactions.run((em) => em.delete(IdempotencyKey, { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner }));
+    const held = { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner };
+    return this.transactions.run(async (em) => {
+      await em.delete(IdempotencyKey, { ...held, appliedAt: IsNull() });
+      await em.update(IdempotencyKey, { ...held, statusCode: IsNull() }, { leaseUntil: Date.now() });
+    });
   }
 
   private releaseLater(hold: Hold, until: number): void {
@@ -185,7 +225,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   /** Deletes expired keys, and running ones whose lease ran out; answers how many went. */
   sweep(now = Date.now()): Promise<number> {
     // One sweep at a time on this node; the statements are harmless if nodes overlap.
-    this.sweeping ??= this.deleteExpired(now).finally(() => {
+    this.sweeping ??= withoutCommitMark(() => this.deleteExpired(now)).finally(() => {
       this.sweeping = null;
     });
     return this.sweeping;
@@ -194,7 +234,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   private async deleteExpired(now: number): Promise<number> {
     const result = await this.transactions.run(async (em) => {
       const expired = await em.delete(IdempotencyKey, { expiresAt: LessThanOrEqual(now) });
-      const stale = await em.delete(IdempotencyKey, { statusCode: IsNull(), leaseUntil: LessThanOrEqual(now) });
+      const stale = await em.delete(IdempotencyKey, { statusCode: IsNull(), appliedAt: IsNull(), leaseUntil: LessThanOrEqual(now) });
       return (expired.affected ?? 0) + (stale.affected ?? 0);
     });
     return result;
@@ -225,19 +265,22 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   /** Renews the lease every third of it while the request runs, so that only a dead node's keys lapse. */
   private startRenewing(hold: Hold): void {
     const { leaseMs } = this.config.idempotency;
-    const timer = setInterval(
-      () => {
-        this.transactions
-          .run((em) =>
-            em.update(
-              IdempotencyKey,
-              { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, statusCode: IsNull() },
-              { leaseUntil: Date.now() + leaseMs },
-            ),
-          )
-          .catch((err: unknown) => this.logger.warn(`could not renew the lease of an idempotency key: ${err instanceof Error ? err.message : String(err)}`));
-      },
-      Math.max(1000, Math.floor(leaseMs / 3)),
+    // Outside the request's commit mark: a renewal is not the request's write.
+    const timer = withoutCommitMark(() =>
+      setInterval(
+        () => {
+          this.transactions
+            .run((em) =>
+              em.update(
+                IdempotencyKey,
+                { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, statusCode: IsNull() },
+                { leaseUntil: Date.now() + leaseMs },
+              ),
+            )
+            .catch((err: unknown) => this.logger.warn(`could not renew the lease of an idempotency key: ${err instanceof Error ? err.message : String(err)}`));
+        },
+        Math.max(1000, Math.floor(leaseMs / 3)),
+      ),
     );
     timer.unref();
     this.renewals.set(hold.owner, timer);

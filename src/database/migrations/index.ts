@@ -13,6 +13,7 @@ import { AddWebhookEndpointBreaker1764800000000 } from './1764800000000-AddWebho
 import { RenumberCampaignGoods1764900000000 } from './1764900000000-RenumberCampaignGoods';
 import { WidenCampaignEventPayload1765000000000 } from './1765000000000-WidenCampaignEventPayload';
 import { AddCampaignEventPayloadBytes1765100000000 } from './1765100000000-AddCampaignEventPayloadBytes';
+import { AddIdempotencyKeyAppliedAt1765200000000 } from './1765200000000-AddIdempotencyKeyAppliedAt';
 
 /**
  * Every migration, oldest first. Migrations are frozen once released (the schema they make does not
@@ -36,4 +37,5 @@ export const MIGRATIONS = [
   RenumberCampaignGoods1764900000000,
   WidenCampaignEventPayload1765000000000,
   AddCampaignEventPayloadBytes1765100000000,
+  AddIdempotencyKeyAppliedAt1765200000000,
 ];

@@ -41,6 +41,13 @@ export class IdempotencyKey {
 
   @Column({ type: 'bigint', transformer: bigintTransformer })
   expiresAt: number;
+
+  /**
+   * When the request first committed a write, in that write's transaction (null before, and for a request
+   * that wrote nothing): a key whose lease lapsed after this, with no answer stored, is not run again.
+   */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintTransformer })
+  appliedAt: number | null;
 }
 
 /** The stored body of an answer (deflated), in parts small enough for a BLOB column on every engine. */
