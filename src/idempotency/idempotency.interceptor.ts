@@ -110,11 +110,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
         );
       case 'run': {
         const res = http.getResponse<Response>();
-        const capture = this.capture(res, claim.hold);
         // The handler runs (from its subscription on) with the key's commit mark: its first write
         // transaction marks the key applied in the same commit, so that a retry after this node dies
-        // between that commit and storing the answer is not applied a second time.
+        // between that commit and storing the answer is not applied a second time. The mark ends with
+        // the answer: work the request started and that goes on after it is not the request's write.
         const mark = this.service.commitMark(claim.hold);
+        const capture = this.capture(res, claim.hold, () => (mark.pending = false));
         const handled = new Observable<unknown>((subscriber) => runWithCommitMark(mark, () => next.handle().subscribe(subscriber)));
         // An error after the head went out (a stream that broke) ends a partial answer: not stored.
         return handled.pipe(tap({ error: () => res.headersSent && capture.spoil() }));
@@ -130,7 +131,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * Follows what the route writes (up to IDEMPOTENCY_MAX_RESPONSE_BYTES; streamed answers too) and,
    * when it ends its answer, stores it or releases the key before its last bytes and its end go out.
    */
-  private capture(res: Response, hold: Hold): { spoil(): void } {
+  private capture(res: Response, hold: Hold, answered: () => void): { spoil(): void } {
     const max = this.config.idempotency.maxResponseBytes;
     let chunks: Buffer[] | null = [];
     let size = 0;
@@ -163,6 +164,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (ended) return res;
       ended = true;
       take(chunk, encoding);
+      answered();
       const body = chunks ? Buffer.concat(chunks) : null;
       chunks = null;
       const send = (): void => {
