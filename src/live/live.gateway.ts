@@ -166,18 +166,38 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       }
       return counts;
     });
+    // An admission that does not finish in half of LIVE_CONNECT_TIMEOUT_MS (a database that takes packets
+    // and answers none, its statements waiting out DB_QUERY_TIMEOUT_MS) is refused as retryable before the
+    // connection's own timeout closes it with no word; what it was waiting for finishes unheeded.
+    const admitWithinMs = Math.max(250, Math.floor(this.config.server.liveConnectTimeoutMs / 2));
     namespace.use((socket, next) => {
+      let decided = false;
+      const refuse = (err: Error): void => {
+        this.socketsPerConnection.get(socket.conn)?.delete(socket.id);
+        next(
+          err instanceof LiveRefusal || isRetryable(err)
+            ? err
+            : isDatabaseUnavailable(err)
+              ? retryable('the service is busy; connect again shortly', 2000)
+              : new Error('the connection could not be admitted'),
+        );
+      };
+      const timer = setTimeout(() => {
+        decided = true;
+        refuse(retryable('the service is busy; connect again shortly', 2000));
+      }, admitWithinMs);
+      // Refused by the time limit already: the place it may have taken since on its connection is given back.
+      const late = () => this.socketsPerConnection.get(socket.conn)?.delete(socket.id);
       this.admit(socket as ViewerSocket).then(
-        () => next(),
+        () => {
+          clearTimeout(timer);
+          if (decided) late();
+          else next();
+        },
         (err: Error) => {
-          this.socketsPerConnection.get(socket.conn)?.delete(socket.id);
-          next(
-            err instanceof LiveRefusal || isRetryable(err)
-              ? err
-              : isDatabaseUnavailable(err)
-                ? retryable('the service is busy; connect again shortly', 2000)
-                : new Error('the connection could not be admitted'),
-          );
+          clearTimeout(timer);
+          if (decided) late();
+          else refuse(err);
         },
       );
     });
