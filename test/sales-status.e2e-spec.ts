@@ -43,7 +43,7 @@ describeEngines(
         const body = res.body;
         expect(keys(body)).toEqual(CAMPAIGN_GOODS_KEYS);
         expect(body).toMatchObject({
-          campaignId: c.campaignId,
+          campaignId: String(c.campaignId), // as text in CampaignGoods (a number in the campaign record)
           goodsId: String(goods.id),
           sortOrder: 1,
           showingNow: false,
