@@ -84,6 +84,17 @@ describe('validateEnv', () => {
     expect(unknownSettings({ REDIS_URL: 'redis://x', PUBLIC_BASE_URL: 'https://x', METRICS_TOKEN: 't'.repeat(20), LOG_FORMAT: 'json' })).toEqual([]);
   });
 
+  it('a refusal also names the variables that look like a setting but are none (their warning would never come)', () => {
+    const message = refusal({ PORT: 'abc', DB_PASWORD: 'x' }).message;
+    expect(message.split('\n')).toEqual([
+      'Invalid configuration (environment or .env):',
+      expect.stringContaining('  - PORT="abc"'),
+      'Also:',
+      '  - DB_PASWORD is not a setting (did you mean DB_PASSWORD?): it is ignored',
+    ]);
+    expect(refusal({ PORT: 'abc' }).message).not.toContain('Also:');
+  });
+
   it('refuses PORT=abc with a message naming PORT', () => {
     const err = refusal({ PORT: 'abc' });
     expect(err.message).toContain('PORT');

@@ -810,7 +810,11 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
     );
   }
   if (lines.length > 0) {
-    throw new ConfigValidationError(`Invalid configuration (environment or .env):\n${lines.join('\n')}`);
+    // A misspelt setting may be why another looks wrong: its warning would come after this error, never.
+    const unknown = unknownSettings(raw).map((line) => `  - ${line}: it is ignored`);
+    throw new ConfigValidationError(
+      `Invalid configuration (environment or .env):\n${lines.join('\n')}${unknown.length ? `\nAlso:\n${unknown.join('\n')}` : ''}`,
+    );
   }
   return env;
 }
