@@ -113,7 +113,7 @@ describe('an import job reading its stored file', () => {
     // One telling of hyperlinks, or more rows than a job takes, still means a full survey first.
     expect(await read({ valueRows: 7, rows: 9, hasLinks: true })).toMatchObject({ dataRows: 2, exact: true });
     expect(await read({ valueRows: 7, rows: LIMITS.maxRows + 1, hasLinks: false })).toMatchObject({ dataRows: 2, exact: true });
-  }, 30_000);
+  }, 120_000); // small files, but read on worker threads: a heavily loaded machine may take long to start them
 });
 
 describe('csvCell (failures CSV)', () => {
