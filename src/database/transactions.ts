@@ -13,15 +13,15 @@ import { SqliteCheckpointer } from './sqlite-checkpointer';
 /** SQLite's page size (its default, which the database file keeps). */
 const SQLITE_PAGE_BYTES = 4096;
 
-/** A request's commit mark (commit-marks.ts) went out with a transaction that committed: later ones need not carry it. */
-function markCommitted(mark: CommitMark | null | undefined): void {
-  if (mark) mark.pending = false;
-}
-
 /** Runs of one transaction, the first included, when MySQL keeps choosing it as a deadlock's victim (runAgainOnDeadlock). */
 const DEADLOCK_RUNS = 3;
 /** Longest the shutdown waits for the last try at killing abandoned connections' server threads. */
 const KILL_ON_SHUTDOWN_MS = 2000;
+
+/** A request's commit mark (commit-marks.ts) went out with a transaction that committed: later ones need not carry it. */
+function markCommitted(mark: CommitMark | null | undefined): void {
+  if (mark) mark.pending = false;
+}
 
 /**
  * The one way services reach the database: `manager` for plain reads, `run()` for a write transaction,

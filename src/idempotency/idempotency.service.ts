@@ -87,7 +87,8 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Takes the key for this request, or says why not. An expired key, and a running one whose lease ran
-   * out (its node died or lost the database), is deleted and taken anew.
+   * out (its node died or lost the database) before it committed a write, is deleted and taken anew; one
+   * that had committed a write is 'applied' (it is not run twice).
    */
   claim(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
     return withoutCommitMark(() => this.take(tenant, keyHash, fingerprint));
@@ -222,7 +223,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
     timer.unref();
   }
 
-  /** Deletes expired keys, and running ones whose lease ran out; answers how many went. */
+  /** Deletes expired keys, and running ones whose lease ran out before they committed a write; answers how many went. */
   sweep(now = Date.now()): Promise<number> {
     // One sweep at a time on this node; the statements are harmless if nodes overlap.
     this.sweeping ??= withoutCommitMark(() => this.deleteExpired(now)).finally(() => {
