@@ -1,6 +1,8 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { MediaService } from '../src/media/media.service';
 import { ImageServer, startImageServer } from './support/image-server';
-import { describeEngines, TestApp, TestCustomer } from './support/test-app';
+import { buildApp, describeEngines, TestApp, TestCustomer } from './support/test-app';
 
 /**
  * Identical images are stored once for every customer. A write that found the files and reuses them
@@ -89,6 +91,34 @@ describeEngines(
         spy.mockRestore();
         proceed();
       }
+    });
+
+    it('files still waiting for their delay when a node stops are released by the next node that starts on the same DATA_DIR', async () => {
+      const t = ctx();
+      const a = await t.createCustomer();
+      const created = await register(t, a, 2, images.url1(`/v/left-at-stop-${t.engine}/photo.jpg`)).expect(200);
+      const files = created.body.medias[0] as Body;
+      await t.http
+        .delete(`/v1/goods/${a.accessKey}/${created.body.id as number}`)
+        .set('Authorization', a.auth())
+        .expect(200);
+      // The node stops (its media service shuts down) before the delay has run out: the files stay for now.
+      t.app.get(MediaService).onModuleDestroy();
+      const left = join(t.config.dataDir, 'media-releases');
+      expect(readdirSync(left).filter((name) => name.endsWith('.json'))).toHaveLength(1);
+      await wait(DELAY_MS + 1000);
+      expect(await served(t, files)).toEqual([200, 200, 200, 200]);
+      // Another node starts on the same DATA_DIR and database: it takes the list over and releases the files.
+      const next = await buildApp(t.config);
+      await next.init();
+      try {
+        expect(readdirSync(left)).toEqual([]);
+        await wait(DELAY_MS + 1000);
+        expect(await served(t, files)).toEqual([404, 404, 404, 404]);
+      } finally {
+        await next.close();
+      }
+      expect(existsSync(left) ? readdirSync(left) : []).toEqual([]);
     });
   },
   { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', MEDIA_RELEASE_DELAY_MS: String(DELAY_MS) },

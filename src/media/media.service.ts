@@ -1,4 +1,7 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { hydrateRows } from '../database/bulk-sql';
 import { EntityManager, In } from 'typeorm';
 import { mapWithConcurrency } from '../common/util/concurrency';
@@ -54,7 +57,7 @@ export function thumbnailKey(dir: string, checksum: string, width: number, image
  * after it when nothing refers to them any more: MEDIA_RELEASE_DELAY_MS later, when still nothing does.
  */
 @Injectable()
-export class MediaService implements OnModuleDestroy {
+export class MediaService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(MediaService.name);
   /** Released files by checksum, with when they may go (MEDIA_RELEASE_DELAY_MS after their last release). */
   private readonly pending = new Map<string, { keys: Set<string>; due: number }>();
@@ -182,11 +185,74 @@ export class MediaService implements OnModuleDestroy {
     return found;
   }
 
+  /** Takes over the releases a stopped node left waiting (see onModuleDestroy): they go when due, as its own. */
+  onModuleInit(): void {
+    const dir = this.releasesDir;
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((name) => name.endsWith('.json'));
+    } catch {
+      return; // none left (the folder is made by the first node that leaves some)
+    }
+    let taken = 0;
+    for (const name of names) {
+      // Renamed first: of two nodes starting at once, one takes each file.
+      const claimed = join(dir, `${name}.${randomUUID()}.taking`);
+      let text: string;
+      try {
+        renameSync(join(dir, name), claimed);
+        text = readFileSync(claimed, 'utf8');
+        unlinkSync(claimed);
+      } catch {
+        continue;
+      }
+      try {
+        for (const [checksum, keys, due] of JSON.parse(text) as Array<[string, string[], number]>) {
+          if (typeof checksum !== 'string' || !Array.isArray(keys) || typeof due !== 'number') continue;
+          if (!this.pending.has(checksum) && this.pending.size >= MAX_PENDING_RELEASES) break;
+          const entry = this.pending.get(checksum);
+          this.pending.set(checksum, {
+            keys: new Set([...(entry?.keys ?? []), ...keys.filter((k) => typeof k === 'string')]),
+            due: Math.max(due, entry?.due ?? 0),
+          });
+          taken += 1;
+        }
+      } catch (err) {
+        this.logger.warn(`a left release list could not be read (${name}): ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    if (!taken) return;
+    this.logger.log(`${taken} released image(s) left by a stopped node taken over; they go when their delay has run out`);
+    this.scheduleSweep();
+  }
+
+  /**
+   * The releases still waiting for their delay are left in DATA_DIR/media-releases for the next node that
+   * starts (this one again, or another sharing DATA_DIR), rather than their files staying on disk for good.
+   * A node killed outright (SIGKILL) leaves its waiting files on disk: harmless, and an identical image
+   * stored again reuses them.
+   */
   onModuleDestroy(): void {
     clearTimeout(this.sweepTimer);
-    // Files still waiting stay on disk (unreferenced files are harmless; an identical image reuses them).
-    if (this.pending.size) this.logger.log(`${this.pending.size} released image(s) left on disk at shutdown (their delay had not run out)`);
+    if (this.pending.size) {
+      const entries = [...this.pending].map(([checksum, { keys, due }]) => [checksum, [...keys], due]);
+      try {
+        mkdirSync(this.releasesDir, { recursive: true });
+        const file = join(this.releasesDir, `${randomUUID()}.json`);
+        writeFileSync(`${file}.tmp`, JSON.stringify(entries));
+        renameSync(`${file}.tmp`, file);
+        this.logger.log(`${this.pending.size} released image(s) still waiting for their delay: left for the next node that starts`);
+      } catch (err) {
+        this.logger.warn(
+          `${this.pending.size} released image(s) left on disk at shutdown (their list could not be written: ${err instanceof Error ? err.message : String(err)})`,
+        );
+      }
+    }
     this.pending.clear();
+  }
+
+  private get releasesDir(): string {
+    return join(this.config.dataDir, 'media-releases');
   }
 
   /**
