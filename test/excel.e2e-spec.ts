@@ -162,7 +162,7 @@ describeEngines(
           status: 'CREATE',
           message: null,
         });
-        expect(env.results[1]).toMatchObject({ row: 3, status: 'CREATE', sku: 'SKU-2', brand: null, originalPrice: null });
+        expect(env.results[1]).toMatchObject({ row: 3, status: 'CREATE', sku: 'SKU-2', brand: null, originalPrice: 0 });
         const { row: _r, status: _s, message: _m, ...goods } = env.results[0];
         expect(await stored(c, 'SW-7')).toEqual(goods);
         expect(await rowCount(ctx(), c)).toBe(2);

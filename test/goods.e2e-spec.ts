@@ -129,7 +129,7 @@ describeEngines('goods API', __filename, (ctx) => {
       expect(stored.body).toEqual(res.body);
     });
 
-    it('registers without mediaUrl and the optional fields (they read as null)', async () => {
+    it('registers without mediaUrl and the optional fields (brand, description and mediaUrl read as null; prices and the percentage as 0, numbers as the interface types them)', async () => {
       const res = await api(c).register({ name: 'Minimal', sku: 'MIN-1', url: 'http://shop.example.com/min-1' });
       expect(res.status).toBe(200);
       expectGoodsShape(res.body, 'USD');
@@ -140,9 +140,9 @@ describeEngines('goods API', __filename, (ctx) => {
         brand: null,
         description: null,
         mediaUrl: null,
-        originalPrice: null,
-        discountedPrice: null,
-        discountPercentage: null,
+        originalPrice: 0,
+        discountedPrice: 0,
+        discountPercentage: 0,
       });
     });
 
@@ -347,14 +347,14 @@ describeEngines('goods API', __filename, (ctx) => {
     it('null for a field that cannot be cleared is left out; blank text clears a nullable one', async () => {
       const created = await api(c).register({ id: null, name: 'Blank', sku: 'BLANK-1', url: 'https://shop.example.com/blank-1', brand: '', originalPrice: '' });
       expect(created.status).toBe(200);
-      expect(created.body).toMatchObject({ name: 'Blank', brand: null, originalPrice: null });
+      expect(created.body).toMatchObject({ name: 'Blank', brand: null, originalPrice: 0 });
       expectInvalid(await api(c).register({ name: null, sku: 'BLANK-2', url: 'https://shop.example.com/blank-2' }), 'name');
       const updated = await api(c).update({ sku: 'BLANK-1', name: null, url: null, brand: 'B', description: '' }, '/sku');
       expect(updated.status).toBe(200);
       expect(updated.body).toMatchObject({ name: 'Blank', url: 'https://shop.example.com/blank-1', brand: 'B', description: '' });
       const cleared = await api(c).update({ id: created.body.id, brand: '  ', mediaUrl: '', discountPercentage: ' ' });
       expect(cleared.status).toBe(200);
-      expect(cleared.body).toMatchObject({ brand: null, mediaUrl: null, discountPercentage: null, description: '' });
+      expect(cleared.body).toMatchObject({ brand: null, mediaUrl: null, discountPercentage: 0, description: '' });
       expectInvalid(await api(c).update({ sku: 'BLANK-1', name: ' ' }, '/sku'), 'name');
     });
   });
@@ -779,10 +779,10 @@ describeEngines('goods API', __filename, (ctx) => {
       expect((await api(c).bySku('UPD-1').expect(200)).body).toEqual(item);
     });
 
-    it('null clears a price', async () => {
+    it('null clears a price (it reads 0)', async () => {
       const res = await api(c).update({ id: item.id, discountPercentage: null });
       expect(res.status).toBe(200);
-      item = { ...item, discountPercentage: null };
+      item = { ...item, discountPercentage: 0 };
       expect(res.body).toEqual(item);
     });
 

@@ -128,10 +128,10 @@ describeEngines(
         sku: 'X',
         mediaUrl: null,
         medias: [],
-        originalPrice: null,
-        discountedPrice: null,
+        originalPrice: 0,
+        discountedPrice: 0,
         currency: 'KRW',
-        discountPercentage: null,
+        discountPercentage: 0,
       };
       expect(checker.problems(lookup, { status: 200, headers: json, body: item })).toEqual([]);
       const { sku: _sku, ...withoutSku } = item;

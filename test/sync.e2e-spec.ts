@@ -118,9 +118,9 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
       name: 'Item plain',
       brand: null,
       description: null,
-      originalPrice: null,
-      discountedPrice: null,
-      discountPercentage: null,
+      originalPrice: 0,
+      discountedPrice: 0,
+      discountPercentage: 0,
       currency: 'USD',
     });
     expect(Number.isInteger(first.id) && (first.id as number) > 0).toBe(true);
@@ -221,7 +221,7 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
       url: 'https://shop.example.com/typed',
       brand: null,
       mediaUrl: null,
-      originalPrice: null,
+      originalPrice: 0,
       description: '',
     });
     // A key that is blank still fails, and so does an element whose keys are all null.
@@ -416,8 +416,8 @@ describeEngines('POST /v1/goods/{accessKey}/sync', __filename, (ctx) => {
     expect(env.results[1].id).toBe(id);
     expect(env.results[2].id).toBe(id);
     // Each row shows the item as it was after that element.
-    expect(env.results[0]).toMatchObject({ name: 'First', brand: 'Kept', originalPrice: null, discountPercentage: null });
-    expect(env.results[1]).toMatchObject({ name: 'Second', brand: 'Kept', originalPrice: 12.5, discountPercentage: null });
+    expect(env.results[0]).toMatchObject({ name: 'First', brand: 'Kept', originalPrice: 0, discountPercentage: 0 });
+    expect(env.results[1]).toMatchObject({ name: 'Second', brand: 'Kept', originalPrice: 12.5, discountPercentage: 0 });
     expect(env.results[2]).toMatchObject({ name: 'Second', brand: 'Kept', originalPrice: 12.5, discountPercentage: 7 });
     expect(await stored(c, 'SKU-dup')).toEqual(goodsPart(env.results[2]));
     expect(await rowCount(ctx(), c)).toBe(1);

@@ -40,12 +40,12 @@ export class CampaignGoodsItemResponse {
   @ApiProperty({ example: 'https://shop.example.com/goods/SW-7' }) url: string;
   @ApiProperty({ example: 'SW-7' }) sku: string;
   @ApiProperty({ type: [CampaignGoodsMediaResponse] }) medias: CampaignGoodsMediaResponse[];
-  @ApiProperty({ nullable: true, type: Number, example: 399000 }) originalPrice: number | null;
-  @ApiProperty({ nullable: true, type: Number, example: 359100 }) discountedPrice: number | null;
+  @ApiProperty({ type: Number, example: 399000, description: '0 when the item has no price' }) originalPrice: number;
+  @ApiProperty({ type: Number, example: 359100, description: '0 when the item has no price' }) discountedPrice: number;
   @ApiProperty({ nullable: true, type: Number, example: null }) customOriginalPrice: number | null;
   @ApiProperty({ nullable: true, type: Number, example: null }) customDiscountedPrice: number | null;
   @ApiProperty({ example: 'KRW' }) currency: string;
-  @ApiProperty({ nullable: true, type: Number, example: 10 }) discountPercentage: number | null;
+  @ApiProperty({ type: Number, example: 10, description: '0 when none is set' }) discountPercentage: number;
   @ApiProperty({ example: '', description: 'Not tracked for goods: always empty' }) adminId: string;
   @ApiProperty({ example: '', description: 'Not tracked for goods: always empty' }) adminName: string;
   @ApiProperty({ type: 'integer', format: 'int64', example: 1763700000000, description: 'epoch ms' }) createdAt: number;
@@ -123,12 +123,13 @@ export function toCampaignGoodsResponse(row: CampaignGoodsRow, currency: string,
       url: goods.url,
       sku: goods.sku,
       medias: media ? [toCampaignMedia(media, baseUrl)] : [],
-      originalPrice: goods.originalPrice,
-      discountedPrice: goods.discountedPrice,
+      // Numbers, as the interface types them (a price never set reads 0); the custom prices are nullable.
+      originalPrice: goods.originalPrice ?? 0,
+      discountedPrice: goods.discountedPrice ?? 0,
       customOriginalPrice: null,
       customDiscountedPrice: null,
       currency,
-      discountPercentage: goods.discountPercentage,
+      discountPercentage: goods.discountPercentage ?? 0,
       adminId: '',
       adminName: '',
       createdAt: goods.createdAt.getTime(),

@@ -19,10 +19,10 @@ export class GoodsResponse {
   })
   mediaUrl?: string | null;
   @ApiProperty({ type: [MediaResponse] }) medias: MediaResponse[];
-  @ApiProperty({ nullable: true, type: Number, example: 399000 }) originalPrice: number | null;
-  @ApiProperty({ nullable: true, type: Number, example: 359100 }) discountedPrice: number | null;
+  @ApiProperty({ type: Number, example: 399000, description: '0 when the item has no price' }) originalPrice: number;
+  @ApiProperty({ type: Number, example: 359100, description: '0 when the item has no price' }) discountedPrice: number;
   @ApiProperty({ example: 'KRW', description: "The customer's currency (ISO 4217)" }) currency: string;
-  @ApiProperty({ nullable: true, type: Number, example: 10 }) discountPercentage: number | null;
+  @ApiProperty({ type: Number, example: 10, description: '0 when none is set' }) discountPercentage: number;
 }
 
 export class GoodsListResponse {
@@ -60,9 +60,10 @@ export function toGoodsResponse(goods: Goods, view: GoodsView, options: GoodsRes
     sku: goods.sku,
     ...mediaUrl,
     medias: options.media ? [toMediaResponse(options.media, view.baseUrl, options.withFileSize)] : [],
-    originalPrice: goods.originalPrice,
-    discountedPrice: goods.discountedPrice,
+    // Numbers, as the interface types them: a price or percentage never set (or cleared) reads 0.
+    originalPrice: goods.originalPrice ?? 0,
+    discountedPrice: goods.discountedPrice ?? 0,
     currency: view.currency,
-    discountPercentage: goods.discountPercentage,
+    discountPercentage: goods.discountPercentage ?? 0,
   };
 }
