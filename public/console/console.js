@@ -391,18 +391,19 @@ function thumb(url, size) {
     : el('span', { class: 'thumb none', 'aria-hidden': 'true' }, 'No image');
 }
 
+/** A price the item has: the API answers 0 for one never set. */
+function setPrice(value) {
+  return value !== null && value !== undefined && Number(value) > 0 ? Number(value) : null;
+}
+
 function priceText(item, currency) {
   const parts = [];
-  const price = item.discountedPrice ?? item.originalPrice;
-  if (price !== null && price !== undefined) parts.push(formatPrice(price, currency, locale));
-  if (
-    item.discountedPrice !== null &&
-    item.discountedPrice !== undefined &&
-    item.originalPrice !== null &&
-    item.originalPrice !== undefined &&
-    Number(item.originalPrice) > Number(item.discountedPrice)
-  ) {
-    parts.push(`(was ${formatPrice(item.originalPrice, currency, locale)})`);
+  const discounted = setPrice(item.discountedPrice);
+  const original = setPrice(item.originalPrice);
+  const price = discounted ?? original;
+  if (price !== null) parts.push(formatPrice(price, currency, locale));
+  if (discounted !== null && original !== null && original > discounted) {
+    parts.push(`(was ${formatPrice(original, currency, locale)})`);
   }
   const pct = formatPercent(item.discountPercentage, locale);
   if (pct) parts.push(`−${pct}`);

@@ -942,6 +942,26 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('console: an item without a discounted price, or without any price, shows what it has (the API answers 0 for a price never set)', async () => {
+      const won = (n: number) => new Intl.NumberFormat(VIEWER_LOCALE, { style: 'currency', currency: 'KRW' }).format(n);
+      for (const body of [
+        { name: 'Brass Lamp', sku: 'PR-LAMP', url: 'https://shop.example.com/pr-lamp', originalPrice: 5000 },
+        { name: 'Brass Pebble', sku: 'PR-PEBBLE', url: 'https://shop.example.com/pr-pebble' },
+      ]) {
+        expect((await api(`/v1/goods/${accessKey}`, { method: 'POST', body })).status).toBe(200);
+      }
+      await operator.getByLabel('Name, brand or goods code').fill('Brass');
+      await operator.getByRole('button', { name: 'Search', exact: true }).click();
+      await operator.waitForFunction(() => document.querySelectorAll('#search-results li').length === 2);
+      const texts = await operator.locator('#search-results li').allTextContents();
+      const lamp = texts.find((t) => t.includes('Brass Lamp')) ?? '';
+      const pebble = texts.find((t) => t.includes('Brass Pebble')) ?? '';
+      expect(lamp).toContain(won(5000));
+      expect(lamp).not.toContain(won(0));
+      expect(lamp).not.toContain('was');
+      expect(pebble).not.toContain(won(0));
+    });
+
     it('no script errors and no Content-Security-Policy violations on the pages', () => {
       expect(pageErrors).toEqual([]);
     });
