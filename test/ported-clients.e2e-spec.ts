@@ -136,6 +136,24 @@ describeEngines('clients ported from another implementation', __filename, (ctx) 
       expect(v.unread.some((e) => e.type === 'goods.salesStatus')).toBe(pushed);
     });
 
+    it.each([
+      [1, true],
+      [0, false],
+      [true, true],
+      [false, false],
+    ])('a JSON body notify of %p pushes the change: %p (the numbers 1 and 0 too, as the refusal message says)', async (notify, pushed) => {
+      const v = await Viewer.connect(base, { accessKey: C.accessKey, campaignKey: key });
+      await v.next('campaign.snapshot');
+      const res = await ctx().http.put(path()).set('Authorization', C.auth()).send({ goodsId, salesStatus: 'SOLD_OUT', notify });
+      expect(res.status).toBe(200);
+      await v.settle(250);
+      expect(v.unread.some((e) => e.type === 'goods.salesStatus')).toBe(pushed);
+      expectInvalid(
+        await ctx().http.put(path()).set('Authorization', C.auth()).send({ goodsId, salesStatus: 'SOLD_OUT', notify: 2 }),
+        /notify must be true or false \(also 1\/0, yes\/no, on\/off\); got 2/,
+      );
+    });
+
     it('plain messages: a repeated parameter, a goodsId that is not a number, an unknown status', async () => {
       expectInvalid(
         await ctx().http.put(`${path()}?salesStatus=SOLD_OUT&salesStatus=ON_SALE&goodsId=${goodsId}`).set('Authorization', C.auth()),

@@ -32,13 +32,17 @@ const FALSE_TEXT = new Set(['false', '0', 'no', 'off', 'n']);
 
 /**
  * The spellings of a boolean in query strings and form fields, as form handlers read them: true, 1, yes,
- * on (y) and false, 0, no, off (n), in any case; an empty value is absent (the default applies). Anything
- * else is left to the validators to refuse.
+ * on (y) and false, 0, no, off (n), in any case, and in JSON also the numbers 1 and 0; an empty value is
+ * absent (the default applies). Anything else is left to the validators to refuse.
  */
 export const booleanText = Transform(({ value }: { value: unknown }) => booleanOfText(value));
 
-/** A value as booleanText reads it: true or false for their spellings, undefined for empty text, else the value as it is. */
+/**
+ * A value as booleanText reads it: true or false for their spellings (and the JSON numbers 1 and 0, as the
+ * message refusing other values names them), undefined for empty text, else the value as it is.
+ */
 export function booleanOfText(value: unknown): unknown {
+  if (value === 1 || value === 0) return value === 1;
   if (typeof value !== 'string') return value;
   const v = value.trim().toLowerCase();
   if (v === '') return undefined;
