@@ -4,8 +4,8 @@ const LIMITS: UploadLimits = { syncMaxBytes: 20 * 1024 * 1024, syncMaxRows: 10_0
 
 describe('upload limits', () => {
   it('reads async as the query DTO does: only a spelling of true asks for a job', () => {
-    for (const value of ['true', 'TRUE', ' 1 ', 'yes', 'on', 'y']) expect(queryFlag(value)).toBe(true);
-    for (const value of [undefined, '', 'false', '0', 'no', 'maybe', ['true', 'true'], 1]) expect(queryFlag(value)).toBe(false);
+    for (const value of ['true', 'TRUE', ' 1 ', 'yes', 'on', 'y', 1]) expect(queryFlag(value)).toBe(true);
+    for (const value of [undefined, '', 'false', '0', 'no', 'maybe', ['true', 'true'], 0, 2]) expect(queryFlag(value)).toBe(false);
   });
 
   it('names the limit passed and proposes async=true with the job limits', () => {
