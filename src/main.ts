@@ -59,17 +59,28 @@ async function bootstrap(): Promise<void> {
   Logger.log(`livegoods listening on port ${port} (database: ${where}; docs at /docs)`, 'Bootstrap');
 }
 
-/** SIGTERM and SIGINT drain the node (see Lifecycle) and exit 0; a second signal exits at once. */
+/**
+ * A signal this soon after the first is the same one delivered twice, not a second request: Ctrl-C on
+ * `npm start` reaches the service from the terminal (its whole process group) and again from npm, which
+ * passes it on, within a millisecond or two.
+ */
+const REPEATED_SIGNAL_MS = 500;
+
+/**
+ * SIGTERM and SIGINT drain the node (see Lifecycle) and exit 0; a second signal exits at once (one that
+ * comes within REPEATED_SIGNAL_MS of the first is taken for the same one).
+ */
 function handleSignals(app: NestExpressApplication): void {
   const lifecycle = app.get(Lifecycle);
-  let stopping = false;
+  let stoppingSince = 0;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
-      if (stopping) {
+      if (stoppingSince) {
+        if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
         Logger.warn(`${signal} again: exiting now`, 'Shutdown');
         process.exit(1);
       }
-      stopping = true;
+      stoppingSince = Date.now();
       lifecycle.shutdown(app, signal).then(
         () => process.exit(0),
         (err: unknown) => {

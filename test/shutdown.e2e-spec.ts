@@ -143,6 +143,26 @@ for (const engine of ENGINES) {
       server.signal('SIGTERM');
       expect(await server.stopped()).toEqual({ code: 0, signal: null });
     });
+
+    it('Ctrl-C on npm start (SIGINT from the terminal and again from npm, at once) drains as one signal does', async () => {
+      server = await ServerProcess.start(setup.env);
+      const C = await insertCustomer(setup.env, 'Ctrl-C');
+      const elements = Array.from({ length: 2000 }, (_, i) => ({ name: `Ctrl ${i}`, sku: `CC-${i}`, url: `https://shop.example.com/cc/${i}` }));
+      const sync = call(`${server.base}/v1/goods/${C.accessKey}/sync`, C.auth, JSON.stringify(elements));
+      await sync.sent;
+      server.signal('SIGINT');
+      // npm passes the signal on a moment after the terminal's reached the service (two sent at the same
+      // instant would be merged into one by the kernel).
+      await new Promise((r) => setTimeout(r, 50));
+      server.signal('SIGINT');
+      const outcome = await sync.answer;
+      expect(outcome.status).toBe(200);
+      expect((JSON.parse(outcome.body) as { createCount: number }).createCount).toBe(2000);
+      expect(await server.stopped()).toEqual({ code: 0, signal: null });
+      expect(server.output).toContain('SIGINT received');
+      expect(server.output).toContain('shutdown complete');
+      expect(server.output).not.toContain('exiting now');
+    });
   });
 }
 
