@@ -187,34 +187,19 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
 
   /** Takes over the releases a stopped node left waiting (see onModuleDestroy): they go when due, as its own. */
   onModuleInit(): void {
-    const dir = this.releasesDir;
-    let names: string[];
-    try {
-      names = readdirSync(dir).filter((name) => name.endsWith('.json'));
-    } catch {
-      return; // none left (the folder is made by the first node that leaves some)
-    }
     let taken = 0;
-    for (const name of names) {
-      // Renamed first: of two nodes starting at once, one takes each file.
-      const claimed = join(dir, `${name}.${randomUUID()}.taking`);
-      let text: string;
-      try {
-        renameSync(join(dir, name), claimed);
-        text = readFileSync(claimed, 'utf8');
-        unlinkSync(claimed);
-      } catch {
-        continue;
-      }
+    for (const { name, text } of this.takeLeftLists()) {
       try {
         for (const [checksum, keys, due] of JSON.parse(text) as Array<[string, string[], number]>) {
           if (typeof checksum !== 'string' || !Array.isArray(keys) || typeof due !== 'number') continue;
-          if (!this.pending.has(checksum) && this.pending.size >= MAX_PENDING_RELEASES) break;
-          const entry = this.pending.get(checksum);
-          this.pending.set(checksum, {
-            keys: new Set([...(entry?.keys ?? []), ...keys.filter((k) => typeof k === 'string')]),
-            due: Math.max(due, entry?.due ?? 0),
-          });
+          if (
+            !this.hold(
+              checksum,
+              keys.filter((k) => typeof k === 'string'),
+              due,
+            )
+          )
+            break;
           taken += 1;
         }
       } catch (err) {
@@ -224,6 +209,29 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
     if (!taken) return;
     this.logger.log(`${taken} released image(s) left by a stopped node taken over; they go when their delay has run out`);
     this.scheduleSweep();
+  }
+
+  /** The release lists stopped nodes left, each taken (renamed first: of two nodes starting at once, one takes it), read and removed. */
+  private takeLeftLists(): Array<{ name: string; text: string }> {
+    const dir = this.releasesDir;
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((name) => name.endsWith('.json'));
+    } catch {
+      return []; // none left (the folder is made by the first node that leaves some)
+    }
+    const lists: Array<{ name: string; text: string }> = [];
+    for (const name of names) {
+      const claimed = join(dir, `${name}.${randomUUID()}.taking`);
+      try {
+        renameSync(join(dir, name), claimed);
+        lists.push({ name, text: readFileSync(claimed, 'utf8') });
+        unlinkSync(claimed);
+      } catch {
+        // taken by another node meanwhile
+      }
+    }
+    return lists;
   }
 
   /**
@@ -274,13 +282,20 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
     if (delay === 0) return this.deleteUnused(byChecksum);
     const due = Date.now() + delay;
     let dropped = 0;
-    for (const [checksum, keys] of byChecksum) {
-      const entry = this.pending.get(checksum);
-      if (!entry && this.pending.size >= MAX_PENDING_RELEASES) dropped += 1;
-      else this.pending.set(checksum, { keys: new Set([...(entry?.keys ?? []), ...keys]), due });
-    }
+    for (const [checksum, keys] of byChecksum) if (!this.hold(checksum, keys, due)) dropped += 1;
     if (dropped) this.logger.warn(`${dropped} released image(s) left on disk: ${MAX_PENDING_RELEASES} were already waiting for their delay`);
     this.scheduleSweep();
+  }
+
+  /**
+   * Adds files of a checksum to the releases waiting, due at `due` (or later, if already waiting longer);
+   * false when MAX_PENDING_RELEASES are waiting already (its files then stay on disk).
+   */
+  private hold(checksum: string, keys: Iterable<string>, due: number): boolean {
+    const entry = this.pending.get(checksum);
+    if (!entry && this.pending.size >= MAX_PENDING_RELEASES) return false;
+    this.pending.set(checksum, { keys: new Set([...(entry?.keys ?? []), ...keys]), due: Math.max(due, entry?.due ?? 0) });
+    return true;
   }
 
   /** The next sweep, when the earliest pending release is due (one timer per node, not one per release). */
