@@ -113,7 +113,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
         // The handler runs (from its subscription on) with the key's commit mark: its first write
         // transaction marks the key applied in the same commit, so that a retry after this node dies
         // between that commit and storing the answer is not applied a second time. The mark ends with
-        // the answer: work the request started and that goes on after it is not the request's write.
+        // the answer: work the request started and that goes on after it is not the request's write, nor
+        // is storing or releasing the key (the claim and its lease renewals come before the mark).
         const mark = this.service.commitMark(claim.hold);
         const capture = this.capture(res, claim.hold, () => (mark.pending = false));
         const handled = new Observable<unknown>((subscriber) => runWithCommitMark(mark, () => next.handle().subscribe(subscriber)));

@@ -6,7 +6,7 @@ import { In, IsNull, LessThanOrEqual } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { AppConfig } from '../config/app-config';
 import { isUniqueViolation } from '../database/database-errors';
-import { CommitMark, withoutCommitMark } from '../common/util/commit-marks';
+import type { CommitMark } from '../common/util/commit-marks';
 import { Transactions } from '../database/transactions';
 import { IdempotencyKey, IdempotencyKeyPart } from './entities/idempotency-key.entity';
 
@@ -86,15 +86,6 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Takes the key for this request, or says why not. An expired key, and a running one whose lease ran
-   * out (its node died or lost the database) before it committed a write, is deleted and taken anew; one
-   * that had committed a write is 'applied' (it is not run twice).
-   */
-  claim(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
-    return withoutCommitMark(() => this.take(tenant, keyHash, fingerprint));
-  }
-
-  /**
    * The mark a request holding the key sets on its write transactions (Transactions applies it before
    * their COMMIT): the key is marked applied in the same commit as the first write.
    */
@@ -111,7 +102,12 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  private async take(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
+  /**
+   * Takes the key for this request, or says why not. An expired key, and a running one whose lease ran
+   * out (its node died or lost the database) before it committed a write, is deleted and taken anew; one
+   * that had committed a write is 'applied' (it is not run twice).
+   */
+  async claim(tenant: Tenant, keyHash: string, fingerprint: string): Promise<Claim> {
     const { ttlMs, leaseMs } = this.config.idempotency;
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
       const now = Date.now();
@@ -152,11 +148,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
    * Stores the final answer of a request that holds its key (nothing happens when the hold was lost:
    * the lease ran out and another request took the key). `body` null: over the size limit, not kept.
    */
-  store(hold: Hold, statusCode: number, headers: Record<string, string | string[]>, body: Buffer | null): Promise<void> {
-    return withoutCommitMark(() => this.storeAnswer(hold, statusCode, headers, body));
-  }
-
-  private async storeAnswer(hold: Hold, statusCode: number, headers: Record<string, string | string[]>, body: Buffer | null): Promise<void> {
+  async store(hold: Hold, statusCode: number, headers: Record<string, string | string[]>, body: Buffer | null): Promise<void> {
     this.stopRenewing(hold);
     let headersJson = JSON.stringify(headers);
     let kept = body;
@@ -190,16 +182,14 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
    * until it holds, for as long as the lease would have held the key: a client retrying after the 503's
    * Retry-After would otherwise be told "still running" (409) until the lease lapsed.
    */
-  release(hold: Hold): Promise<void> {
-    return withoutCommitMark(async () => {
-      this.stopRenewing(hold);
-      try {
-        await this.deleteHeld(hold);
-      } catch (err) {
-        this.releaseLater(hold, Date.now() + this.config.idempotency.leaseMs);
-        throw err;
-      }
-    });
+  async release(hold: Hold): Promise<void> {
+    this.stopRenewing(hold);
+    try {
+      await this.deleteHeld(hold);
+    } catch (err) {
+      this.releaseLater(hold, Date.now() + this.config.idempotency.leaseMs);
+      throw err;
+    }
   }
 
   /**
@@ -226,7 +216,7 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   /** Deletes expired keys, and running ones whose lease ran out before they committed a write; answers how many went. */
   sweep(now = Date.now()): Promise<number> {
     // One sweep at a time on this node; the statements are harmless if nodes overlap.
-    this.sweeping ??= withoutCommitMark(() => this.deleteExpired(now)).finally(() => {
+    this.sweeping ??= this.deleteExpired(now).finally(() => {
       this.sweeping = null;
     });
     return this.sweeping;
@@ -266,22 +256,19 @@ export class IdempotencyService implements OnModuleInit, OnApplicationShutdown {
   /** Renews the lease every third of it while the request runs, so that only a dead node's keys lapse. */
   private startRenewing(hold: Hold): void {
     const { leaseMs } = this.config.idempotency;
-    // Outside the request's commit mark: a renewal is not the request's write.
-    const timer = withoutCommitMark(() =>
-      setInterval(
-        () => {
-          this.transactions
-            .run((em) =>
-              em.update(
-                IdempotencyKey,
-                { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, statusCode: IsNull() },
-                { leaseUntil: Date.now() + leaseMs },
-              ),
-            )
-            .catch((err: unknown) => this.logger.warn(`could not renew the lease of an idempotency key: ${err instanceof Error ? err.message : String(err)}`));
-        },
-        Math.max(1000, Math.floor(leaseMs / 3)),
-      ),
+    const timer = setInterval(
+      () => {
+        this.transactions
+          .run((em) =>
+            em.update(
+              IdempotencyKey,
+              { customerId: hold.customerId, keyHash: hold.keyHash, owner: hold.owner, statusCode: IsNull() },
+              { leaseUntil: Date.now() + leaseMs },
+            ),
+          )
+          .catch((err: unknown) => this.logger.warn(`could not renew the lease of an idempotency key: ${err instanceof Error ? err.message : String(err)}`));
+      },
+      Math.max(1000, Math.floor(leaseMs / 3)),
     );
     timer.unref();
     this.renewals.set(hold.owner, timer);

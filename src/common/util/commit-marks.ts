@@ -24,8 +24,3 @@ export function pendingCommitMark(): CommitMark | null {
   const mark = marks.getStore();
   return mark?.pending ? mark : null;
 }
-
-/** Runs `work` outside any request's mark (a request's own bookkeeping transactions, timers it starts). */
-export function withoutCommitMark<T>(work: () => T): T {
-  return marks.exit(work);
-}
