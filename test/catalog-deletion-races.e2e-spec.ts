@@ -3,7 +3,7 @@ import { CampaignGoods } from '../src/campaigns/entities/campaign-goods.entity';
 import { lockRow } from '../src/database/engine';
 import { Transactions } from '../src/database/transactions';
 import { findGoodsIdsOrFail } from '../src/goods/goods-lookup';
-import { describeEngines, TestApp } from './support/test-app';
+import { describeEngines, TestApp, TestCustomer } from './support/test-app';
 import { expectOk, liveHarness } from './support/live-harness';
 import type { Payload } from './support/live-client';
 
@@ -51,41 +51,45 @@ describeEngines('catalog deletion beside campaign changes', __filename, (ctx) =>
   const listOf = (payload: Payload) =>
     (payload.goods as Payload[]).map((g) => ({ goodsId: String(g.goodsId), sortOrder: Number(g.sortOrder), salesStatus: g.salesStatus }));
 
+  /**
+   * Deletes `goodsId` from the catalog while another writer, holding the campaign, runs `work` and
+   * commits; answers the campaign's places then, and the goods.list its viewers were sent.
+   */
+  async function deleteBeside(c: TestCustomer, key: string, goodsId: unknown, work: (em: EntityManager, campaignId: number) => Promise<unknown>) {
+    const id = await campaignId(key);
+    const viewer = await live.viewer(c, key);
+    viewer.skipAll();
+    const other = await otherWriter(ctx(), id, (em) => work(em, id));
+    const deletion = deleteGoods(c.accessKey, c.auth(), goodsId).then((res) => res);
+    await sleep(400); // the deletion has begun and waits for the campaign
+    await other.commit();
+    expectOk(await deletion);
+    return { places: await places(id), told: listOf(await viewer.next('goods.list')) };
+  }
+
   it('the goods.list of a deletion that waited for a campaign change shows that change (a status set meanwhile)', async () => {
     const c = await ctx().createCustomer();
     const { key, goods } = await live.liveCampaign(c, 2);
     const [a, b] = goods;
-    const id = await campaignId(key);
-    const viewer = await live.viewer(c, key);
-    viewer.skipAll();
-    const other = await otherWriter(ctx(), id, (em) => em.update(CampaignGoods, { campaignId: id, goodsId: Number(a.id) }, { salesStatus: 'SOLD_OUT' }));
-    const deletion = deleteGoods(c.accessKey, c.auth(), b.id).then((res) => res);
-    await sleep(400); // the deletion has begun and waits for the campaign
-    await other.commit();
-    expectOk(await deletion);
+    const after = await deleteBeside(c, key, b.id, (em, id) =>
+      em.update(CampaignGoods, { campaignId: id, goodsId: Number(a.id) }, { salesStatus: 'SOLD_OUT' }),
+    );
     const expected = [{ goodsId: String(a.id), sortOrder: 1, salesStatus: 'SOLD_OUT' }];
-    expect(await places(id)).toEqual(expected);
-    expect(listOf(await viewer.next('goods.list'))).toEqual(expected);
+    expect(after.places).toEqual(expected);
+    expect(after.told).toEqual(expected);
   });
 
   it('the goods.list of a deletion that waited for a campaign change shows that change (an item removed meanwhile)', async () => {
     const c = await ctx().createCustomer();
     const { key, goods } = await live.liveCampaign(c, 3);
     const [a, b, x] = goods;
-    const id = await campaignId(key);
-    const viewer = await live.viewer(c, key);
-    viewer.skipAll();
-    const other = await otherWriter(ctx(), id, async (em) => {
+    const after = await deleteBeside(c, key, b.id, async (em, id) => {
       await em.delete(CampaignGoods, { campaignId: id, goodsId: Number(a.id) });
       await em.query('UPDATE campaign_goods SET sortOrder = sortOrder - 1 WHERE campaignId = ?', [id]);
     });
-    const deletion = deleteGoods(c.accessKey, c.auth(), b.id).then((res) => res);
-    await sleep(400);
-    await other.commit();
-    expectOk(await deletion);
     const expected = [{ goodsId: String(x.id), sortOrder: 1, salesStatus: 'ON_SALE' }];
-    expect(await places(id)).toEqual(expected);
-    expect(listOf(await viewer.next('goods.list'))).toEqual(expected);
+    expect(after.places).toEqual(expected);
+    expect(after.told).toEqual(expected);
   });
 
   it('an item added to a campaign by a change still open when its deletion begins leaves that campaign, and its viewers are told', async () => {
@@ -93,11 +97,8 @@ describeEngines('catalog deletion beside campaign changes', __filename, (ctx) =>
     const { key, goods } = await live.liveCampaign(c, 1);
     const [a] = goods;
     const b = await live.register(c);
-    const id = await campaignId(key);
-    const viewer = await live.viewer(c, key);
-    viewer.skipAll();
     // As the console's add does it: the goods read (with a shared lock on MySQL), then the new place.
-    const other = await otherWriter(ctx(), id, async (em) => {
+    const after = await deleteBeside(c, key, b.id, async (em, id) => {
       await findGoodsIdsOrFail(em, c.id, 'id', [Number(b.id)]);
       const now = new Date();
       await em.insert(CampaignGoods, {
@@ -114,13 +115,9 @@ describeEngines('catalog deletion beside campaign changes', __filename, (ctx) =>
         updatedAt: now,
       });
     });
-    const deletion = deleteGoods(c.accessKey, c.auth(), b.id).then((res) => res);
-    await sleep(400);
-    await other.commit();
-    expectOk(await deletion);
     const expected = [{ goodsId: String(a.id), sortOrder: 1, salesStatus: 'ON_SALE' }];
-    expect(await places(id)).toEqual(expected);
+    expect(after.places).toEqual(expected);
     // The deletion found the new place and told the viewers (who never heard of it: the other writer sent nothing).
-    expect(listOf(await viewer.next('goods.list'))).toEqual(expected);
+    expect(after.told).toEqual(expected);
   });
 });
