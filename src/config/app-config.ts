@@ -77,6 +77,10 @@ export interface MediaConfig {
   processTimeoutMs: number;
   /** MEDIA_RELEASE_DELAY_MS: files no row refers to are deleted this long after they were released (if still unused). */
   releaseDelayMs: number;
+  /** MEDIA_SWEEP_INTERVAL_MS: how often the orphan sweep runs (0: never). */
+  sweepIntervalMs: number;
+  /** MEDIA_SWEEP_MIN_AGE_MS: files written or reused more lately are never swept. */
+  sweepMinAgeMs: number;
 }
 
 export interface LimitsConfig {
@@ -247,6 +251,8 @@ export class AppConfig {
         processConcurrency: env.MEDIA_PROCESS_CONCURRENCY,
         processTimeoutMs: env.MEDIA_PROCESS_TIMEOUT_MS,
         releaseDelayMs: env.MEDIA_RELEASE_DELAY_MS,
+        sweepIntervalMs: env.MEDIA_SWEEP_INTERVAL_MS,
+        sweepMinAgeMs: env.MEDIA_SWEEP_MIN_AGE_MS,
       },
       {
         syncMaxItems: env.SYNC_MAX_ITEMS,

@@ -201,6 +201,23 @@ describe('validateEnv', () => {
     for (const bad of ['999', '600001', 'soon']) expect(refusal({ MEDIA_PROCESS_TIMEOUT_MS: bad }).message).toContain('MEDIA_PROCESS_TIMEOUT_MS');
   });
 
+  it('reads MEDIA_SWEEP_INTERVAL_MS (6 h, 0 never, else at least 1 s) and MEDIA_SWEEP_MIN_AGE_MS (a day, at least MEDIA_RELEASE_DELAY_MS)', () => {
+    expect(AppConfig.fromEnv({}).media).toMatchObject({ sweepIntervalMs: 21_600_000, sweepMinAgeMs: 86_400_000 });
+    expect(AppConfig.fromEnv({ MEDIA_SWEEP_INTERVAL_MS: '0', MEDIA_SWEEP_MIN_AGE_MS: '600000' }).media).toMatchObject({
+      sweepIntervalMs: 0,
+      sweepMinAgeMs: 600_000,
+    });
+    expect(refusal({ MEDIA_SWEEP_INTERVAL_MS: '999' }).message).toContain(
+      'MEDIA_SWEEP_INTERVAL_MS=999: MEDIA_SWEEP_INTERVAL_MS must be 0 (never) or at least 1000',
+    );
+    for (const bad of ['-1', '604800001', 'daily']) expect(refusal({ MEDIA_SWEEP_INTERVAL_MS: bad }).message).toContain('MEDIA_SWEEP_INTERVAL_MS');
+    for (const bad of ['999', '2592000001', 'a day']) expect(refusal({ MEDIA_SWEEP_MIN_AGE_MS: bad }).message).toContain('MEDIA_SWEEP_MIN_AGE_MS');
+    expect(refusal({ MEDIA_SWEEP_MIN_AGE_MS: '599999' }).message).toContain(
+      'MEDIA_SWEEP_MIN_AGE_MS=599999: MEDIA_SWEEP_MIN_AGE_MS must be at least MEDIA_RELEASE_DELAY_MS (600000)',
+    );
+    expect(validateEnv({ MEDIA_SWEEP_MIN_AGE_MS: '5000', MEDIA_RELEASE_DELAY_MS: '5000' }).MEDIA_SWEEP_MIN_AGE_MS).toBe(5000);
+  });
+
   it('MEDIA_ALLOWED_HOSTS and WEBHOOK_ALLOWED_HOSTS: host names, IP addresses and CIDR ranges; anything else refused, naming it', () => {
     const list = ' images.internal, IMG-1.example.com., 10.0.0.7, [::1], fd12:3456::/32, 10.20.0.0/16 ,';
     expect(validateEnv({ MEDIA_ALLOWED_HOSTS: list, WEBHOOK_ALLOWED_HOSTS: 'hooks.internal' })).toMatchObject({ MEDIA_ALLOWED_HOSTS: list });

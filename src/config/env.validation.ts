@@ -313,6 +313,27 @@ export class EnvironmentVariables {
   @Max(86_400_000)
   MEDIA_RELEASE_DELAY_MS = 600_000;
 
+  /**
+   * How often each node walks the media files for images nothing refers to that the delayed release did
+   * not remove (a node killed outright, a write killed between storing its images and committing), and
+   * files left half-written. 0: never.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(604_800_000)
+  MEDIA_SWEEP_INTERVAL_MS = 21_600_000;
+
+  /**
+   * How long a file must have gone unwritten and unreused before the sweep may remove it (if no item uses
+   * its image then): longer than any write takes between storing its images and committing its goods.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(2_592_000_000)
+  MEDIA_SWEEP_MIN_AGE_MS = 86_400_000;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)
@@ -807,6 +828,16 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
     lines.push(
       `  - MEDIA_PROCESS_CONCURRENCY=${env.MEDIA_PROCESS_CONCURRENCY}: MEDIA_PROCESS_CONCURRENCY must be below the libuv thread pool size ` +
         `(UV_THREADPOOL_SIZE, ${threads}), so that file reads and DNS always have a thread`,
+    );
+  }
+  if (!errors.some((e) => e.property === 'MEDIA_SWEEP_INTERVAL_MS') && env.MEDIA_SWEEP_INTERVAL_MS !== 0 && env.MEDIA_SWEEP_INTERVAL_MS < 1000) {
+    lines.push(`  - MEDIA_SWEEP_INTERVAL_MS=${env.MEDIA_SWEEP_INTERVAL_MS}: MEDIA_SWEEP_INTERVAL_MS must be 0 (never) or at least 1000`);
+  }
+  // The sweep must not take files the delayed release still keeps (and serves) on another node.
+  const sweepAgeValid = !errors.some((e) => e.property === 'MEDIA_SWEEP_MIN_AGE_MS' || e.property === 'MEDIA_RELEASE_DELAY_MS');
+  if (sweepAgeValid && env.MEDIA_SWEEP_MIN_AGE_MS < env.MEDIA_RELEASE_DELAY_MS) {
+    lines.push(
+      `  - MEDIA_SWEEP_MIN_AGE_MS=${env.MEDIA_SWEEP_MIN_AGE_MS}: MEDIA_SWEEP_MIN_AGE_MS must be at least MEDIA_RELEASE_DELAY_MS (${env.MEDIA_RELEASE_DELAY_MS})`,
     );
   }
   if (lines.length > 0) {

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
@@ -9,15 +9,27 @@ export interface StoredFile {
   stream: Readable;
 }
 
+/** A stored file as the orphan sweep sees it: its key, its size and when it was last written or reused. */
+export interface ListedFile {
+  key: string;
+  size: number;
+  modifiedMs: number;
+}
+
 /**
  * Where media files live. Keys look like `ab/abcdef…64.jpg`. The local implementation keeps them under
- * DATA_DIR/media; a shared volume works as is, an object store can implement the same four calls.
+ * DATA_DIR/media; a shared volume works as is, an object store can implement the same calls.
  */
 export abstract class MediaStorage {
   abstract put(key: string, data: Buffer): Promise<void>;
-  abstract exists(key: string): Promise<boolean>;
+  /** Marks the file as used now (its modification time: the orphan sweep leaves recent files); false when there is none. */
+  abstract touch(key: string): Promise<boolean>;
   abstract open(key: string): Promise<StoredFile | null>;
+  /** The file's size and when it was last written or touched (ms since the epoch); null when there is none. */
+  abstract stat(key: string): Promise<ListedFile | null>;
   abstract delete(key: string): Promise<void>;
+  /** Every stored file, one folder (`ab/`) at a time, in no set order; files left half-written included. */
+  abstract list(): AsyncIterable<ListedFile[]>;
 }
 
 export class LocalMediaStorage extends MediaStorage {
@@ -40,11 +52,22 @@ export class LocalMediaStorage extends MediaStorage {
     await rename(tmp, path);
   }
 
-  async exists(key: string): Promise<boolean> {
+  async touch(key: string): Promise<boolean> {
     try {
-      return (await stat(this.path(key))).isFile();
+      const now = new Date();
+      await utimes(this.path(key), now, now);
+      return true;
     } catch {
       return false;
+    }
+  }
+
+  async stat(key: string): Promise<ListedFile | null> {
+    try {
+      const info = await stat(this.path(key));
+      return info.isFile() ? { key, size: info.size, modifiedMs: info.mtimeMs } : null;
+    } catch {
+      return null;
     }
   }
 
@@ -61,5 +84,28 @@ export class LocalMediaStorage extends MediaStorage {
 
   async delete(key: string): Promise<void> {
     await rm(this.path(key), { force: true });
+  }
+
+  async *list(): AsyncIterable<ListedFile[]> {
+    let dirs: string[];
+    try {
+      dirs = (await readdir(this.root, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+    } catch {
+      return; // nothing stored yet
+    }
+    for (const dir of dirs) {
+      let names: string[];
+      try {
+        names = (await readdir(join(this.root, dir), { withFileTypes: true })).filter((d) => d.isFile()).map((d) => d.name);
+      } catch {
+        continue; // removed meanwhile
+      }
+      const files: ListedFile[] = [];
+      for (const name of names) {
+        const file = await this.stat(`${dir}/${name}`);
+        if (file) files.push(file);
+      }
+      yield files;
+    }
   }
 }

@@ -33,7 +33,7 @@ type FileSet = Pick<Media, 'checksum' | 'fileKey' | 'thumbnails'>;
 
 const CHUNK = 400;
 
-/** Most checksums waiting for their delayed release on a node; past it, files are left (orphans are harmless). */
+/** Most checksums waiting for their delayed release on a node; past it, files are left to the orphan sweep. */
 export const MAX_PENDING_RELEASES = 100_000;
 
 /** Whether a stored row has the API's three thumbnails: 120, 240 and 480 px wide, in that order. */
@@ -86,7 +86,8 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
     const known = await this.db.manager.findOne(Media, { where: { checksum: fetched.checksum }, order: { id: 'DESC' } });
     // A row stored before thumbnails were enlarged (an image narrower than 480 px) lacks the API's three
     // widths: its image is processed again rather than reused (its own files stay, see thumbnailKey).
-    if (known && hasThreeWidths(known) && (await this.storage.exists(known.fileKey))) {
+    // Reused files are touched: the orphan sweep leaves files used lately (this write's row is not committed yet).
+    if (known && hasThreeWidths(known) && (await this.touchAll(known))) {
       return { ...this.fileSet(known), originalUrl: url, contentType: known.contentType, size: known.size, width: known.width, height: known.height };
     }
     const processed = await this.processor.process(fetched.bytes);
@@ -110,6 +111,17 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
       height: processed.height,
       thumbnails,
     };
+  }
+
+  /** Marks an image's files as used now; false when its original is gone (it is then stored again). */
+  private async touchAll(set: FileSet): Promise<boolean> {
+    const [original] = await Promise.all([set.fileKey, ...set.thumbnails.map((t) => t.key)].map((key) => this.storage.touch(key)));
+    return original;
+  }
+
+  /** Whether files of this checksum were released on this node and wait for MEDIA_RELEASE_DELAY_MS. */
+  isWaiting(checksum: string): boolean {
+    return this.pending.has(checksum);
   }
 
   /** prepare() that reports failure instead of throwing (the goods data is saved either way). */
@@ -237,8 +249,8 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
   /**
    * The releases still waiting for their delay are left in DATA_DIR/media-releases for the next node that
    * starts (this one again, or another sharing DATA_DIR), rather than their files staying on disk for good.
-   * A node killed outright (SIGKILL) leaves its waiting files on disk: harmless, and an identical image
-   * stored again reuses them.
+   * A node killed outright (SIGKILL) leaves its waiting files on disk, until the orphan sweep
+   * (MediaOrphanSweep) finds them unused.
    */
   onModuleDestroy(): void {
     clearTimeout(this.sweepTimer);

@@ -94,6 +94,7 @@ export async function testConfig(engine: Engine, specFile: string, extra: Record
     RATE_LIMIT_ENABLED: 'false',
     // Released image files go at once, as suites check; test/media-release.e2e-spec.ts sets its own delay.
     MEDIA_RELEASE_DELAY_MS: '0',
+    MEDIA_SWEEP_INTERVAL_MS: '0',
     ...extra,
   };
   return { config: AppConfig.fromEnv(env), env, dataDir, database };
