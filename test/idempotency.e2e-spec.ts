@@ -239,6 +239,26 @@ describeEngines(
       expect((await take()).status).toBe(409);
     });
 
+    it('a 5xx after the write committed keeps the key: the retry is told the request was applied (409), not run again', async () => {
+      const { MediaService } = await import('../src/media/media.service');
+      const F = await ctx().createCustomer('Failed after commit');
+      // The item is stored; the step after the commit fails (a disk error, say): the answer is a 500.
+      const release = jest.spyOn(ctx().app.get(MediaService), 'releaseFiles').mockRejectedValueOnce(new Error('the disk went away'));
+      try {
+        const failed = await register(F, item('A1'), 'after-commit');
+        expect([failed.status, failed.body._s]).toEqual([500, -500]);
+      } finally {
+        release.mockRestore();
+      }
+      expect(await countGoods(ctx(), F.id)).toBe(1);
+      const retried = await register(F, item('A1'), 'after-commit');
+      expect([retried.status, retried.body._s]).toEqual([409, -409]);
+      expect(retried.body._e).toMatch(/was applied, but .* it is not applied again/);
+      expect(await countGoods(ctx(), F.id)).toBe(1);
+      // Without the key the same body is a new request, refused as the sku is taken: the item is there.
+      expect((await register(F, item('A1'))).status).toBe(409);
+    });
+
     it('a request that commits nothing before its lease lapses (its node died mid-write) runs again: nothing of it was applied', async () => {
       const { keyHashOf } = await import('../src/idempotency/idempotency-request');
       const service = ctx().app.get(IdempotencyService);
