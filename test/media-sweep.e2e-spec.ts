@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import { MediaOrphanSweep } from '../src/media/orphan-sweep';
 import { ImageServer, startImageServer } from './support/image-server';
 import { eventually } from './support/eventually';
@@ -97,7 +98,7 @@ describeEngines(
       await t.dataSource.query('DELETE FROM media WHERE goodsId = ?', [item.body.id]);
       age(dir, keys, 2 * DAY_MS);
       const outcome = await t.app.get(MediaOrphanSweep).sweep();
-      expect(outcome).toEqual({ removed: keys.length, bytes });
+      expect(outcome).toEqual({ removed: keys.length, bytes, refused: false });
     });
 
     it("a write reusing an image's files marks them used: the sweep leaves them although they were stored long ago", async () => {
@@ -115,6 +116,28 @@ describeEngines(
       await t.dataSource.query('DELETE FROM media WHERE checksum = ?', [keys[0].slice(3, 67)]);
       const outcome = await t.app.get(MediaOrphanSweep).sweep();
       expect(outcome.removed).toBe(0);
+      expect(present(dir, keys)).toEqual(keys.map(() => true));
+    });
+
+    it('removes nothing when more than half of the images stored are unknown to the database (DATA_DIR shared with another one)', async () => {
+      const t = ctx();
+      const c = await t.createCustomer();
+      const dir = join(t.config.dataDir, 'media');
+      const items = [];
+      for (let n = 30; n < 33; n += 1) items.push(await register(t, c, n, images.url1(`/v/sweep-foreign-db-${t.engine}-${n}/photo.jpg`)));
+      const keys = items.flatMap((item) => keysOf(item.body.medias[0]));
+      // As if this node read another database: none of these images is known to it.
+      await t.dataSource.query('DELETE FROM media');
+      age(dir, keys, 2 * DAY_MS);
+      const warn = jest.spyOn(Logger.prototype, 'warn');
+      try {
+        expect(await t.app.get(MediaOrphanSweep).sweep()).toEqual({ removed: 0, bytes: 0, refused: true });
+        expect(warn.mock.calls.map((call) => String(call[0]))).toContainEqual(
+          expect.stringMatching(/unused by this node's database; more than half, so none was removed/),
+        );
+      } finally {
+        warn.mockRestore();
+      }
       expect(present(dir, keys)).toEqual(keys.map(() => true));
     });
   },

@@ -18,6 +18,8 @@ export interface SweepOutcome {
   /** Files removed: images no media row refers to, and files left half-written. */
   removed: number;
   bytes: number;
+  /** More than half of the images stored were unused: nothing was removed (see pass). */
+  refused: boolean;
 }
 
 /**
@@ -27,7 +29,8 @@ export interface SweepOutcome {
  * store and removes a file only when it has not been written or reused (MediaService touches files it
  * reuses) for MEDIA_SWEEP_MIN_AGE_MS and no media row names its checksum: a write reusing or storing an
  * image commits its row well within that age. Nodes sharing DATA_DIR may sweep at once: each removal is
- * checked again just before it, and removing twice is harmless.
+ * checked again just before it, and removing twice is harmless. A pass that would remove more than half of
+ * the images stored removes nothing (a node reading another database than its DATA_DIR's files belong to).
  */
 @Injectable()
 export class MediaOrphanSweep implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -71,34 +74,56 @@ export class MediaOrphanSweep implements OnApplicationBootstrap, OnApplicationSh
     return this.running;
   }
 
+  /**
+   * Counts first, removes second. When more than half of the images stored would go, nothing is removed:
+   * leftovers of killed nodes are a few, and so many unused images rather mean that this node reads another
+   * database than the one these files belong to (a DATA_DIR shared by mistake).
+   */
   private async pass(): Promise<SweepOutcome> {
-    const outcome: SweepOutcome = { removed: 0, bytes: 0 };
     const started = Date.now();
-    for await (const folder of this.storage.list()) {
-      if (this.stopped) break;
-      const cutoff = Date.now() - this.config.media.sweepMinAgeMs;
-      const old = folder.filter((f) => f.modifiedMs < cutoff);
-      const candidates = [...old.filter((f) => PARTIAL_FILE.test(f.key)), ...(await this.unnamed(old))];
-      for (const file of candidates) {
-        // Written or reused since it was listed (a write storing the same image again): left.
-        const now = await this.storage.stat(file.key);
-        if (!now || now.modifiedMs >= Date.now() - this.config.media.sweepMinAgeMs) continue;
-        await this.storage.delete(file.key);
-        outcome.removed += 1;
-        outcome.bytes += now.size;
-      }
+    const survey = await this.walk(false);
+    if (survey.unusedImages > survey.images / 2) {
+      this.logger.warn(
+        `media sweep: ${survey.unusedImages} of the ${survey.images} images stored in ${this.config.media.dir} are unused by this node's database; ` +
+          'more than half, so none was removed (is that DATA_DIR shared with another database?)',
+      );
+      return { removed: 0, bytes: 0, refused: true };
     }
+    const outcome = await this.walk(true);
     const took = Date.now() - started;
     if (outcome.removed) {
       this.logger.log(`media sweep: ${outcome.removed} unused file(s) removed, ${(outcome.bytes / 1048576).toFixed(1)} MB, in ${took} ms`);
     } else {
       this.logger.debug(`media sweep: no unused file, in ${took} ms`);
     }
-    return outcome;
+    return { removed: outcome.removed, bytes: outcome.bytes, refused: false };
   }
 
-  /** The image files of these whose checksum no media row names (files of other names are never touched). */
-  private async unnamed(files: ListedFile[]): Promise<ListedFile[]> {
+  /** One walk over the store, one folder at a time: counts the images and the unused ones, and removes the files to go when `remove`. */
+  private async walk(remove: boolean): Promise<{ images: number; unusedImages: number; removed: number; bytes: number }> {
+    const tally = { images: 0, unusedImages: 0, removed: 0, bytes: 0 };
+    for await (const folder of this.storage.list()) {
+      if (this.stopped) break;
+      tally.images += new Set(folder.map((f) => IMAGE_FILE.exec(f.key)?.[1]).filter(Boolean)).size;
+      const cutoff = Date.now() - this.config.media.sweepMinAgeMs;
+      const old = folder.filter((f) => f.modifiedMs < cutoff);
+      const unused = await this.unnamed(old);
+      tally.unusedImages += unused.size;
+      if (!remove) continue;
+      for (const file of [...old.filter((f) => PARTIAL_FILE.test(f.key)), ...[...unused.values()].flat()]) {
+        // Written or reused since it was listed (a write storing the same image again): left.
+        const now = await this.storage.stat(file.key);
+        if (!now || now.modifiedMs >= Date.now() - this.config.media.sweepMinAgeMs) continue;
+        await this.storage.delete(file.key);
+        tally.removed += 1;
+        tally.bytes += now.size;
+      }
+    }
+    return tally;
+  }
+
+  /** The image files of these by checksum, for each checksum no media row names (files of other names are never touched). */
+  private async unnamed(files: ListedFile[]): Promise<Map<string, ListedFile[]>> {
     const byChecksum = new Map<string, ListedFile[]>();
     for (const file of files) {
       const checksum = IMAGE_FILE.exec(file.key)?.[1];
@@ -110,6 +135,6 @@ export class MediaOrphanSweep implements OnApplicationBootstrap, OnApplicationSh
       const rows = await this.db.manager.find(Media, { select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
       for (const row of rows) byChecksum.delete(row.checksum);
     }
-    return [...byChecksum.values()].flat();
+    return byChecksum;
   }
 }
