@@ -19,20 +19,37 @@ describe('redactCredentials', () => {
     expect(redactCredentials(line)).toBe('media https://***@one.example/x.png: bad redirect location: ftp://***@two.example/y (user me@example.com)');
   });
 
-  it.each([
-    'https://cdn.example.com/a.jpg',
-    'https://cdn.example.com/path@2x.png',
-    'https://cdn.example.com/a?mail=me@example.com',
-    'https://cdn.example.com/a#x@y',
-    'GET /v1/goods/ak/url?value=https%3A%2F%2Fshop.example.com%2Fa',
-    'no url here, just me@example.com',
-  ])('leaves %p as it is', (text) => {
-    expect(redactCredentials(text)).toBe(text);
-  });
+  it.each(['https://cdn.example.com/a.jpg', 'https://cdn.example.com/path@2x.png', 'https://cdn.example.com/a#x@y', 'no url here, just me@example.com'])(
+    'leaves %p as it is',
+    (text) => {
+      expect(redactCredentials(text)).toBe(text);
+    },
+  );
 
-  it('hides the values of credential query parameters', () => {
-    expect(redactCredentials('GET /v1/goods/ak?token=eyJhbGci.x.y&count=1')).toBe('GET /v1/goods/ak?token=***&count=1');
-    expect(redactCredentials('/a?x=1&secretKey=c2VjcmV0&Password=p4ss#f')).toBe('/a?x=1&secretKey=***&Password=***#f');
-    expect(redactCredentials('/a?tokens=1&mytoken=2')).toBe('/a?tokens=1&mytoken=2');
+  it('hides the value of every query parameter: a credential may travel under any name', () => {
+    expect(redactCredentials('GET /v1/goods/ak?token=eyJhbGci.x.y&count=1')).toBe('GET /v1/goods/ak?token=***&count=***');
+    expect(redactCredentials('/a?x=1&secretKey=c2VjcmV0&Password=p4ss#f')).toBe('/a?x=***&secretKey=***&Password=***#f');
+    // Presigned S3 and GCS URLs, a CloudFront signed URL, an Azure SAS and function key, a Google API key.
+    const presigned =
+      'media https://b.s3.amazonaws.com/a.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F2026&X-Amz-Security-Token=FwoGZX&X-Amz-Signature=abc123: not an image';
+    expect(redactCredentials(presigned)).toBe(
+      'media https://b.s3.amazonaws.com/a.jpg?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Security-Token=***&X-Amz-Signature=***: not an image',
+    );
+    for (const [text, expected] of [
+      [
+        'https://storage.googleapis.com/b/a.png?X-Goog-Credential=sa%40p&X-Goog-Signature=9f',
+        'https://storage.googleapis.com/b/a.png?X-Goog-Credential=***&X-Goog-Signature=***',
+      ],
+      ['https://d1.cloudfront.net/a.png?Policy=eyJ&Key-Pair-Id=K2&Signature=x~y', 'https://d1.cloudfront.net/a.png?Policy=***&Key-Pair-Id=***&Signature=***'],
+      ['https://acct.blob.core.windows.net/c/a.png?sv=2022&se=2026-12-01&sig=abc%3D', 'https://acct.blob.core.windows.net/c/a.png?sv=***&se=***&sig=***'],
+      ['https://f.azurewebsites.net/api/img?code=s3cr3t', 'https://f.azurewebsites.net/api/img?code=***'],
+      ['https://maps.example.com/img?key=AIzaSy&session=abc', 'https://maps.example.com/img?key=***&session=***'],
+      ['https://cdn.example.com/a?mail=me@example.com', 'https://cdn.example.com/a?mail=***'],
+    ])
+      expect(redactCredentials(text)).toBe(expected);
+    // A colon inside a value goes with it.
+    expect(redactCredentials('/a?se=2026-12-01T00:00:00Z&t=a:b:c')).toBe('/a?se=***&t=***');
+    // Names without a value, and a lone `?`, are left.
+    expect(redactCredentials('/a?flag&b= c? d')).toBe('/a?flag&b= c? d');
   });
 });

@@ -8,16 +8,18 @@
 const USERINFO = /\/\/[^/?#\s]*@/g;
 
 /**
- * A query parameter that carries a credential (`?token=…`, `&secretKey=…`, `&password=…`): its value goes.
- * Customers' tokens travel in the Authorization header, but a client may still put one in a URL.
+ * The value of every query parameter (`?token=…`, `&X-Amz-Signature=…`, `&key=…`): a credential may travel
+ * under any name (presigned S3 and GCS URLs, SAS tokens, API keys, a customer's token put in a URL), so no
+ * list of names is kept; the names stay, for reading the line. A value ends at a blank, `&`, `#`, a quote,
+ * or a `:` before a blank or the end (where a log line goes on: `<url>: <error>`).
  */
-const SECRET_PARAM = /([?&](?:access[_-]?token|token|jwt|secret(?:[_-]?key)?|password|passwd|pwd|api[_-]?key|signature|sig|auth(?:orization)?)=)[^&#\s"']+/gi;
+const PARAM_VALUE = /([?&][^=&#\s"'?]+=)(?:[^&#\s"':]|:(?!\s|$))+/g;
 
 /**
  * Hides the credentials of every URL in a text before it is logged: `https://user:secret@cdn.example/a`
- * becomes `https://***@cdn.example/a`, and `?token=eyJ…` becomes `?token=***`. The one helper for log lines that may print a URL (media URLs,
+ * becomes `https://***@cdn.example/a`, and `?token=eyJ…&w=2` becomes `?token=***&w=***`. The one helper for log lines that may print a URL (media URLs,
  * redirect locations, request URLs, settings such as REDIS_URL, driver messages).
  */
 export function redactCredentials(text: string): string {
-  return text.replace(USERINFO, '//***@').replace(SECRET_PARAM, '$1***');
+  return text.replace(USERINFO, '//***@').replace(PARAM_VALUE, '$1***');
 }
