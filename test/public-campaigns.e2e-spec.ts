@@ -1,4 +1,7 @@
+import { sign } from 'jsonwebtoken';
 import type { Response } from 'supertest';
+import { CustomersService } from '../src/customers/customers.service';
+import { LiveGateway } from '../src/live/live.gateway';
 import { eventually, Payload, Viewer } from './support/live-client';
 import { SUMMARY_KEYS, CAMPAIGN_KEYS, DAY, keys, expectError, expectOk, Body, liveHarness } from './support/live-harness';
 import { describeEngines, TestCustomer } from './support/test-app';
@@ -261,6 +264,36 @@ describeEngines(
         expect(await Viewer.refused(base, { accessKey: P.accessKey, campaignKey: key, role: 'operator', token })).toMatch(/operator/);
         expect(lasting.disconnectReason).toBeNull();
         lasting.close();
+      });
+
+      it("an operator's console is disconnected once the key that signed its token is retired (rotate-secret --grace 0), as the API then refuses it", async () => {
+        const R = await ctx().createCustomer('Rotating');
+        const { campaignKey: key } = await createCampaign(R, { title: 'rotated' });
+        const token = R.token();
+        const operator = await Viewer.connect(base, { accessKey: R.accessKey, campaignKey: key, role: 'operator', token });
+        await operator.next('campaign.snapshot');
+        const audience = await viewer(R, key);
+        const gateway = ctx().app.get(LiveGateway);
+        // Rotated with a grace: the previous key still verifies, the console stays.
+        const customers = ctx().app.get(CustomersService);
+        await customers.rotateSecret(R.accessKey, 3600);
+        await gateway.recheckOperators();
+        expect(operator.disconnectReason).toBeNull();
+        // Rotated again at once (after a leak): the key that signed the console's token is gone.
+        const rotated = await customers.rotateSecret(R.accessKey, 0);
+        expect((await http().get(`/v1/goods/${R.accessKey}`).set('Authorization', `Bearer ${token}`)).status).toBe(401);
+        const fresh = sign({ accessKey: R.accessKey }, Buffer.from(rotated?.secretKey ?? '', 'base64'), { algorithm: 'HS256', expiresIn: 3600 });
+        const renewed = await Viewer.connect(base, { accessKey: R.accessKey, campaignKey: key, role: 'operator', token: fresh });
+        await renewed.next('campaign.snapshot');
+        await gateway.recheckOperators();
+        expect(await operator.disconnected(5000)).toBe('io server disconnect');
+        // (Two rotations: the key that signed it is not even the previous one any more.)
+        expect(await Viewer.refused(base, { accessKey: R.accessKey, campaignKey: key, role: 'operator', token })).toMatch(/role 'operator': Invalid token/);
+        // A console with a token of the new key, and viewers (no token), stay.
+        expect(renewed.disconnectReason).toBeNull();
+        expect(audience.disconnectReason).toBeNull();
+        renewed.close();
+        audience.close();
       });
     });
 

@@ -38,6 +38,23 @@ export class CampaignLiveSource implements LiveSource {
     return { campaignId: campaign.id, customerId: customer.id, currency: customer.currency, counted: operatorToken === undefined, operatorUntil };
   }
 
+  async operatorTokenValid(accessKey: string, token: string): Promise<boolean> {
+    let customer: Awaited<ReturnType<CustomersService['findByAccessKey']>>;
+    try {
+      customer = await this.customers.findByAccessKey(accessKey);
+    } catch {
+      return true;
+    }
+    if (!customer) return false;
+    try {
+      verifyCustomerToken(token, customer, accessKey, this.config.auth.tokenMaxTtlSeconds);
+      return true;
+    } catch (err) {
+      if (err instanceof TokenRejected) return false;
+      throw err;
+    }
+  }
+
   snapshot(campaignId: number, currency: string, baseUrl: string, userCount: number): Promise<LiveEventMap['campaign.snapshot'] | null> {
     // seq and state from the same instant.
     return this.db.consistentRead((em) => this.views.snapshot(em, campaignId, currency, baseUrl, userCount));

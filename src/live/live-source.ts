@@ -24,6 +24,12 @@ export class LiveRefusal extends Error {}
 export interface LiveSource {
   /** The campaign a connection asks for, or a LiveRefusal (unknown keys, a bad operator token). */
   admit(accessKey: string, campaignKey: string, operatorToken?: string): Promise<LiveAdmission>;
+  /**
+   * Whether an operator's console token still passes as it did at admission: false once the key that
+   * signed it was retired (a rotation with no grace left) or the customer is gone; true when it cannot be
+   * told (the database is away: an outage is no reason to cut operators).
+   */
+  operatorTokenValid(accessKey: string, token: string): Promise<boolean>;
   /** The campaign's state at one instant with the seq of the last event it reflects; null when it is gone. */
   snapshot(campaignId: number, currency: string, baseUrl: string, userCount: number): Promise<LiveEventMap['campaign.snapshot'] | null>;
   /** The current seq of each campaign; campaigns that are gone are absent. */

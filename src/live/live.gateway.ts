@@ -1,4 +1,4 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ConnectedSocket, MessageBody, OnGatewayConnection, OnGatewayDisconnect, OnGatewayInit, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
 import type { Namespace, Socket } from 'socket.io';
@@ -66,6 +66,13 @@ type ViewerSocket = Socket<Record<string, never>, { [K in keyof LiveEventMap]: (
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
+ * How often operators' consoles have their token checked again (operatorsRecheck): a key retired by a
+ * rotation (`rotate-secret --grace 0` after a leak, or the grace's end) ends their sockets within this and
+ * the customer cache's 30 s, as the REST API refuses the token within the 30 s.
+ */
+export const OPERATOR_RECHECK_MS = 15_000;
+
+/**
  * Disconnects an operator's console when its token stops being valid: what it hears (its customer's
  * operator events too) is what the token admitted it to, and the REST API refuses the token from then on.
  * The console connects again with a fresh token (an expired one is refused as it joins).
@@ -129,7 +136,7 @@ function handshakeKey(name: string, auth: Record<string, unknown>, query: Record
  * (`role: 'operator'`, which is not counted as a viewer): it must show the customer's token.
  */
 @WebSocketGateway({ namespace: '/live', cors: { origin: true } })
-export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewayDisconnect {
+export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewayDisconnect, OnModuleDestroy {
   private readonly logger = new Logger(LiveGateway.name);
   private namespace: Namespace | null = null;
   /** Snapshots read and encoded once for the viewers that ask for them together or soon after (see SharedSnapshots). */
@@ -150,8 +157,15 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     private readonly metrics: Metrics,
   ) {}
 
+  /** Operators' consoles connected to this node, whose tokens are checked again every OPERATOR_RECHECK_MS. */
+  private readonly operators = new Set<ViewerSocket>();
+  private recheckTimer: NodeJS.Timeout | undefined;
+  private rechecking = false;
+
   afterInit(namespace: Namespace): void {
     this.namespace = namespace;
+    this.recheckTimer = setInterval(() => void this.recheckOperators(), OPERATOR_RECHECK_MS);
+    this.recheckTimer.unref();
     this.lifecycle.attachLive(namespace);
     this.notifier.attach(
       namespace,
@@ -269,7 +283,11 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
   async handleConnection(socket: ViewerSocket): Promise<void> {
     const { campaignId } = socket.data;
     if (!campaignId) return;
-    if (socket.data.operatorUntil !== undefined) disconnectAt(socket, socket.data.operatorUntil);
+    if (socket.data.operatorUntil !== undefined) {
+      disconnectAt(socket, socket.data.operatorUntil);
+      this.operators.add(socket);
+      socket.once('disconnect', () => this.operators.delete(socket));
+    }
     // Resync requests are counted as they arrive (mayResync), before Nest's message pipeline: a burst of
     // 2,000 in one read was otherwise dispatched through it whole, even the requests after the socket had
     // been dropped for them, and held the event loop 55–80 ms. An ignored one goes no further.
@@ -291,6 +309,40 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     if (seq !== null) this.notifier.joined(campaignId, seq);
     // Without its snapshot a viewer cannot apply events: let it come back (socket.io clients retry).
     else if (socket.connected) socket.disconnect(true);
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.recheckTimer);
+  }
+
+  /**
+   * Disconnects the operators' consoles whose token the REST API would refuse now though it did not at
+   * their admission: its key was retired (rotate-secret), or the customer is gone. An expiry is disconnectAt's.
+   */
+  async recheckOperators(): Promise<void> {
+    if (this.rechecking) return;
+    this.rechecking = true;
+    try {
+      for (const socket of [...this.operators]) {
+        if (!socket.connected) continue;
+        const auth = (socket.handshake.auth ?? {}) as Record<string, unknown>;
+        const accessKey = handshakeKey('accessKey', auth, socket.handshake.query) ?? '';
+        let valid = true;
+        try {
+          valid = await this.source.operatorTokenValid(accessKey, text(auth.token, 8192) ?? '');
+        } catch (err) {
+          this.logger.warn(`an operator's token could not be checked again: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        if (!valid && socket.connected) {
+          this.logger.log(
+            `an operator's console of campaign ${socket.data.campaignId} disconnected: its token is no longer valid (its key was retired, or the customer removed)`,
+          );
+          socket.disconnect(true);
+        }
+      }
+    } finally {
+      this.rechecking = false;
+    }
   }
 
   handleDisconnect(socket: ViewerSocket): void {
