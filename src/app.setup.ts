@@ -4,8 +4,9 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { ApiValidationPipe } from './common/validation/api-validation.pipe';
 import { requestIdMiddleware } from './http/request-id.middleware';
-import { answerClientErrors } from './http/client-errors';
-import type { Request } from 'express';
+import { answerClientErrors, lacksHost, letHeadersThrough } from './http/client-errors';
+import { ApiException } from './common/errors/api.exception';
+import type { NextFunction, Request, Response } from 'express';
 import { AppConfig } from './config/app-config';
 import { baseUrlOf, ownBaseUrl } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
@@ -46,7 +47,11 @@ export function configureApp(app: NestExpressApplication): void {
   connections.apply(app.getHttpServer());
   // Requests Node's parser or deadlines refuse (400, 408, 431) get the error shape and a request id.
   answerClientErrors(app.getHttpServer());
+  letHeadersThrough(app.getHttpServer());
   app.use(requestIdMiddleware);
+  app.use((req: Request, _res: Response, next: NextFunction) =>
+    lacksHost(req) ? next(ApiException.invalid('Bad request: an HTTP/1.1 request must carry a Host header')) : next(),
+  );
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);
   lifecycle.watch(app.getHttpServer(), () => connections.lingeringConnections);

@@ -65,6 +65,29 @@ describeEngines(
       expect(bad.headers.connection).toBe('close');
     });
 
+    it('an HTTP/1.1 request without Host is 400 -510 in the error shape with X-Request-Id; HTTP/1.0 needs none; headers past the first 1,000 are kept', async () => {
+      const noHost = await openTcp(base, { send: 'GET /health/ready HTTP/1.1\r\nConnection: close\r\n\r\n' });
+      await within(noHost.whenClosed, WAIT, 'the request without Host to be answered');
+      const refused = parse(noHost.received);
+      expect([refused.status, refused.body, refused.headers['x-request-id']]).toEqual([
+        400,
+        { _s: -510, _e: 'Bad request: an HTTP/1.1 request must carry a Host header' },
+        expect.stringMatching(UUID),
+      ]);
+
+      const old = await openTcp(base, { send: 'GET /health/ready HTTP/1.0\r\n\r\n' });
+      await within(old.whenClosed, WAIT, 'the HTTP/1.0 request to be answered');
+      expect(old.received).toMatch(/^HTTP\/1\.1 200 /);
+
+      // 1,200 header lines (within the size limit), then the token: it is read, not dropped.
+      const many = Array.from({ length: 1200 }, (_, i) => `X-H${i}: 1\r\n`).join('');
+      const late = await openTcp(base, {
+        send: `GET /v1/goods/${C.accessKey}?count=1 HTTP/1.1\r\nHost: x\r\n${many}Authorization: ${C.auth()}\r\nConnection: close\r\n\r\n`,
+      });
+      await within(late.whenClosed, WAIT, 'the request with many headers to be answered');
+      expect(late.received).toMatch(/^HTTP\/1\.1 200 /);
+    });
+
     it("Socket.IO's own HTTP answers carry X-Request-Id: the client script, the Engine.IO handshake, its 400, the WebSocket upgrade and its refusal", async () => {
       const script = await fetch(`${base}/socket.io/socket.io.min.js`, { headers: { 'x-request-id': 'script-1' } });
       expect([script.status, script.headers.get('x-request-id')]).toEqual([200, 'script-1']);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { maxHeaderSize, type Server } from 'node:http';
+import { maxHeaderSize, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { ErrorCode } from '../common/errors/error-codes';
@@ -95,4 +95,21 @@ export function answerClientErrors(server: Server): void {
     }
     socket.destroy();
   });
+}
+
+/**
+ * Node answers an HTTP/1.1 request without a Host header itself, with a bare 400 (no body, no request id),
+ * and keeps only its first 1,000 headers (maxHeadersCount counts names and values), so that a Host or an
+ * Authorization after them was lost the same way. The server is told to let both through: every header
+ * within the size limit (maxHeaderSize; past it 431) is kept, and a missing Host is refused in app.setup
+ * (lacksHost) in the error shape of every other answer.
+ */
+export function letHeadersThrough(server: Server): void {
+  server.maxHeadersCount = 0;
+  (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
+}
+
+/** Whether a request lacks the Host header HTTP/1.1 requires (RFC 9112, 3.2: it is answered 400). */
+export function lacksHost(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && !req.headers.host;
 }
