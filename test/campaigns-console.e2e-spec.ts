@@ -306,6 +306,10 @@ describeEngines(
         expect(showing(await con(A).showing(key, g[2].id, true))).toEqual([String(g[2].id)]);
         expect(showing(await con(A).goods(key))).toEqual([String(g[2].id)]);
         expect(showing(await con(A).showing(key, g[2].id, false))).toEqual([]);
+        // Stopping an item that is not showing changes nothing: its updatedAt stays (no event tells viewers of it).
+        const before = (await con(A).goods(key)).body.results.find((r: Payload) => r.goodsId === String(g[1].id));
+        const after = (await con(A).showing(key, g[1].id, false)).body.results.find((r: Payload) => r.goodsId === String(g[1].id));
+        expect(after).toEqual(before);
         const outsider = await register(A);
         expectError(await con(A).showing(key, outsider.id, true), 404, -711);
         expectUnknownGoods(await con(A).showing(key, 99999999, true));
