@@ -7,6 +7,7 @@ import type { Namespace } from 'socket.io';
 import { AppConfig } from '../config/app-config';
 import { foreground } from '../common/util/foreground';
 import { finishedWithin } from '../common/util/finished-within';
+import { startExitWatchdog } from './exit-watchdog';
 
 const POLL_MS = 50;
 /** Quiet time (no request started) before the remaining keep-alive connections are closed. */
@@ -26,6 +27,9 @@ const ACCEPT_MAX_MS = 2000;
  * and a connection abandoned meanwhile never answers it) must not keep the process from exiting.
  */
 export const CLOSE_MAX_MS = 10_000;
+
+/** What the exit watchdog allows beyond SHUTDOWN_TIMEOUT and CLOSE_MAX_MS (see startExitWatchdog). */
+const WATCHDOG_MARGIN_MS = 5_000;
 
 /**
  * The node's life after start: which requests are in flight, and the orderly shutdown on SIGTERM/SIGINT.
@@ -136,6 +140,17 @@ export class Lifecycle {
   async shutdown(app: INestApplication, signal: string): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    // Past every deadline below, and a margin, the process is killed whatever holds its event loop.
+    const watchdog = startExitWatchdog(this.config.server.shutdownTimeoutMs + CLOSE_MAX_MS + WATCHDOG_MARGIN_MS, this.config.server.logFormat);
+    try {
+      await this.drainAndClose(app, signal);
+    } finally {
+      // Done: the caller exits now (a test's app closed in its own process lives on).
+      await watchdog.terminate();
+    }
+  }
+
+  private async drainAndClose(app: INestApplication, signal: string): Promise<void> {
     // Requests already running when the drain starts are answered `Connection: close` too (where the answer
     // has not begun): said keep-alive, their connection would be closed once idle, and the client's next
     // request on it, sent meanwhile, would meet a reset.
