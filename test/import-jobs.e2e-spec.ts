@@ -1,12 +1,12 @@
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { ImportJob } from '../src/excel/entities/import-job.entity';
 import { ImportJobRunner } from '../src/excel/import-job-runner';
 import { closeAllViewers, eventually, listenOn, Viewer } from './support/live-client';
-import { insertCustomer, ServerProcess } from './support/server-process';
+import { describeServerProcesses, insertCustomer, ServerProcess } from './support/server-process';
 import { csv, xlsx } from './support/sheet-fixtures';
-import { describeEngines, dropDatabase, ENGINES, engineUnavailable, testConfig, TestCustomer } from './support/test-app';
+import { describeEngines, TestCustomer } from './support/test-app';
 
 /** Spreadsheet import jobs: POST .../excel?async=true and GET .../excel/jobs (docs/api-reference.md); without async=true, never a job. */
 
@@ -435,14 +435,12 @@ describeEngines(
  * The service as a real process, killed with SIGKILL in the middle of a job: the restarted process
  * resumes after the last committed chunk, and every row is applied exactly once.
  */
-for (const engine of ENGINES) {
-  const down = engineUnavailable(engine);
-  const run = down && process.env.REQUIRE_SERVICES !== '1' ? describe.skip : describe;
-  run(`import job survives SIGKILL [${engine}]`, () => {
+describeServerProcesses(
+  'import job survives SIGKILL',
+  `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`,
+  { ...SETTINGS, IMPORT_JOB_LEASE_MS: '2000', LOG_LEVEL: 'log' },
+  (ctx) => {
     let server: ServerProcess | undefined;
-    let env: Record<string, string>;
-    let dataDir = '';
-    let database = '';
 
     /** Uploads a CSV of `rows` goods named after `prefix` (a job: 202); its id and a reader of its state on any server process. */
     async function submitJob(on: ServerProcess, c: { accessKey: string; auth: string }, prefix: string, rows: number) {
@@ -456,26 +454,9 @@ for (const engine of ENGINES) {
       return { jobId, read };
     }
 
-    beforeAll(async () => {
-      if (down) throw new Error(`${engine} server required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-      const setup = await testConfig(engine, `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`, {
-        ...SETTINGS,
-        IMPORT_JOB_LEASE_MS: '2000',
-        LOG_LEVEL: 'log',
-      });
-      env = setup.env;
-      dataDir = setup.dataDir;
-      database = setup.database;
-    });
-
-    afterAll(async () => {
-      await server?.kill();
-      rmSync(dataDir, { recursive: true, force: true });
-      if (engine === 'mysql' && database) await dropDatabase(database);
-    });
-
     it('resumes after the last committed chunk and applies every row exactly once', async () => {
-      server = await ServerProcess.start(env);
+      const { engine, env } = ctx();
+      server = await ctx().start();
       const c = await insertCustomer(env);
       const { read } = await submitJob(server, c, 'KILL', 50_000);
 
@@ -489,7 +470,7 @@ for (const engine of ENGINES) {
       server.signal('SIGKILL');
       await server.stopped();
 
-      server = await ServerProcess.start(env);
+      server = await ctx().start();
       const done = await eventually(
         () => read(server as ServerProcess),
         (j) => j.state === 'succeeded' || j.state === 'failed',
@@ -520,7 +501,8 @@ for (const engine of ENGINES) {
 
     it('SIGTERM: the running chunk commits, the job goes back to the queue, and the next start finishes it', async () => {
       await server?.kill();
-      server = await ServerProcess.start(env);
+      const { env } = ctx();
+      server = await ctx().start();
       const c = await insertCustomer(env, 'Graceful');
       const { jobId, read } = await submitJob(server, c, 'TERM', 30_000);
       await eventually(
@@ -533,7 +515,7 @@ for (const engine of ENGINES) {
       expect(await server.stopped()).toEqual({ code: 0, signal: null });
       expect(server.output).toMatch(new RegExp(`import job ${jobId} left resumable after sheet row \\d+`));
 
-      server = await ServerProcess.start(env);
+      server = await ctx().start();
       const done = await eventually(
         () => read(server as ServerProcess),
         (j) => j.state === 'succeeded' || j.state === 'failed',
@@ -542,5 +524,5 @@ for (const engine of ENGINES) {
       );
       expect(done).toMatchObject({ state: 'succeeded', rowsDone: 30_000, createCount: 30_000, updateCount: 0, failCount: 0 });
     }, 420_000);
-  });
-}
+  },
+);

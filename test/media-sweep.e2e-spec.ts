@@ -1,11 +1,11 @@
-import { existsSync, mkdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { MediaOrphanSweep } from '../src/media/orphan-sweep';
 import { ImageServer, startImageServer } from './support/image-server';
 import { eventually } from './support/eventually';
-import { insertCustomer, ProcessCustomer, ServerProcess } from './support/server-process';
-import { describeEngines, dropDatabase, ENGINES, engineUnavailable, testConfig, TestApp, TestCustomer } from './support/test-app';
+import { describeServerProcesses, insertCustomer, ProcessCustomer } from './support/server-process';
+import { describeEngines, TestApp, TestCustomer } from './support/test-app';
 
 /**
  * The orphan sweep (MEDIA_SWEEP_INTERVAL_MS): files of images no item uses that the delayed release never
@@ -148,37 +148,17 @@ describeEngines(
  * A node killed (SIGKILL) while an image's files wait for their delayed release leaves them on disk and
  * lists them nowhere; the next start's sweep removes them once unused for MEDIA_SWEEP_MIN_AGE_MS.
  */
-for (const engine of ENGINES) {
-  const down = engineUnavailable(engine);
-  const run = down && process.env.REQUIRE_SERVICES !== '1' ? describe.skip : describe;
-  run(`media left by a killed node [${engine}]`, () => {
-    let env: Record<string, string>;
-    let dataDir: string;
-    let database: string;
-    let server: ServerProcess | undefined;
-
-    beforeAll(async () => {
-      if (down) throw new Error(`${engine} server required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
-      const setup = await testConfig(engine, `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`, {
-        MEDIA_ALLOW_PRIVATE_HOSTS: 'true',
-        MEDIA_RELEASE_DELAY_MS: '600000',
-      });
-      env = setup.env;
-      dataDir = setup.dataDir;
-      database = setup.database;
-    });
-
-    afterAll(async () => {
-      await server?.kill();
-      rmSync(dataDir, { recursive: true, force: true });
-      if (engine === 'mysql' && database) await dropDatabase(database);
-    });
-
+describeServerProcesses(
+  'media left by a killed node',
+  `${__filename.replace(/\.e2e-spec\.ts$/, '')}-kill.e2e-spec.ts`,
+  { MEDIA_ALLOW_PRIVATE_HOSTS: 'true', MEDIA_RELEASE_DELAY_MS: '600000' },
+  (ctx) => {
     it('the next start sweeps the files the killed node was holding for release', async () => {
-      server = await ServerProcess.start(env);
+      const { engine, env, dataDir } = ctx();
+      let server = await ctx().start();
       const c: ProcessCustomer = await insertCustomer(env);
       const post = async (n: number) => {
-        const res = await fetch(`${server!.base}/v1/goods/${c.accessKey}`, {
+        const res = await fetch(`${server.base}/v1/goods/${c.accessKey}`, {
           method: 'POST',
           headers: { Authorization: c.auth, 'Content-Type': 'application/json' },
           body: JSON.stringify({
@@ -205,7 +185,7 @@ for (const engine of ENGINES) {
       expect(present(dir, releasedKeys)).toEqual(releasedKeys.map(() => true));
       age(dir, [...keptKeys, ...releasedKeys], 2 * DAY_MS);
 
-      server = await ServerProcess.start({ ...env, MEDIA_SWEEP_INTERVAL_MS: '1000', LOG_LEVEL: 'log' });
+      server = await ctx().start({ MEDIA_SWEEP_INTERVAL_MS: '1000', LOG_LEVEL: 'log' });
       await eventually(
         async () => present(dir, releasedKeys),
         (states) => states.every((s) => !s),
@@ -216,5 +196,5 @@ for (const engine of ENGINES) {
       expect(present(dir, keptKeys)).toEqual(keptKeys.map(() => true));
       for (const key of keptKeys) expect((await fetch(`${server.base}/media/${key}`)).status).toBe(200);
     }, 240_000);
-  });
-}
+  },
+);

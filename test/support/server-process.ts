@@ -2,10 +2,11 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { sign } from 'jsonwebtoken';
-import { mysqlServer } from './test-app';
+import { dropDatabase, Engine, ENGINES, engineUnavailable, mysqlServer, testConfig } from './test-app';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -119,4 +120,55 @@ export async function insertCustomer(env: Record<string, string>, name = 'Custom
   }
   const token = sign({ accessKey }, Buffer.from(secretKey, 'base64'), { algorithm: 'HS256', expiresIn: 3600 });
   return { accessKey, auth: `Bearer ${token}` };
+}
+
+export interface ProcessSuite {
+  engine: Engine;
+  /** The suite's settings (its own DATA_DIR and database), for ServerProcess.start and insertCustomer. */
+  env: Record<string, string>;
+  dataDir: string;
+  /** Starts the service on the suite's settings and `extra`; every process started is killed after the suite. */
+  start(extra?: Record<string, string>): Promise<ServerProcess>;
+}
+
+/**
+ * A suite run once per engine against the service in processes of its own (to signal or kill them), on
+ * a DATA_DIR and a database of its own (named after `specFile`), both removed afterwards. Skipped when an
+ * engine's server is absent, unless REQUIRE_SERVICES=1 (then it fails).
+ */
+export function describeServerProcesses(title: string, specFile: string, settings: Record<string, string>, suite: (ctx: () => ProcessSuite) => void): void {
+  for (const engine of ENGINES) {
+    const down = engineUnavailable(engine);
+    const run = down && process.env.REQUIRE_SERVICES !== '1' ? describe.skip : describe;
+    run(`${title} [${engine}]`, () => {
+      let current: ProcessSuite | undefined;
+      let database = '';
+      const started: ServerProcess[] = [];
+      beforeAll(async () => {
+        if (down) throw new Error(`${engine} server required (REQUIRE_SERVICES=1) but unavailable: ${down}`);
+        const setup = await testConfig(engine, specFile, settings);
+        database = setup.database;
+        const { env, dataDir } = setup;
+        current = {
+          engine,
+          env,
+          dataDir,
+          start: async (extra = {}) => {
+            const server = await ServerProcess.start({ ...env, ...extra });
+            started.push(server);
+            return server;
+          },
+        };
+      });
+      afterAll(async () => {
+        for (const server of started) await server.kill();
+        if (current) rmSync(current.dataDir, { recursive: true, force: true });
+        if (engine === 'mysql' && database) await dropDatabase(database);
+      });
+      suite(() => {
+        if (!current) throw new Error('suite not set up');
+        return current;
+      });
+    });
+  }
 }
