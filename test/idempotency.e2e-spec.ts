@@ -59,6 +59,31 @@ describeEngines(
       expect((await register(C, item(1))).status).toBe(409);
     });
 
+    it('an answer compressed as it streams (over 64 KB, gzip or br) is stored whole and replayed, in the encoding the retry asks for', async () => {
+      const G = await ctx().createCustomer('Compressed');
+      const elements = Array.from({ length: 400 }, (_, i) => item(`Z${i}`, { description: `row ${i} `.repeat(20) }));
+      for (const [first, again] of [
+        ['gzip', 'gzip'],
+        ['br', 'identity'],
+      ]) {
+        const key = `big-${first}`;
+        const send = (encoding: string) =>
+          ctx()
+            .http.post(goods(G, '/sync'))
+            .set('Authorization', G.auth())
+            .set('Idempotency-Key', key)
+            .set('Accept-Encoding', encoding)
+            .send(elements.map((e) => ({ ...e, sku: `${String(e.sku)}-${first}`, url: `${String(e.url)}-${first}` })));
+        const answer = await send(first);
+        expect([answer.status, answer.headers['content-encoding']]).toEqual([200, first]);
+        expect(answer.body.createCount).toBe(400);
+        const replayed = await send(again);
+        expect([replayed.status, replayed.headers['idempotent-replayed']]).toEqual([200, 'true']);
+        expect(replayed.body).toEqual(answer.body);
+      }
+      expect(await countGoods(ctx(), G.id)).toBe(800);
+    });
+
     it('a stored 4xx answer is replayed too (the request was wrong, it stays wrong)', async () => {
       const first = await register(C, { name: 'no sku' }, 'bad-1');
       expect(first.status).toBe(400);

@@ -138,10 +138,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     let size = 0;
     let ended = false;
     let spoiled = false;
-    const take = (chunk: unknown, encoding: unknown): void => {
+    // How the bytes seen here are encoded: a small body comes already compressed (its Content-Encoding
+    // set before it is written, see compressionMiddleware); a larger one is compressed after this point,
+    // by the `compression` middleware, which sets the header as the first bytes pass: these are plain.
+    const seen: { encoding?: string } = {};
+    const take = (chunk: unknown, charset: unknown): void => {
       if (chunk === undefined || chunk === null || typeof chunk === 'function' || !chunks) return;
+      seen.encoding ??= String(res.getHeader('Content-Encoding') ?? 'identity').toLowerCase();
       const bytes =
-        typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array);
+        typeof chunk === 'string' ? Buffer.from(chunk, typeof charset === 'string' ? (charset as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array);
       size += bytes.length;
       if (size > max) chunks = null;
       else chunks.push(bytes);
@@ -178,7 +183,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // A body shorter or longer than its Content-Length is a broken answer, not a final one.
       const declared = Number(res.getHeader('Content-Length') ?? NaN);
       const whole = !spoiled && !(body && Number.isFinite(declared) && declared !== size);
-      void this.settle(res, hold, body, whole).then(send, send);
+      void this.settle(res, hold, body, seen.encoding ?? 'identity', whole).then(send, send);
       return res;
     }) as Response['end'];
     return {
@@ -189,12 +194,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /**
-   * The body as the route meant it: small answers are compressed as they are sent (see
-   * compressionMiddleware), and a replay is compressed, or not, for the client that asks again.
-   * null when it does not decode within IDEMPOTENCY_MAX_RESPONSE_BYTES.
+   * The body as the route meant it, from the bytes captured in `encoding` (see capture): small answers
+   * come compressed, and a replay is compressed, or not, for the client that asks again. null when it
+   * does not decode within IDEMPOTENCY_MAX_RESPONSE_BYTES.
    */
-  private async decoded(res: Response, body: Buffer | null): Promise<Buffer | null> {
-    const encoding = String(res.getHeader('Content-Encoding') ?? 'identity').toLowerCase();
+  private async decoded(encoding: string, body: Buffer | null): Promise<Buffer | null> {
     if (!body || encoding === 'identity') return body;
     const decode = DECODERS[encoding];
     if (!decode) return null;
@@ -206,9 +210,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /** Stores a final answer, or releases the key; a failure is logged (the lease then lapses on its own). */
-  private async settle(res: Response, hold: Hold, body: Buffer | null, whole: boolean): Promise<void> {
+  private async settle(res: Response, hold: Hold, body: Buffer | null, encoding: string, whole: boolean): Promise<void> {
     try {
-      if (whole && isFinalStatus(res.statusCode)) await this.service.store(hold, res.statusCode, storedHeadersOf(res), await this.decoded(res, body));
+      if (whole && isFinalStatus(res.statusCode)) await this.service.store(hold, res.statusCode, storedHeadersOf(res), await this.decoded(encoding, body));
       else await this.service.release(hold);
     } catch (err) {
       this.logger.warn(
