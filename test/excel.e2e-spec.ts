@@ -300,6 +300,33 @@ describeEngines(
         });
       });
 
+      it('a cell holding a spreadsheet error, or a formula whose result is one, makes its row a FAIL row saying so; a formula never calculated reads as its text', async () => {
+        const c = await ctx().createCustomer();
+        const file = await xlsx([
+          ['sku', 'url', 'name', 'brand'],
+          [
+            'ERR-1',
+            'https://shop.example.com/err/1',
+            { formula: 'VLOOKUP("x",Z1:Z2,1,FALSE)', result: { error: '#N/A' } },
+            { formula: 'Sheet9!A1', result: { error: '#REF!' } },
+          ],
+          ['ERR-2', 'https://shop.example.com/err/2', { error: '#N/A' }, 'ok'],
+          ['ERR-3', 'https://shop.example.com/err/3', 'Fine', { formula: 'CONCAT("a","b")' }],
+        ]);
+        const env = await uploadOk(c, file);
+        expect(env.results.map((r) => [r.row, r.status, r.message])).toEqual([
+          [
+            2,
+            'FAIL',
+            'name: cell C2 holds a spreadsheet error (=VLOOKUP("x",Z1:Z2,1,FALSE)), not a value; brand: cell D2 holds a spreadsheet error (=Sheet9!A1), not a value',
+          ],
+          [3, 'FAIL', 'name: cell C3 holds a spreadsheet error (#N/A), not a value'],
+          [4, 'CREATE', null],
+        ]);
+        expect(await stored(c, 'ERR-3')).toMatchObject({ name: 'Fine', brand: '=CONCAT("a","b")' });
+        expect(Number((await ctx().dataSource.query('SELECT COUNT(*) AS n FROM goods WHERE customerId = ?', [c.id]))[0].n)).toBe(1);
+      });
+
       it('a mix of creates, updates and failures: each row reported at its sheet row, failures write nothing', async () => {
         const c = await ctx().createCustomer();
         const [a, b] = (

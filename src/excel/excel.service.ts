@@ -134,7 +134,7 @@ export class ExcelService implements OnModuleInit {
       }
       const response = await this.writer.apply(
         tenant,
-        sheet.rows.map((r) => ({ row: r.row, data: r.values })),
+        sheet.rows.map((r) => ({ row: r.row, data: r.values, refusal: r.refusal })),
         { refreshMedia: !!options.refreshMedia, dryRun: !!options.dryRun, source: 'spreadsheet' },
       );
       // A dry run applied nothing, so nothing is announced.

@@ -34,6 +34,8 @@ export type GoodsValues = Partial<Record<GoodsField, GoodsValue>>;
 export interface GoodsSheetRow {
   row: number;
   values: GoodsValues;
+  /** Why the row cannot be taken as it is (a cell holding a spreadsheet error): it is a FAIL row saying so. */
+  refusal?: string;
 }
 
 export interface GoodsSheetColumn {
@@ -240,6 +242,7 @@ class GoodsSheetBuilder {
       return undefined;
     }
     const values: GoodsValues = {};
+    const errors: string[] = [];
     let any = false;
     // A row that names each of its columns (the header again, in either spelling: two exports pasted
     // together, Korean labels under English ones) is no goods row wherever it comes: skipped.
@@ -250,6 +253,7 @@ class GoodsSheetBuilder {
       const value = fieldValue(field, cell);
       if (value === undefined) continue;
       values[field] = value;
+      if (cell.error) errors.push(`${field}: cell ${columnName(index)}${raw.row} holds a spreadsheet error (${String(cell.value)}), not a value`);
       any = true;
       if (repeatsHeader && !(typeof cell.value === 'string' && fieldOfHeader(cell.value) === field)) repeatsHeader = false;
     }
@@ -270,7 +274,8 @@ class GoodsSheetBuilder {
       );
     }
     this.dataRows += 1;
-    const row: GoodsSheetRow = { row: raw.row, values };
+    // An error (a formula that failed: a VLOOKUP finding nothing, a reference gone) is no value to store.
+    const row: GoodsSheetRow = errors.length ? { row: raw.row, values, refusal: errors.join('; ') } : { row: raw.row, values };
     if (this.keep) this.rows.push(row);
     for (const { index, field } of this.mapped) {
       if (columnOf(field).kind === 'url' && typeof values[field] === 'string' && !isHttpUrlText(values[field])) {

@@ -444,7 +444,7 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
 
   /** A chunk's elements, sent to the validator now. */
   private validated(rows: GoodsSheetRow[]): ValidatedChunk {
-    const elements = rows.map((r) => ({ row: r.row, data: r.values }));
+    const elements = rows.map((r) => ({ row: r.row, data: r.values, refusal: r.refusal }));
     const parsed = this.writer.validate(elements);
     parsed.catch(() => undefined); // awaited by applyChunk; not unhandled if the job stops first
     return { lastRow: rows[rows.length - 1].row, elements, parsed };

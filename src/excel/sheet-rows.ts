@@ -3,6 +3,8 @@ export interface RawCell {
   value: string | number | boolean | Date;
   /** The cell is formatted as a percentage (0.1 shows as 10%). */
   percent?: boolean;
+  /** The cell holds a spreadsheet error (#N/A, #REF!, …), as its value or as its formula's result: `value` is its text. */
+  error?: boolean;
 }
 
 /** One row of the sheet: its own row number and its cells by 0-based column. */

@@ -16,6 +16,8 @@ export const MAX_SHARED_STRINGS = 1_000_000;
 interface ExcelCell {
   value: unknown;
   numFmt?: string;
+  /** A formula's cached result as the file holds it: NaN when it is an error (exceljs reads `t="e"` so). */
+  result?: unknown;
 }
 interface ExcelRow {
   number: number;
@@ -147,8 +149,8 @@ function richText(value: { richText: Array<{ text?: string | null }> }): string 
 
 /**
  * The plain value of an exceljs cell value: rich text joined, a formula's cached result (its formula
- * text, "=B2*0.9", when the file holds no result or an error: it was never calculated), an error as
- * its text (#N/A). Empty values are undefined.
+ * text, "=B2*0.9", when the file holds no result: it was never calculated, or an error: see
+ * isErrorCell), an error as its text (#N/A). Empty values are undefined.
  */
 export function plainCellValue(value: unknown): RawCell['value'] | undefined {
   if (value === null || value === undefined) return undefined;
@@ -168,6 +170,18 @@ export function plainCellValue(value: unknown): RawCell['value'] | undefined {
   if (typeof v.error === 'string') return v.error;
   if (typeof v.text === 'string') return v.text;
   return undefined;
+}
+
+/**
+ * Whether a cell holds a spreadsheet error (#N/A, #REF!, …), or a formula whose cached result is one: a
+ * calculated formula that failed (its value reads as the formula's text, as one never calculated does;
+ * exceljs's stream reader keeps such a result only as NaN).
+ */
+export function isErrorCell(cell: ExcelCell): boolean {
+  const v = cell.value;
+  if (v === null || typeof v !== 'object') return false;
+  if (typeof (v as Record<string, unknown>).error === 'string') return true;
+  return ('formula' in v || 'sharedFormula' in v) && typeof cell.result === 'number' && Number.isNaN(cell.result);
 }
 
 /** "C5" or "C5:D9" → a range of 1-based rows and 0-based columns. */
@@ -257,7 +271,7 @@ function rawRow(row: ExcelRow, previous: number): { row: number; cells: Array<Ra
     const value = cell ? plainCellValue(cell.value) : undefined;
     if (value === undefined) return;
     if (typeof value === 'string' && value.length > MAX_CELL_CHARS) throw overlongCell(`${columnName(index)}${number}`, value.length);
-    cells[index] = isPercentFormat(cell?.numFmt) ? { value, percent: true } : { value };
+    cells[index] = cell && isErrorCell(cell) ? { value, error: true } : isPercentFormat(cell?.numFmt) ? { value, percent: true } : { value };
   };
   // A row's cells hold holes up to its last column (XFD: 16,384): a wide row's cells are found by
   // their keys (as many as it has cells), not by walking every column as exceljs's eachCell does.

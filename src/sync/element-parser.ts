@@ -11,6 +11,8 @@ import { decimalInput } from '../common/util/decimal';
 export interface BatchElement {
   row: number;
   data: unknown;
+  /** Set when the element's source already refuses it (a spreadsheet cell holding an error): a FAIL row with this message. */
+  refusal?: string;
 }
 
 /** An element read: the write to apply, or why it fails; `echo` is what a FAIL row shows of it. */
@@ -50,6 +52,7 @@ function readElement(element: BatchElement): ParsedElement {
     if (value !== null && typeof value === 'object') nested ??= key;
     else echo[key] = value;
   }
+  if (element.refusal) return { row: element.row, echo, error: element.refusal };
   if (nested) {
     const type = nested === 'id' || nested.endsWith('Price') || nested === 'discountPercentage' ? 'a number' : 'a string';
     return { row: element.row, echo, error: `${nested} must be ${type}` };
