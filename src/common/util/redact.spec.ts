@@ -49,7 +49,13 @@ describe('redactCredentials', () => {
       expect(redactCredentials(text)).toBe(expected);
     // A colon inside a value goes with it.
     expect(redactCredentials('/a?se=2026-12-01T00:00:00Z&t=a:b:c')).toBe('/a?se=***&t=***');
-    // Names without a value, and a lone `?`, are left.
-    expect(redactCredentials('/a?flag&b= c? d')).toBe('/a?flag&b= c? d');
+    // An empty name, a fragment's parameters, and a query that is a value alone go too.
+    expect(redactCredentials('http://h/e.png?a[b]=S1&=SECRET_E2: 404')).toBe('http://h/e.png?a[b]=***&=***: 404');
+    expect(redactCredentials('http://h/h.png?token=S#frag=SECRET_H2&z=1')).toBe('http://h/h.png?token=***#frag=***&z=***');
+    expect(redactCredentials('media http://h/f.png?SECRET_F1: not found')).toBe('media http://h/f.png?***: not found');
+    expect(redactCredentials('http://h/f.png?AIzaSy_k-1/x+y%3D&v=2')).toBe('http://h/f.png?***&v=***');
+    // A question mark in words, and names without a value after the first, are left.
+    expect(redactCredentials('(is that DATA_DIR shared with another database?) ok? yes')).toBe('(is that DATA_DIR shared with another database?) ok? yes');
+    expect(redactCredentials('/a?x=1&flag&b= c? d')).toBe('/a?x=***&flag&b= c? d');
   });
 });
