@@ -4,7 +4,7 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { ApiValidationPipe } from './common/validation/api-validation.pipe';
 import { requestIdMiddleware } from './http/request-id.middleware';
-import { answerClientErrors, lacksHost, letHeadersThrough } from './http/client-errors';
+import { answerClientErrors, hostProblem, letHeadersThrough } from './http/client-errors';
 import { ApiException } from './common/errors/api.exception';
 import type { NextFunction, Request, Response } from 'express';
 import { AppConfig } from './config/app-config';
@@ -49,9 +49,10 @@ export function configureApp(app: NestExpressApplication): void {
   answerClientErrors(app.getHttpServer());
   letHeadersThrough(app.getHttpServer());
   app.use(requestIdMiddleware);
-  app.use((req: Request, _res: Response, next: NextFunction) =>
-    lacksHost(req) ? next(ApiException.invalid('Bad request: an HTTP/1.1 request must carry a Host header')) : next(),
-  );
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const problem = hostProblem(req);
+    next(problem ? ApiException.invalid(problem) : undefined);
+  });
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);
   lifecycle.watch(app.getHttpServer(), () => connections.lingeringConnections);

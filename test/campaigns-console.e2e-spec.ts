@@ -305,8 +305,11 @@ describeEngines(
         expect(showing(await con(A).showing(key, g[0].id, true))).toEqual([String(g[0].id)]);
         expect(showing(await con(A).showing(key, g[2].id, true))).toEqual([String(g[2].id)]);
         expect(showing(await con(A).goods(key))).toEqual([String(g[2].id)]);
+        // Showing it again changes nothing (no updatedAt moves).
+        const shownBefore = (await con(A).goods(key)).body.results;
+        expect((await con(A).showing(key, g[2].id, true)).body.results).toEqual(shownBefore);
         expect(showing(await con(A).showing(key, g[2].id, false))).toEqual([]);
-        // Stopping an item that is not showing changes nothing: its updatedAt stays (no event tells viewers of it).
+        // Stopping an item that is not showing changes nothing either: its updatedAt stays (no event tells viewers of it).
         const before = (await con(A).goods(key)).body.results.find((r: Payload) => r.goodsId === String(g[1].id));
         const after = (await con(A).showing(key, g[1].id, false)).body.results.find((r: Payload) => r.goodsId === String(g[1].id));
         expect(after).toEqual(before);

@@ -65,7 +65,7 @@ describeEngines(
       expect(bad.headers.connection).toBe('close');
     });
 
-    it('an HTTP/1.1 request without Host is 400 -510 in the error shape with X-Request-Id; HTTP/1.0 needs none; headers past the first 1,000 are kept', async () => {
+    it('an HTTP/1.1 request without Host, or any with two, is 400 -510 in the error shape with X-Request-Id; HTTP/1.0 needs none; headers past the first 1,000 are kept', async () => {
       const noHost = await openTcp(base, { send: 'GET /health/ready HTTP/1.1\r\nConnection: close\r\n\r\n' });
       await within(noHost.whenClosed, WAIT, 'the request without Host to be answered');
       const refused = parse(noHost.received);
@@ -74,6 +74,10 @@ describeEngines(
         { _s: -510, _e: 'Bad request: an HTTP/1.1 request must carry a Host header' },
         expect.stringMatching(UUID),
       ]);
+
+      const twice = await openTcp(base, { send: 'GET /health/ready HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n' });
+      await within(twice.whenClosed, WAIT, 'the request with two Host headers to be answered');
+      expect(parse(twice.received)).toMatchObject({ status: 400, body: { _s: -510, _e: 'Bad request: the request carries more than one Host header' } });
 
       const old = await openTcp(base, { send: 'GET /health/ready HTTP/1.0\r\n\r\n' });
       await within(old.whenClosed, WAIT, 'the HTTP/1.0 request to be answered');

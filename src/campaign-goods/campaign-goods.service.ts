@@ -124,8 +124,9 @@ export class CampaignGoodsService {
     return this.changeList(tenant, campaignKey, async (em, campaign) => {
       const link = await em.findOne(CampaignGoods, { where: { campaignId: campaign.id, goodsId } });
       if (!link) throw await missingFromCampaign(em, tenant, goodsId, campaignKey);
-      // Stopping an item that is not showing changes nothing: its updatedAt stays, and no event goes.
-      if (!showingNow && !link.showingNow) return false;
+      // Showing the item already showing, or stopping one that is not, changes nothing: no updatedAt
+      // moves and no event goes (at most one item shows: the others are not showing either way).
+      if (showingNow === link.showingNow) return false;
       const now = new Date();
       if (showingNow) {
         await em.update(CampaignGoods, { campaignId: campaign.id, showingNow: true }, { showingNow: false, updatedAt: now });

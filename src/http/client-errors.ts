@@ -102,14 +102,19 @@ export function answerClientErrors(server: Server): void {
  * and keeps only its first 1,000 headers (maxHeadersCount counts names and values), so that a Host or an
  * Authorization after them was lost the same way. The server is told to let both through: every header
  * within the size limit (maxHeaderSize; past it 431) is kept, and a missing Host is refused in app.setup
- * (lacksHost) in the error shape of every other answer.
+ * (hostProblem) in the error shape of every other answer.
  */
 export function letHeadersThrough(server: Server): void {
   server.maxHeadersCount = 0;
   (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
 }
 
-/** Whether a request lacks the Host header HTTP/1.1 requires (RFC 9112, 3.2: it is answered 400). */
-export function lacksHost(req: IncomingMessage): boolean {
-  return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && !req.headers.host;
+/**
+ * What is wrong with a request's Host header (RFC 9112, 3.2: an HTTP/1.1 request without one, and any
+ * request with more than one, is answered 400), or undefined. Node keeps the first of several.
+ */
+export function hostProblem(req: IncomingMessage): string | undefined {
+  if ((req.headersDistinct.host?.length ?? 0) > 1) return 'Bad request: the request carries more than one Host header';
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && !req.headers.host) return 'Bad request: an HTTP/1.1 request must carry a Host header';
+  return undefined;
 }
