@@ -85,7 +85,8 @@ export class MediaOrphanSweep implements OnApplicationBootstrap, OnApplicationSh
     if (survey.unusedImages > survey.images / 2) {
       this.logger.warn(
         `media sweep: ${survey.unusedImages} of the ${survey.images} images stored in ${this.config.media.dir} are unused by this node's database; ` +
-          'more than half, so none was removed (is that DATA_DIR shared with another database?)',
+          'more than half, so none was removed: is that DATA_DIR shared with another database? (If the catalog was emptied ' +
+          'by deletes whose node was then killed, remove the files by hand.)',
       );
       return { removed: 0, bytes: 0, refused: true };
     }
