@@ -66,7 +66,7 @@ type ViewerSocket = Socket<Record<string, never>, { [K in keyof LiveEventMap]: (
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * How often operators' consoles have their token checked again (operatorsRecheck): a key retired by a
+ * How often operators' consoles have their token checked again (recheckOperators): a key retired by a
  * rotation (`rotate-secret --grace 0` after a leak, or the grace's end) ends their sockets within this and
  * the customer cache's 30 s, as the REST API refuses the token within the 30 s.
  */
