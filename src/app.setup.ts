@@ -4,9 +4,8 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { ApiValidationPipe } from './common/validation/api-validation.pipe';
 import { requestIdMiddleware } from './http/request-id.middleware';
-import { answerClientErrors, hostProblem, letHeadersThrough } from './http/client-errors';
-import { ApiException } from './common/errors/api.exception';
-import type { NextFunction, Request, Response } from 'express';
+import { answerClientErrors, letHeadersThrough, requireHost } from './http/client-errors';
+import type { Request } from 'express';
 import { AppConfig } from './config/app-config';
 import { baseUrlOf, ownBaseUrl } from './http/base-url';
 import { Lifecycle } from './lifecycle/lifecycle.service';
@@ -49,10 +48,7 @@ export function configureApp(app: NestExpressApplication): void {
   answerClientErrors(app.getHttpServer());
   letHeadersThrough(app.getHttpServer());
   app.use(requestIdMiddleware);
-  app.use((req: Request, _res: Response, next: NextFunction) => {
-    const problem = hostProblem(req);
-    next(problem ? ApiException.invalid(problem) : undefined);
-  });
+  app.use(requireHost);
   // Requests in flight, for the graceful shutdown and the metrics, from the first middleware on.
   const lifecycle = app.get(Lifecycle);
   lifecycle.watch(app.getHttpServer(), () => connections.lingeringConnections);

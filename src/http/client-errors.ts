@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Logger } from '@nestjs/common';
+import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { REQUEST_ID_HEADER } from './request-id.middleware';
 
@@ -101,8 +102,8 @@ export function answerClientErrors(server: Server): void {
  * Node answers an HTTP/1.1 request without a Host header itself, with a bare 400 (no body, no request id),
  * and keeps only its first 1,000 headers (maxHeadersCount counts names and values), so that a Host or an
  * Authorization after them was lost the same way. The server is told to let both through: every header
- * within the size limit (maxHeaderSize; past it 431) is kept, and a missing Host is refused in app.setup
- * (hostProblem) in the error shape of every other answer.
+ * within the size limit (maxHeaderSize; past it 431) is kept, and a missing Host is refused by requireHost
+ * in the error shape of every other answer.
  */
 export function letHeadersThrough(server: Server): void {
   server.maxHeadersCount = 0;
@@ -117,4 +118,10 @@ export function hostProblem(req: IncomingMessage): string | undefined {
   if ((req.headersDistinct.host?.length ?? 0) > 1) return 'Bad request: the request carries more than one Host header';
   if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && !req.headers.host) return 'Bad request: an HTTP/1.1 request must carry a Host header';
   return undefined;
+}
+
+/** Express middleware: a request whose Host header is missing or repeated (hostProblem) is 400 `-510`. */
+export function requireHost(req: IncomingMessage, _res: unknown, next: (err?: unknown) => void): void {
+  const problem = hostProblem(req);
+  next(problem ? ApiException.invalid(problem) : undefined);
 }
