@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { MediaOrphanSweep } from '../src/media/orphan-sweep';
-import { ImageServer, startImageServer } from './support/image-server';
+import { useImageServer } from './support/image-server';
 import { eventually } from './support/eventually';
 import { describeServerProcesses, insertCustomer, ProcessCustomer } from './support/server-process';
 import { describeEngines, TestApp, TestCustomer } from './support/test-app';
@@ -15,15 +15,7 @@ import { describeEngines, TestApp, TestCustomer } from './support/test-app';
 type Body = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const DAY_MS = 86_400_000;
-let images: ImageServer;
-
-beforeAll(async () => {
-  images = await startImageServer();
-});
-
-afterAll(async () => {
-  await images?.close();
-});
+const images = useImageServer();
 
 /** The storage keys of a media answer's files: the original, then its thumbnails (`ab/<checksum>...`). */
 function keysOf(media: Body): string[] {
@@ -53,20 +45,20 @@ describeEngines(
       const t = ctx();
       const c = await t.createCustomer();
       const dir = join(t.config.dataDir, 'media');
-      const used = keysOf((await register(t, c, 1, images.url1(`/v/sweep-used-${t.engine}/photo.jpg`))).body.medias[0]);
+      const used = keysOf((await register(t, c, 1, images().url1(`/v/sweep-used-${t.engine}/photo.jpg`))).body.medias[0]);
       // Files of an image whose item is gone and whose release no node holds (its node was killed).
-      const orphanItem = await register(t, c, 2, images.url1(`/v/sweep-orphan-${t.engine}/photo.jpg`));
+      const orphanItem = await register(t, c, 2, images().url1(`/v/sweep-orphan-${t.engine}/photo.jpg`));
       const orphan = keysOf(orphanItem.body.medias[0]);
       await t.dataSource.query('DELETE FROM media WHERE goodsId = ?', [orphanItem.body.id]);
       // Released on this node and waiting for MEDIA_RELEASE_DELAY_MS: still served until then.
-      const waitingItem = await register(t, c, 3, images.url1(`/v/sweep-waiting-${t.engine}/photo.jpg`));
+      const waitingItem = await register(t, c, 3, images().url1(`/v/sweep-waiting-${t.engine}/photo.jpg`));
       const waiting = keysOf(waitingItem.body.medias[0]);
       await t.http
         .delete(`/v1/goods/${c.accessKey}/${waitingItem.body.id as number}`)
         .set('Authorization', c.auth())
         .expect(200);
       // Unused but written an hour ago: within MEDIA_SWEEP_MIN_AGE_MS (a day).
-      const recentItem = await register(t, c, 4, images.url1(`/v/sweep-recent-${t.engine}/photo.jpg`));
+      const recentItem = await register(t, c, 4, images().url1(`/v/sweep-recent-${t.engine}/photo.jpg`));
       const recent = keysOf(recentItem.body.medias[0]);
       await t.dataSource.query('DELETE FROM media WHERE goodsId = ?', [recentItem.body.id]);
       // A file a killed put left half-written, and files the service never names.
@@ -92,7 +84,7 @@ describeEngines(
       const t = ctx();
       const c = await t.createCustomer();
       const dir = join(t.config.dataDir, 'media');
-      const item = await register(t, c, 10, images.url1(`/v/sweep-bytes-${t.engine}/photo.jpg`));
+      const item = await register(t, c, 10, images().url1(`/v/sweep-bytes-${t.engine}/photo.jpg`));
       const keys = keysOf(item.body.medias[0]);
       const bytes = keys.reduce((sum, key) => sum + statSync(join(dir, key)).size, 0);
       await t.dataSource.query('DELETE FROM media WHERE goodsId = ?', [item.body.id]);
@@ -105,7 +97,7 @@ describeEngines(
       const t = ctx();
       const [a, b] = [await t.createCustomer(), await t.createCustomer()];
       const dir = join(t.config.dataDir, 'media');
-      const mediaUrl = images.url1(`/v/sweep-reuse-${t.engine}/photo.jpg`);
+      const mediaUrl = images().url1(`/v/sweep-reuse-${t.engine}/photo.jpg`);
       const first = await register(t, a, 20, mediaUrl);
       const keys = keysOf(first.body.medias[0]);
       age(dir, keys, 2 * DAY_MS);
@@ -124,7 +116,7 @@ describeEngines(
       const c = await t.createCustomer();
       const dir = join(t.config.dataDir, 'media');
       const items = [];
-      for (let n = 30; n < 33; n += 1) items.push(await register(t, c, n, images.url1(`/v/sweep-foreign-db-${t.engine}-${n}/photo.jpg`)));
+      for (let n = 30; n < 33; n += 1) items.push(await register(t, c, n, images().url1(`/v/sweep-foreign-db-${t.engine}-${n}/photo.jpg`)));
       const keys = items.flatMap((item) => keysOf(item.body.medias[0]));
       // As if this node read another database: none of these images is known to it.
       await t.dataSource.query('DELETE FROM media');
@@ -165,7 +157,7 @@ describeServerProcesses(
             name: `Item ${n}`,
             sku: `K-${n}`,
             url: `https://shop.example.com/k/${n}`,
-            mediaUrl: images.url1(`/v/killed-${engine}-${n}/photo.jpg`),
+            mediaUrl: images().url1(`/v/killed-${engine}-${n}/photo.jpg`),
           }),
         });
         expect(res.status).toBe(200);
