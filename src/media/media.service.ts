@@ -119,6 +119,16 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
     return original;
   }
 
+  /** Those of these checksums that a media row names (CHUNK per query). */
+  async checksumsInUse(checksums: string[]): Promise<Set<string>> {
+    const used = new Set<string>();
+    for (let i = 0; i < checksums.length; i += CHUNK) {
+      const rows = await this.db.manager.find(Media, { select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
+      for (const row of rows) used.add(row.checksum);
+    }
+    return used;
+  }
+
   /** Whether files of this checksum were released on this node and wait for MEDIA_RELEASE_DELAY_MS. */
   isWaiting(checksum: string): boolean {
     return this.pending.has(checksum);
@@ -336,12 +346,7 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
   private async deleteUnused(byChecksum: Map<string, Set<string>>): Promise<void> {
     if (!byChecksum.size) return;
     try {
-      const checksums = [...byChecksum.keys()];
-      const stillUsed = new Set<string>();
-      for (let i = 0; i < checksums.length; i += CHUNK) {
-        const rows = await this.db.manager.find(Media, { select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
-        for (const r of rows) stillUsed.add(r.checksum);
-      }
+      const stillUsed = await this.checksumsInUse([...byChecksum.keys()]);
       for (const [checksum, keys] of byChecksum) {
         if (stillUsed.has(checksum)) continue;
         await Promise.all([...keys].map((key) => this.storage.delete(key)));

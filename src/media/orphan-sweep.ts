@@ -1,8 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { In } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { Transactions } from '../database/transactions';
-import { Media } from './entities/media.entity';
 import { ListedFile, MediaStorage } from './media-storage';
 import { MediaService } from './media.service';
 
@@ -10,7 +7,6 @@ import { MediaService } from './media.service';
 const IMAGE_FILE = /^[0-9a-f]{2}\/([0-9a-f]{64})(?:-\d+(?:-up)?)?\.[a-z0-9]+$/;
 /** A file being written, or left half-written by a process that stopped (see LocalMediaStorage.put). */
 const PARTIAL_FILE = /^[0-9a-f]{2}\/\.[0-9a-f]+\.tmp$/;
-const CHUNK = 400;
 /** The first sweep after a start, unless the interval is shorter. */
 const FIRST_SWEEP_MS = 60_000;
 
@@ -40,7 +36,6 @@ export class MediaOrphanSweep implements OnApplicationBootstrap, OnApplicationSh
   private stopped = false;
 
   constructor(
-    private readonly db: Transactions,
     private readonly storage: MediaStorage,
     private readonly media: MediaService,
     private readonly config: AppConfig,
@@ -131,11 +126,7 @@ export class MediaOrphanSweep implements OnApplicationBootstrap, OnApplicationSh
       // Released on this node and waiting for MEDIA_RELEASE_DELAY_MS: served until then, as documented.
       if (checksum && !this.media.isWaiting(checksum)) byChecksum.set(checksum, [...(byChecksum.get(checksum) ?? []), file]);
     }
-    const checksums = [...byChecksum.keys()];
-    for (let i = 0; i < checksums.length; i += CHUNK) {
-      const rows = await this.db.manager.find(Media, { select: { checksum: true }, where: { checksum: In(checksums.slice(i, i + CHUNK)) } });
-      for (const row of rows) byChecksum.delete(row.checksum);
-    }
+    for (const checksum of await this.media.checksumsInUse([...byChecksum.keys()])) byChecksum.delete(checksum);
     return byChecksum;
   }
 }
