@@ -5,6 +5,7 @@ import request, { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../src/config/app-config';
 import { CustomersService } from '../../src/customers/customers.service';
+import { eventually } from './eventually';
 import { closeAllViewers, listenOn } from './live-client';
 import { buildApp, dropDatabase, engineUnavailable, testConfig } from './test-app';
 
@@ -24,7 +25,21 @@ export async function startNode(config: AppConfig): Promise<Node> {
   const app = await buildApp(config);
   await app.init();
   const base = await listenOn(app);
-  return { app, base, http: request(base), close: () => app.close() };
+  const node = { app, base, http: request(base), close: () => app.close() };
+  // As a load balancer would, send nothing before the node reads ready: a node does not wait for Redis
+  // to start, and a command sent while its connection is still being opened (a loaded machine) has the
+  // node count and fan out on its own until the next PING answers.
+  const ready = await eventually(
+    () => node.http.get('/health/ready').then((res) => res.status),
+    (status) => status === 200,
+    20_000,
+    100,
+  );
+  if (ready !== 200) {
+    await app.close();
+    throw new Error(`the node did not read ready within 20 s (GET /health/ready: ${ready})`);
+  }
+  return node;
 }
 
 export interface NodeCustomer {
