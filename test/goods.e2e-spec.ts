@@ -419,6 +419,34 @@ describeEngines('goods API', __filename, (ctx) => {
       expect((await api(c).update({ sku: 'DEC-TEXT', originalPrice: '1E+12' }, '/sku')).body.originalPrice).toBe(1e12);
     });
 
+    it('a JSON number is rounded on the digits it was written with, as text is: never read as a double first', async () => {
+      // Raw JSON: JSON.parse would read 123456789012.12345 as 123456789012.12344 (stored .1234) and
+      // 1000000000000.00005 as 1e12 (under the limit).
+      const raw = (text: string, method: 'post' | 'put' = 'post', by = '') =>
+        ctx()
+          .http[method](`${path(c)}${by}`)
+          .set('Authorization', c.auth())
+          .set('Content-Type', 'application/json')
+          .send(text);
+      const res = await raw(
+        '{"name": "Number decimals", "sku": "DEC-NUM", "url": "https://shop.example.com/dec-num", "originalPrice": 123456789012.12345, "discountedPrice": 999999999999.99994}',
+      );
+      expect(res.status).toBe(200);
+      expect(res.text).toContain('"originalPrice":123456789012.1235');
+      expect(res.text).toContain('"discountedPrice":999999999999.9999');
+      expect((await api(c).bySku('DEC-NUM').expect(200)).text).toContain('"originalPrice":123456789012.1235');
+      expectInvalid(await raw('{"sku": "DEC-NUM", "originalPrice": 1000000000000.00005}', 'put', '/sku'), 'originalPrice');
+      // The same in a sync.
+      const synced = await ctx()
+        .http.post(`${path(c)}/sync`)
+        .set('Authorization', c.auth())
+        .set('Content-Type', 'application/json')
+        .send('[{"sku": "DEC-NUM", "name": "Number decimals", "url": "https://shop.example.com/dec-num", "originalPrice": 1.000049999999999999}]');
+      expect(synced.status).toBe(200);
+      // As a double 1.00005, which would round up to 1.0001.
+      expect(synced.text).toContain('"originalPrice":1,');
+    });
+
     it('a price with more than 4 fractional digits reads the same in the write response as in every later read', async () => {
       const res = await api(c).register({
         name: 'Fine price',

@@ -1,14 +1,14 @@
 import { Readable } from 'node:stream';
 import { applyDecorators, CanActivate, ExecutionContext, Injectable, NestInterceptor, SetMetadata, Type, UseInterceptors } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { json, raw, urlencoded } from 'express';
+import { raw, urlencoded } from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
 import { formBodies } from '../common/validation/api-validation.pipe';
 import { TimeSlicer } from '../common/util/time-slicer';
-import { checkJsonShape, checkJsonText, JsonShapeLimits } from './json-shape';
+import { checkJsonShape, JsonShapeLimits } from './json-shape';
 import { parseJsonInSlices } from './sliced-json';
 
 export type BodySize = 'item' | 'bulk';
@@ -35,9 +35,8 @@ const ITEM_MAX_VALUES = 20_000;
 const BULK_VALUES_PER_ITEM = 100;
 
 interface Parsers {
-  json: RequestHandler;
-  /** Bulk routes: the JSON body's bytes, parsed afterwards in time slices (parseJsonInSlices). */
-  bytes?: RequestHandler;
+  /** The JSON body's bytes, parsed afterwards in time slices (parseJsonInSlices). */
+  bytes: RequestHandler;
   form: RequestHandler;
   limit: string;
   /** `limit` in bytes. */
@@ -72,19 +71,13 @@ export class BodyParserGuard implements CanActivate {
     private readonly reflector: Reflector,
     config: AppConfig,
   ) {
-    const build = (limit: string, maxValues: number, sliced = false): Parsers => ({
-      // strict: only objects and arrays at the top, as every route expects. The raw text's nesting and
-      // size are checked before it is parsed (verify runs on the bytes, JSON.parse after it).
-      json: json({
-        limit,
-        strict: true,
-        verify: (_req, _res, buf, encoding) => {
-          if (!encoding || /^utf-?8$/i.test(encoding)) checkJsonText(buf, { maxDepth: MAX_DEPTH, maxValues });
-        },
-      }),
+    const build = (limit: string, maxValues: number): Parsers => ({
+      // JSON bodies are taken as bytes (decompressed) and parsed by parseJsonInSlices: strict (only objects
+      // and arrays at the top, as every route expects), their nesting and size checked on the raw text
+      // before parsing, numbers JSON.parse would round read as their digits, and a large array parsed a
+      // group of elements at a time.
+      bytes: raw({ type: 'application/json', limit, inflate: true }),
       // `depth` is a body-parser 2 option its typings do not list yet.
-      // The same content type as json() reads, its bytes as they came (decompressed).
-      bytes: sliced ? raw({ type: 'application/json', limit, inflate: true }) : undefined,
       form: urlencoded({ limit, extended: true, parameterLimit: 1000, depth: 8, verify: refuseJsonAsForm } as Parameters<typeof urlencoded>[0]),
       limit,
       limitBytes: bytesOfLimit(limit),
@@ -92,7 +85,7 @@ export class BodyParserGuard implements CanActivate {
     });
     this.parsers = {
       item: build(config.server.bodyLimit, ITEM_MAX_VALUES),
-      bulk: build(config.server.syncBodyLimit, Math.max(ITEM_MAX_VALUES, config.limits.syncMaxItems * BULK_VALUES_PER_ITEM), true),
+      bulk: build(config.server.syncBodyLimit, Math.max(ITEM_MAX_VALUES, config.limits.syncMaxItems * BULK_VALUES_PER_ITEM)),
     };
   }
 
@@ -112,7 +105,7 @@ export class BodyParserGuard implements CanActivate {
         throw new ApiException(ErrorCode.UnsupportedMediaType, `JSON bodies are read as UTF-8 only, not ${charset.slice(0, 40)}`);
       }
       refuseDeclaredOverLimit(req, parsers);
-      if (parsers.bytes && charset === undefined) {
+      if (charset === undefined) {
         await this.run(parsers.bytes, req, res, parsers);
         if (Buffer.isBuffer(req.body)) {
           req.body = await parseJsonInSlices(req.body, parsers.shape, new TimeSlicer()).catch((err: HttpError) => {
@@ -121,7 +114,6 @@ export class BodyParserGuard implements CanActivate {
           return true;
         }
       }
-      await this.run(parsers.json, req, res, parsers);
       if (req.body === undefined) {
         await this.run(parsers.form, req, res, parsers);
         if (req.body && typeof req.body === 'object') formBodies.add(req.body as object);

@@ -60,6 +60,13 @@ export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
 }
 
 /**
+ * Significant digits every decimal of which a binary double gives back (DBL_DIG): a JSON number with
+ * more may come out of JSON.parse rounded.
+ */
+export const LONG_NUMBER_DIGITS = 15;
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/**
  * checkJsonText's pass, resumable: `scan` covers the bytes from where the last call stopped up to `to`,
  * so that a large body can be checked in time slices (one scanner per text: it remembers where the
  * text's next backslash and quote are). With `recordTopLevel` it also notes where a
@@ -82,6 +89,12 @@ export class JsonTextScanner {
   readonly topLevelCommas: number[] = [];
   /** Offset of the bracket that first brought the depth back to 0; -1 while it has not. */
   closedAt = -1;
+  /**
+   * [start, end) of each number outside strings with more digits than a binary double keeps
+   * (LONG_NUMBER_DIGITS): JSON.parse would round it (`123456789012.12345` becomes 123456789012.12344),
+   * so the text is parsed with such numbers read as their own digits (see sliced-json.ts).
+   */
+  readonly longNumbers: Array<[number, number]> = [];
 
   constructor(
     private readonly limits: JsonShapeLimits,
@@ -122,6 +135,9 @@ export class JsonTextScanner {
           values += 1;
           if (values > maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${maxValues} values`);
           if (depth === 1 && this.recordTopLevel && this.closedAt < 0) this.topLevelCommas.push(i);
+        } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+          // A number: read to its end (past `to` if it runs on: the whole text is at hand).
+          i = this.number(bytes, i) - 1;
         }
       }
     } finally {
@@ -130,6 +146,23 @@ export class JsonTextScanner {
       this.inString = inString;
       this.next = i;
     }
+  }
+
+  /** The end of the number (or number-like run of bytes) at `from`; notes it in longNumbers when long. */
+  private number(text: Buffer, from: number): number {
+    let significant = 0;
+    let mantissa = true;
+    let i = from;
+    for (; i < text.length; i += 1) {
+      const c = text[i];
+      if (c >= 0x30 && c <= 0x39) {
+        if (mantissa && (significant > 0 || c !== 0x30)) significant += 1;
+      } else if (c === 0x65 || c === 0x45) mantissa = false;
+      else if (c !== 0x2e && c !== 0x2d && c !== 0x2b) break;
+    }
+    // Only a well-formed JSON number: anything else is left for JSON.parse to refuse.
+    if (significant > LONG_NUMBER_DIGITS && JSON_NUMBER.test(text.toString('latin1', from, i))) this.longNumbers.push([from, i]);
+    return i;
   }
 
   /**

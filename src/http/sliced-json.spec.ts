@@ -77,6 +77,29 @@ describe('parseJsonInSlices', () => {
     await expect(parse('[1,]')).rejects.toMatchObject({ type: 'entity.parse.failed' });
   });
 
+  it('reads a number with more digits than a double keeps as its digits, in objects and across groups', async () => {
+    // JSON.parse would give 123456789012.12344 and 1e12.
+    await expect(parse('{"p": 123456789012.12345, "q": 1000000000000.00005, "r": -0.00000012345678901234567e-3}')).resolves.toEqual({
+      p: '123456789012.12345',
+      q: '1000000000000.00005',
+      r: '-0.00000012345678901234567e-3',
+    });
+    // Up to 15 significant digits (leading zeros are not) stay numbers: a double gives each back.
+    await expect(parse('[123456789012345, 0.000123456789012345, 1.5e300, "1234567890123456", -0]')).resolves.toEqual(
+      JSON.parse('[123456789012345, 0.000123456789012345, 1.5e300, "1234567890123456", -0]'),
+    );
+    const body = Array.from({ length: 3000 }, (_, i) => ({ i, price: `${i + 1}0000000000.123456`, name: `a ${i}` }));
+    const text = `[${body.map((e) => JSON.stringify(e).replace(`"${e.price}"`, e.price)).join(',')}]`;
+    expect(text.length).toBeGreaterThan(130_000);
+    await expect(parse(text)).resolves.toEqual(body);
+  });
+
+  it('leaves malformed number-like text for JSON.parse to refuse', async () => {
+    for (const text of ['[--12345678901234567]', '[01234567890123456789]', '[1234567890123456.]', '{"a": 12345678901234567e}']) {
+      await expect(parse(text)).rejects.toBeInstanceOf(JsonSyntaxError);
+    }
+  });
+
   it('refuses a body nested too deep or holding too many values before parsing it', async () => {
     await expect(parse(`${'['.repeat(20)}${']'.repeat(20)}`)).rejects.toMatchObject({ type: 'entity.too.deep' });
     await expect(parse(`[${Array.from({ length: 500 }, () => '1').join(',')}]`, { maxDepth: 16, maxValues: 100 })).rejects.toBeInstanceOf(JsonShapeError);

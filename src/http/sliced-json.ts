@@ -52,7 +52,7 @@ export async function parseJsonInSlices(body: Buffer, limits: JsonShapeLimits, s
   while (first < body.length && isSpace(body[first])) first += 1;
   if (body[first] !== 0x5b && body[first] !== 0x7b) throw new JsonSyntaxError('Unexpected token: the body is not a JSON object or array');
   if (body[first] !== 0x5b) {
-    const value: unknown = parseText(body.toString('utf8', from));
+    const value: unknown = parseText(textOf(body, from, body.length, scanner.longNumbers));
     checkJsonShape(value, limits);
     return value;
   }
@@ -79,7 +79,7 @@ export async function parseJsonInSlices(body: Buffer, limits: JsonShapeLimits, s
         break;
       }
     }
-    const part = parseText(`[${body.toString('utf8', start, end)}]`) as unknown[];
+    const part = parseText(`[${textOf(body, start, end, scanner.longNumbers)}]`) as unknown[];
     // The values of the groups so far, the array itself counted once.
     counted = checkJsonShape(part, limits, Math.max(0, counted - 1));
     for (const element of part) result.push(element);
@@ -87,6 +87,25 @@ export async function parseJsonInSlices(body: Buffer, limits: JsonShapeLimits, s
     await slicer.pause();
   }
   return result;
+}
+
+/**
+ * The body's text from `start` to `end`, with each number in `long` (sorted, see
+ * JsonTextScanner.longNumbers) written as a string of its digits: JSON.parse keeps a binary double of 15
+ * significant digits exactly, and would round one with more (`123456789012.12345` would be read as
+ * 123456789012.12344, `1000000000000.00005` as 1e12, under a price's limit). Read as text, such a number
+ * is rounded on its decimal digits, as a price given as text is, and checked against the limits as sent.
+ */
+function textOf(body: Buffer, start: number, end: number, long: ReadonlyArray<[number, number]>): string {
+  let at = start;
+  let text = '';
+  for (const [from, to] of long) {
+    if (to <= start) continue;
+    if (from >= end) break;
+    text += `${body.toString('utf8', at, from)}"${body.toString('latin1', from, to)}"`;
+    at = to;
+  }
+  return at === start ? body.toString('utf8', start, end) : text + body.toString('utf8', at, end);
 }
 
 function parseText(text: string): unknown {
