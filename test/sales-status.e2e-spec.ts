@@ -235,6 +235,18 @@ describeEngines(
           .set('Authorization', A.auth());
         expectError(twice, 400, -510);
         expect(twice.body._e).toMatch(/^Invalid argument: goodsId was given 2 times; give it once; got \[/);
+        // A JSON list as the body is refused, as on every route that takes one object (not ignored for the
+        // query string), on the sales-status and stock routes alike.
+        for (const [method, route] of [
+          ['put', 'salesStatus/id'],
+          ['put', 'stock/id'],
+          ['post', 'stock/id/decrement'],
+        ] as const) {
+          const target = `/v1/goods/${A.accessKey}/campaign/${key}/${route}?goodsId=${g.id}&salesStatus=SOLD_OUT&stock=3&quantity=1`;
+          const asList = await (method === 'put' ? http().put(target) : http().post(target)).set('Authorization', A.auth()).send([{ salesStatus: 'SOLD_OUT' }]);
+          expectError(asList, 400, -510);
+          expect(asList.body).toMatchObject({ _e: 'Invalid argument: the body must be a JSON object, not a list', errors: [{ field: 'body' }] });
+        }
         for (const field of ['name', 'adminChatNotice', 'chatMessage']) {
           const typed = await salesStatus(A, key, 'id', { goodsId: g.id, salesStatus: 'SOLD_OUT', [field]: 5 });
           expectError(typed, 400, -510);

@@ -3,7 +3,7 @@ import { NoFilesInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CurrentTenant, Tenant } from '../auth/decorators';
-import { listRefusal } from '../common/validation/api-validation.pipe';
+import { bodyListRefusal, listRefusal } from '../common/validation/api-validation.pipe';
 import { ApiErrors, TenantRoute } from '../http/api-docs.decorators';
 import { ReadsMultipart } from '../http/body-parser.guard';
 import { CampaignGoodsResponse } from '../campaigns/dto/campaign-response.dto';
@@ -18,7 +18,10 @@ import { SalesStatusService } from './sales-status.service';
  */
 export const SalesStatusInput = createParamDecorator((_: unknown, ctx: ExecutionContext): Record<string, unknown> => {
   const req = ctx.switchToHttp().getRequest<Request>();
-  const body = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
+  // A list where the route takes one object: refused as every other such route refuses it (not ignored,
+  // with the query string read alone).
+  if (Array.isArray(req.body)) throw bodyListRefusal();
+  const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
   const params = { ...(req.query as Record<string, unknown>), ...body };
   // A JSON array is a list sent where one value belongs; in a query string or form it is a repeat.
   const json = typeof req.is('json') === 'string' && body === req.body;

@@ -24,11 +24,7 @@ export class ApiValidationPipe extends ValidationPipe {
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     // A list where the route takes one object (its DTO): told so, not as every required field missing.
-    if (metadata.type === 'body' && Array.isArray(value) && isDtoClass(metadata.metatype)) {
-      throw ApiException.invalid('Invalid argument: the body must be a JSON object, not a list', [
-        { field: 'body', message: 'must be a JSON object, not a list' },
-      ]);
-    }
+    if (metadata.type === 'body' && Array.isArray(value) && isDtoClass(metadata.metatype)) throw bodyListRefusal();
     if (metadata.type === 'body' && formBodies.has(value as object) && metadata.metatype) refuseRepeatedFields(value, metadata.metatype);
     if (metadata.type === 'query') {
       refuseRepeated(value, metadata.data);
@@ -36,6 +32,13 @@ export class ApiValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+}
+
+/** 400 -510 for a JSON array sent where the route takes one object. */
+export function bodyListRefusal(): ApiException {
+  return ApiException.invalid('Invalid argument: the body must be a JSON object, not a list', [
+    { field: 'body', message: 'must be a JSON object, not a list' },
+  ]);
 }
 
 /** A class the body is validated against (a DTO), not a built-in type such as Array or Object. */
