@@ -1,5 +1,7 @@
+import type { Server } from 'node:http';
 import { monitorEventLoopDelay, IntervalHistogram } from 'node:perf_hooks';
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Where a goods row was written from. */
@@ -52,7 +54,7 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * (the tests) never share a series. Read-only over HTTP: nothing here is reset by a scrape.
  */
 @Injectable()
-export class Metrics implements OnModuleDestroy {
+export class Metrics implements OnApplicationBootstrap, OnModuleDestroy {
   readonly registry = new Registry();
 
   readonly httpDuration = new Histogram({
@@ -173,9 +175,9 @@ export class Metrics implements OnModuleDestroy {
   private readonly gateSources = new Map<GatedWork, () => GateUse>();
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private loopWindow = { p50: 0, p99: 0, max: 0 };
-  private readonly loopTimer: NodeJS.Timeout;
+  private loopTimer: NodeJS.Timeout | undefined;
 
-  constructor() {
+  constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {
     collectDefaultMetrics({ register: this.registry });
     for (const name of DROPPED_DEFAULTS) this.registry.removeSingleMetric(name);
 
@@ -250,6 +252,21 @@ export class Metrics implements OnModuleDestroy {
         for (const [stat, value] of Object.entries(loop())) this.set({ stat }, value);
       },
     });
+  }
+
+  /**
+   * The event-loop windows start when the node starts listening: the start before it (migrations, the
+   * search corpus's first load) is not serving anyone, and its stalls would read as one in the first window
+   * of every start (an alert on livegoods_event_loop_delay_seconds firing at each deployment).
+   */
+  onApplicationBootstrap(): void {
+    const server = this.adapterHost?.httpAdapter?.getHttpServer() as Server | undefined;
+    if (server && !server.listening) server.once('listening', () => this.startLoopWindows());
+    else this.startLoopWindows();
+  }
+
+  private startLoopWindows(): void {
+    if (this.loopTimer) return;
     this.loopDelay.enable();
     this.loopTimer = setInterval(() => this.closeLoopWindow(), LOOP_WINDOW_MS);
     this.loopTimer.unref();
@@ -299,6 +316,7 @@ export class Metrics implements OnModuleDestroy {
 
   onModuleDestroy(): void {
     clearInterval(this.loopTimer);
+    this.loopTimer = undefined;
     this.loopDelay.disable();
     this.registry.clear();
   }
