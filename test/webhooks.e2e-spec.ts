@@ -180,6 +180,17 @@ describeEngines(
         for (let i = 0; i < 20; i += 1) expectOk(await api(c).create({ url: `https://shop.example.com/h${i}`, events: ['campaign.status'] }));
         expectError(await api(c).create({ url: 'https://shop.example.com/h21', events: ['campaign.status'] }), 413, -413);
       });
+
+      it('keeps to 20 endpoints under 40 concurrent creates (each counts after the others committed)', async () => {
+        const c = await ctx().createCustomer();
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => api(c).create({ url: `https://shop.example.com/c${i}`, events: ['campaign.status'] })),
+        );
+        const statuses = results.map((res) => res.status);
+        expect(statuses.filter((s) => s === 201 || s === 200)).toHaveLength(20);
+        expect(statuses.filter((s) => s === 413)).toHaveLength(20);
+        expect((await api(c).list()).body.totalCount).toBe(20);
+      });
     });
 
     describe('deliveries', () => {

@@ -3,6 +3,7 @@ import { EntityManager } from 'typeorm';
 import type { Tenant } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
+import { lockRow } from '../database/engine';
 import { Transactions } from '../database/transactions';
 import { WebhookDelivery } from './entities/webhook-delivery.entity';
 import { WebhookEndpoint } from './entities/webhook-endpoint.entity';
@@ -37,6 +38,9 @@ export class WebhooksService {
   create(tenant: Tenant, body: CreateWebhookDto): Promise<WebhookWithSecretResponse> {
     this.checkUrl(body.url);
     return this.db.run(async (em) => {
+      // The customer's row locked first (MySQL), so that concurrent creates count one after another: under
+      // REPEATABLE READ each would otherwise count the endpoints committed before it began and all insert.
+      await lockRow(em, 'customers', tenant.id);
       const count = await em.count(WebhookEndpoint, { where: { customerId: tenant.id } });
       if (count >= MAX_WEBHOOKS_PER_CUSTOMER)
         throw ApiException.tooLarge(`At most ${MAX_WEBHOOKS_PER_CUSTOMER} webhook endpoints per customer; delete one first`);
