@@ -329,6 +329,11 @@ describeEngines(
         expect(r.received[1].body).toBe(r.received[0].body);
         expect(verifySignature(secret, r.received[1].headers['livegoods-signature'] as string, r.received[1].body)).toBe(true);
         expect((await api(c).deliveries(webhookId)).body.totalCount).toBe(2);
+        // The documented query template, state left empty: all states, as if it were left out.
+        const template = await api(c).deliveries(webhookId, { page: 1, count: 30, state: '' });
+        expectOk(template);
+        expect(template.body.totalCount).toBe(2);
+        expect((await api(c).deliveries(webhookId, { state: 'failed' })).body.totalCount).toBe(0);
 
         expectError(await api(c).replay(webhookId, 999_999_999), 404, -404);
         const other = await ctx().createCustomer();

@@ -1,5 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsDefined, IsIn, IsOptional, ValidateIf } from 'class-validator';
 import { BooleanField, HttpUrlField, IntQuery, OptionalField, TextRules } from '../../common/validation/decorators';
 import { DELIVERY_STATES, DeliveryState } from '../entities/webhook-delivery.entity';
@@ -64,7 +65,9 @@ export class ListWebhookDeliveriesQuery {
   @IntQuery('count', 1, 100, { default: 30, description: 'Deliveries per page (newest first)' }, { clamp: true })
   count: number = 30;
 
-  @ApiPropertyOptional({ enum: DELIVERY_STATES, description: 'Only deliveries in this state' })
+  @ApiPropertyOptional({ enum: DELIVERY_STATES, description: 'Only deliveries in this state; an empty value is all states' })
+  // An empty parameter (`state=`, as in the documented template) is the same as leaving it out.
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && value.trim() === '' ? undefined : value))
   @IsOptional()
   @IsIn(DELIVERY_STATES, { message: `state must be one of ${DELIVERY_STATES.join(', ')}` })
   state?: DeliveryState;
