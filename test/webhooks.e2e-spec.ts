@@ -717,6 +717,82 @@ describeEngines(
   PAUSES,
 );
 
+/**
+ * The breaker's pause steps (docs/webhooks.md Retries): with WEBHOOK_RETRY_BASE_MS 2 s the pauses are
+ * 1–2 s, then 2–4 s, then 4–8 s, however many tries were under way (three sends at a time per endpoint)
+ * when the breaker opened.
+ */
+describeEngines(
+  'webhook breaker steps',
+  __filename.replace('.e2e-spec', '-breaker-steps.e2e-spec'),
+  (ctx) => {
+    const receiver = useWebhookReceivers();
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    it('pauses exactly one step longer each time, tries under way when it opened counting for none of the pauses', async () => {
+      const c = await ctx().createCustomer();
+      const r = await receiver();
+      // Slow failures: three tries overlap, and the sixth is under way when the fifth opens the breaker.
+      r.behaviour = () => sleep(150).then(() => 500);
+      const res = await ctx()
+        .http.post(`/v1/console/${c.accessKey}/webhooks`)
+        .set('Authorization', c.auth())
+        .send({ url: r.url(), events: ['goods.salesStatus'] });
+      expectOk(res);
+      const webhookId = res.body.webhookId as number;
+      const now = new Date();
+      await ctx()
+        .dataSource.getRepository(WebhookDelivery)
+        .insert(
+          Array.from({ length: 9 }, (_, i) => ({
+            customerId: c.id,
+            endpointId: webhookId,
+            eventId: `evt_${String(i).padStart(32, '0')}`,
+            eventType: 'goods.salesStatus',
+            body: JSON.stringify({ id: `evt_${i}`, type: 'goods.salesStatus', createdAt: now.getTime(), data: {} }),
+            state: 'pending' as const,
+            attempts: 0,
+            nextAttemptAt: now,
+            createdAt: now,
+          })),
+        );
+      // Each new pausedUntil, as first seen: the pause it set is at least (pausedUntil − seen), and at
+      // most that plus one poll.
+      const pauses: number[] = [];
+      let last = 0;
+      const end = Date.now() + 30_000;
+      while (pauses.length < 3 && Date.now() < end) {
+        const e = await ctx().dataSource.getRepository(WebhookEndpoint).findOneByOrFail({ id: webhookId });
+        const seen = Date.now();
+        const until = e.pausedUntil?.getTime() ?? 0;
+        if (until > seen && until !== last) {
+          pauses.push(until - seen);
+          last = until;
+        }
+        await sleep(15);
+      }
+      expect(pauses).toHaveLength(3);
+      const steps = [
+        [1000, 2000],
+        [2000, 4000],
+        [4000, 8000],
+      ];
+      pauses.forEach((p, i) => {
+        expect(p).toBeLessThanOrEqual(steps[i][1]);
+        expect(p).toBeGreaterThan(steps[i][0] - 200);
+      });
+    }, 60_000);
+  },
+  {
+    WEBHOOK_ALLOW_PRIVATE_HOSTS: 'true',
+    WEBHOOK_RETRY_BASE_MS: '2000',
+    WEBHOOK_RETRY_MAX_DELAY_MS: '64000',
+    WEBHOOK_ENDPOINT_CONCURRENCY: '3',
+    WEBHOOK_POLL_MS: '100',
+    WEBHOOK_TIMEOUT_MS: '5000',
+  },
+);
+
 describeEngines('webhook address rules (private hosts not allowed)', __filename.replace('.e2e-spec', '-strict-rules.e2e-spec'), (ctx) => {
   it('refuses http, loopback, private, link-local and metadata targets with 400 -510 on url', async () => {
     const c = await ctx().createCustomer();

@@ -11,36 +11,50 @@ export interface BreakerState {
   pausedUntil: Date | null;
 }
 
+/** One finished try of an endpoint, as the breaker reads it. */
+export interface BreakerTry {
+  /** Whether the receiver took it. */
+  delivered: boolean;
+  /** When the try started. */
+  startedAt: Date;
+}
+
 /**
- * The breaker after some tries of one endpoint (`delivered` per try, in the order they finished). Once
- * BREAKER_THRESHOLD tries in a row have failed, the endpoint is paused for the retry schedule's delay of
- * the (streak − threshold + 1)-th retry: with the defaults 15–30 s, then 30–60 s, 1–2 min, … up to 30–60 min,
- * one more step each time the try made after a pause (the probe) fails too. A failure that ends while the
- * endpoint is already paused (a send started before the pause) counts, but does not lengthen the pause.
- * A delivered try closes the breaker. `opened` says whether this call paused it (so that its pending
- * deliveries are moved to the pause's end).
+ * The breaker after some tries of one endpoint (in the order they finished). Once BREAKER_THRESHOLD tries
+ * in a row have failed, the endpoint is paused for the retry schedule's delay of the
+ * (streak − threshold + 1)-th retry: with the defaults 15–30 s, then 30–60 s, 1–2 min, … up to 30–60 min,
+ * exactly one step more each time the try made after a pause (the probe) fails too.
+ * A failed try that started before the endpoint's last pause ended (one under way when the breaker opened,
+ * whether it ends during the pause or after it) says nothing the pause did not already act on: it does
+ * not count, so it neither lengthens this pause nor any later one. Only tries begun after the last pause
+ * ended (or with no pause since the last delivered try) count.
+ * A delivered try closes the breaker, whenever it started. `opened` says whether this call paused it (so
+ * that its pending deliveries are moved to the pause's end).
  */
 export function afterTries(
   state: BreakerState,
-  delivered: boolean[],
+  tries: BreakerTry[],
   now: Date,
   schedule: Pick<RetrySchedule, 'baseMs' | 'maxDelayMs'>,
   random: number = Math.random(),
 ): BreakerState & { opened: boolean } {
   let failureStreak = state.failureStreak;
   let pausedUntil = state.pausedUntil;
-  for (const ok of delivered) {
-    if (ok) {
+  let opened = false;
+  for (const t of tries) {
+    if (t.delivered) {
       failureStreak = 0;
       pausedUntil = null;
-    } else {
-      failureStreak += 1;
+      opened = false;
+      continue;
+    }
+    if (pausedUntil !== null && t.startedAt.getTime() < pausedUntil.getTime()) continue; // under way when the pause began
+    failureStreak += 1;
+    const paused = pausedUntil !== null && pausedUntil.getTime() > now.getTime();
+    if (failureStreak >= BREAKER_THRESHOLD && !paused) {
+      pausedUntil = new Date(now.getTime() + retryDelayMs(failureStreak - BREAKER_THRESHOLD + 1, schedule, random));
+      opened = true;
     }
   }
-  const paused = pausedUntil !== null && pausedUntil.getTime() > now.getTime();
-  if (failureStreak >= BREAKER_THRESHOLD && !paused) {
-    const until = new Date(now.getTime() + retryDelayMs(failureStreak - BREAKER_THRESHOLD + 1, schedule, random));
-    return { failureStreak, pausedUntil: until, opened: true };
-  }
-  return { failureStreak, pausedUntil, opened: false };
+  return { failureStreak, pausedUntil, opened };
 }

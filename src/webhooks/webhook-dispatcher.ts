@@ -561,7 +561,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         for (const o of batch) written.push(!!(await em.update(WebhookDelivery, { id: o.id, claimToken: o.claimToken }, o.change)).affected);
         const now = new Date();
         for (const e of endpoints) {
-          const tries = batch.filter((o, i) => written[i] && o.endpointId === Number(e.id) && o.delivered !== null).map((o) => o.delivered as boolean);
+          const tries = batch
+            .filter((o, i) => written[i] && o.endpointId === Number(e.id) && o.delivered !== null)
+            .map((o) => ({ delivered: o.delivered as boolean, startedAt: o.change.lastAttemptAt as Date }));
           if (!tries.length) continue;
           const next = afterTries(e, tries, now, this.schedule());
           streaks.set(Number(e.id), next.failureStreak);
