@@ -20,9 +20,11 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 class RefusedTarget extends Error {}
 
 /**
- * A kept-alive connection the receiver had closed just before it was reused (its idle timeout and our
- * reuse crossed): nothing reached the receiver's application, so the request is sent once more at once,
- * on a new connection, instead of waiting for the retry schedule.
+ * A kept-alive connection reset just as it was reused: almost always the receiver had closed it (its idle
+ * timeout and our reuse crossed) and nothing reached its application, so the request is sent once more at
+ * once, on a new connection, instead of waiting for the retry schedule. Which one it was cannot be told
+ * from here (the request is in the kernel's buffer either way): a receiver that read the request and then
+ * reset the connection gets it twice in one try, which at-least-once delivery (the event id) allows.
  */
 class StaleConnection extends Error {}
 
