@@ -231,6 +231,8 @@ function signOut() {
   sessionStorage.removeItem(STORE);
   if (view.live) view.live.stop();
   clearInterval(view.viewerCountTimer);
+  stopImportPolling();
+  Object.assign(importing, { jobId: null, errorText: null });
   Object.assign(session, { accessKey: '', token: '', claims: null, refused: false });
   Object.assign(view, { current: null, live: null, campaigns: [], chat: [] });
   clearError();
@@ -786,12 +788,19 @@ function connectLive(campaignKey) {
 
 // ------------------------------------------------------------------ spreadsheet import jobs
 
-/** The import job the page follows: its progress comes from the operator socket (when a campaign is open) and from polling. */
-const importing = { jobId: null, pollTimer: null };
+/**
+ * The import job the page follows: its progress comes from the operator socket (when a campaign is open)
+ * and from polling. A poll that fails (the service restarting, a network hiccup) is tried again, later
+ * each time (up to IMPORT_POLL_MAX_MS); the failure shown meanwhile goes as soon as the job is read again.
+ * Only a job that is gone (404) ends the polling before the job ends.
+ */
+const importing = { jobId: null, pollTimer: null, pollDelay: 0, errorText: null };
 const IMPORT_POLL_MS = 1000;
+const IMPORT_POLL_MAX_MS = 16_000;
 
 function showImport(job) {
   if (job.jobId !== importing.jobId) return;
+  clearImportError();
   const bar = $('import-progress');
   const total = job.rowsTotal;
   const finished = job.state === 'succeeded' || job.state === 'failed';
@@ -814,18 +823,44 @@ function showImport(job) {
   if (finished) stopImportPolling();
 }
 
+/** The failure of a poll, shown in the alert box until the job is read again (unless another error replaced it). */
+function clearImportError() {
+  if (importing.errorText !== null && $('error-text').textContent === importing.errorText) clearError();
+  importing.errorText = null;
+}
+
 function stopImportPolling() {
-  if (importing.pollTimer) clearInterval(importing.pollTimer);
+  if (importing.pollTimer) clearTimeout(importing.pollTimer);
   importing.pollTimer = null;
 }
 
+/** The next poll in `delay` ms (one at a time: each poll schedules the next when it is done). */
+function scheduleImportPoll(delay) {
+  stopImportPolling();
+  importing.pollDelay = delay;
+  importing.pollTimer = setTimeout(() => void pollImport(), delay);
+}
+
 async function pollImport() {
-  if (importing.jobId === null) return;
+  const jobId = importing.jobId;
+  if (jobId === null) return;
+  importing.pollTimer = null;
   try {
-    showImport(await api('GET', `/v1/goods/${ak()}/excel/jobs/${importing.jobId}?count=1`));
+    const job = await api('GET', `/v1/goods/${ak()}/excel/jobs/${jobId}?count=1`);
+    if (importing.jobId !== jobId) return;
+    showImport(job);
+    if (job.state !== 'succeeded' && job.state !== 'failed') scheduleImportPoll(IMPORT_POLL_MS);
   } catch (err) {
-    stopImportPolling();
+    if (importing.jobId !== jobId) return;
     showError('Reading the import job', err);
+    if (err instanceof ApiError && err.status === 404) {
+      importing.errorText = null;
+      return; // the job is gone: nothing more to follow
+    }
+    const delay = Math.min(Math.max(importing.pollDelay, IMPORT_POLL_MS) * 2, IMPORT_POLL_MAX_MS);
+    $('error-text').textContent += ` Trying again in ${Math.round(delay / 1000)} s.`;
+    importing.errorText = $('error-text').textContent;
+    scheduleImportPoll(delay);
   }
 }
 
@@ -849,8 +884,9 @@ async function startImport(event) {
       const res = await fetch(`/v1/goods/${ak()}/excel?async=true`, { method: 'POST', headers: { Authorization: `Bearer ${session.token}` }, body: form });
       const data = await answerOf(res);
       importing.jobId = data.jobId;
+      importing.errorText = null;
       showImport(data);
-      importing.pollTimer = setInterval(() => void pollImport(), IMPORT_POLL_MS);
+      if (data.state !== 'succeeded' && data.state !== 'failed') scheduleImportPoll(IMPORT_POLL_MS);
     },
     { button: $('import-submit') },
   );

@@ -742,6 +742,55 @@ if (chromiumMissing && !required) {
       await page.waitForFunction((t) => document.getElementById('campaign-title')?.textContent === t, title);
     };
 
+    it('console (no campaign open): an import poll that fails is tried again; the progress goes on to the end, the failure shown meanwhile goes; a job gone (404) ends the polling', async () => {
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'console page (import polls)');
+      await signInConsole(page, token);
+      const poll = /\/excel\/jobs\/[^/?]+\?count=1$/;
+      let polls = 0;
+      let mode: 'fail-once' | 'pass' | 'gone' = 'fail-once';
+      await page.route(
+        (url) => poll.test(url.pathname + url.search),
+        async (route) => {
+          polls += 1;
+          if (mode === 'gone') return route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ _s: -404, _e: 'No import job' }) });
+          if (mode === 'fail-once') {
+            mode = 'pass';
+            return route.abort('failed'); // as when the service restarts: fetch() rejects (TypeError)
+          }
+          return route.continue();
+        },
+      );
+      const upload = async (name: string) => {
+        const lines = ['sku,name,url,originalPrice', `${name}-1,Poll item 1,https://shop.example.com/${name}/1,1000`];
+        lines.push(`${name}-2,Poll item 2,https://shop.example.com/${name}/2,2000`, `${name}-BAD,Bad price,https://shop.example.com/${name}/bad,not a price`);
+        await page.locator('#import-file').setInputFiles({ name: `${name}.csv`, mimeType: 'text/csv', buffer: Buffer.from(lines.join('\n')) });
+        await Promise.all([
+          page.waitForResponse((r) => r.request().method() === 'POST' && r.url().includes('/excel?async=true') && r.status() === 202),
+          page.getByRole('button', { name: 'Upload and import' }).click(),
+        ]);
+      };
+      await upload('POLL');
+      await page.waitForFunction(() =>
+        /^Reading the import job failed: the service did not answer/.test(document.getElementById('error-text')?.textContent ?? ''),
+      );
+      // The next poll answers: the end state shows, and the failure leaves the alert box.
+      await page.waitForFunction(() => document.getElementById('import-label')?.textContent === 'Import finished: 100 %', undefined, { timeout: 15_000 });
+      expect(await page.locator('#import-counts').textContent()).toBe('3 of 3 rows · 2 created · 0 updated · 1 failed');
+      expect(await page.getByRole('button', { name: 'Download failed rows (CSV)' }).isVisible()).toBe(true);
+      expect(await page.locator('#error').isVisible()).toBe(false);
+      expect(polls).toBeGreaterThanOrEqual(2);
+
+      // A job that is gone: said once, and no more polls.
+      mode = 'gone';
+      polls = 0;
+      await upload('GONE');
+      await page.waitForFunction(() => /^Reading the import job failed: HTTP 404/.test(document.getElementById('error-text')?.textContent ?? ''));
+      await page.waitForTimeout(3000);
+      expect(polls).toBe(1);
+      await page.close();
+    });
+
     it('console: a goods name with a 70-character word wraps; every Add button stays on screen, on a desktop and on a phone', async () => {
       const word = `Megabundle${'X'.repeat(60)}`;
       expect(word).toHaveLength(70);
