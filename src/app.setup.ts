@@ -24,6 +24,7 @@ import { RateLimiter } from './rate-limit/rate-limiter';
 import { ipRateLimitMiddleware } from './rate-limit/ip-rate-limit.middleware';
 import { ApiDocsCache, documentServedFrom, registerApiDocsCache } from './http/api-docs-cache';
 import type { RequestHandler } from 'express';
+import { apiDocsHeaders } from './http/api-docs-headers';
 
 /** Where Swagger UI (and its assets), the OpenAPI JSON and its YAML are served. */
 const DOCS_PATH = '/docs';
@@ -74,6 +75,8 @@ export function configureApp(app: NestExpressApplication): void {
   // handlers and before the 404.
   const ipLimit = ipRateLimitMiddleware(app.get(RateLimiter));
   app.use([DOCS_PATH, DOCS_JSON_PATH, DOCS_YAML_PATH], ipLimit);
+  // Where a bearer token is pasted: no framing by other sites, no sniffing, a Content-Security-Policy.
+  app.use([DOCS_PATH, DOCS_JSON_PATH, DOCS_YAML_PATH], apiDocsHeaders(config.server.publicBaseUrl));
   beforeNotFoundHandler(app, ipLimit);
   setupSwagger(app);
 }
@@ -222,6 +225,9 @@ function setupSwagger(app: NestExpressApplication): void {
     jsonDocumentUrl: DOCS_JSON_PATH.slice(1),
     yamlDocumentUrl: DOCS_YAML_PATH.slice(1),
     customSiteTitle: 'livegoods API',
+    // No badge loaded from validator.swagger.io (which would be sent the document's address); the page's
+    // Content-Security-Policy allows images from this origin only.
+    swaggerOptions: { validatorUrl: null },
     // The served document's server defaults to where it was fetched from (PUBLIC_BASE_URL when set), so
     // Swagger UI's "Try it out" calls this service wherever it runs.
     patchDocumentOnRequest: <TRequest>(req: TRequest, _res: unknown, doc: OpenAPIObject): OpenAPIObject => documentServedFrom(doc, docsBaseOf(req as Request)),

@@ -791,6 +791,37 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('Swagger UI (/docs) and the OpenAPI document cannot be framed by another site, are not sniffed, and Authorize and "Try it out" work under their Content-Security-Policy', async () => {
+      for (const path of ['/docs', '/docs/', '/docs/swagger-ui-init.js', '/docs/swagger-ui.css', '/docs-json', '/docs-yaml']) {
+        const answer = await call(`${base}${path}`);
+        expect([path, answer.status]).toEqual([path, 200]);
+        expect([path, answer.headers.get('x-frame-options')]).toEqual([path, 'DENY']);
+        expect([path, answer.headers.get('x-content-type-options')]).toEqual([path, 'nosniff']);
+        const csp = answer.headers.get('content-security-policy') ?? '';
+        expect([path, csp]).toEqual([path, expect.stringContaining("frame-ancestors 'none'")]);
+        expect(csp).toContain("script-src 'self'");
+        expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+      }
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'Swagger UI');
+      await page.goto(`${base}/docs`);
+      await page.waitForSelector('.opblock', { timeout: 15_000 });
+      await page.click('button.authorize');
+      await page.locator('.modal-ux input').first().fill(token);
+      await page.click('.modal-ux button.authorize');
+      await page.click('.modal-ux .close-modal');
+      const block = page.locator('[id$="-GoodsController_list"]').first();
+      await block.locator('.opblock-summary').first().click();
+      await block.locator('button.try-out__btn').click();
+      await block.locator('input[placeholder="accessKey"]').fill(accessKey);
+      await block.locator('button.execute').click();
+      const status = block.locator('.live-responses-table tr.response .response-col_status').first();
+      await status.waitFor({ timeout: 15_000 });
+      expect((await status.textContent())?.trim()).toBe('200');
+      expect(await block.locator('.live-responses-table').textContent()).toContain('Smart Watch 7');
+      await page.close();
+    });
+
     it('console: a goods name with a 70-character word wraps; every Add button stays on screen, on a desktop and on a phone', async () => {
       const word = `Megabundle${'X'.repeat(60)}`;
       expect(word).toHaveLength(70);
