@@ -329,12 +329,47 @@ async function loadCampaign(campaignKey, fillForm) {
 function reloadCurrent(quiet) {
   if (!view.current) return Promise.resolve(undefined);
   const key = view.current.campaignKey;
-  return quiet ? act('Refreshing the campaign', () => loadCampaign(key, false), { quiet: true }) : loadCampaign(key, false);
+  if (!quiet) return loadCampaign(key, false);
+  return act(
+    'Refreshing the campaign',
+    () =>
+      loadCampaign(key, false).catch((err) => {
+        if (!isGone(err)) throw err;
+        leaveDeletedCampaign(key);
+      }),
+    { quiet: true },
+  );
 }
 
 function scheduleReload() {
   clearTimeout(view.reloadTimer);
   view.reloadTimer = setTimeout(() => void reloadCurrent(true), 250);
+}
+
+/**
+ * The open campaign was deleted elsewhere (another operator, the API): said at once in the alert box, and
+ * the page leaves it (no controls left that could only fail) and reads the list again.
+ */
+function leaveDeletedCampaign(campaignKey) {
+  if (view.current?.campaignKey !== campaignKey) return;
+  const title = view.current.title;
+  clearTimeout(view.reloadTimer);
+  clearInterval(view.viewerCountTimer);
+  if (view.live) view.live.stop();
+  Object.assign(view, { current: null, live: null, chat: [], filledForm: null });
+  $('campaign').hidden = true;
+  $('campaign').removeAttribute('data-campaign-key');
+  history.replaceState(null, '', location.pathname);
+  clearError();
+  $('error-text').textContent = `The campaign “${title}” was deleted (by another operator or through the API), so it is closed here.`;
+  $('error').hidden = false;
+  renderCampaigns();
+  void act('Reading the campaigns', () => loadCampaigns(view.page), { quiet: true });
+}
+
+/** A 404 for the open campaign: it is gone. */
+function isGone(err) {
+  return err instanceof ApiError && err.status === 404;
 }
 
 function fillEditForm(c) {
@@ -730,8 +765,10 @@ async function refreshViewerCount(campaignKey) {
     if (view.current?.campaignKey !== campaignKey) return;
     view.current.userCount = campaign.userCount;
     $('campaign-viewers').textContent = `${campaign.userCount} watching now`;
-  } catch {
-    // The next turn asks again; the campaign's own errors show when the operator acts on it.
+  } catch (err) {
+    // Deleted meanwhile: leave it. Otherwise the next turn asks again; the campaign's own errors show
+    // when the operator acts on it.
+    if (isGone(err)) leaveDeletedCampaign(campaignKey);
   }
 }
 
@@ -767,6 +804,10 @@ function connectLive(campaignKey) {
         if (view.chat.length > 200) view.chat.splice(0, view.chat.length - 200);
         renderChatLog();
       }
+      if (type === 'campaign.status' && payload.campaignStatus === 'NOT_EXIST') {
+        leaveDeletedCampaign(campaignKey);
+        return;
+      }
       // Another operator (or another tab) may have changed things: bring the campaign up to date.
       if (type !== 'chat.message') scheduleReload();
     },
@@ -779,6 +820,8 @@ function connectLive(campaignKey) {
         view.live?.stop();
         showError('Live updates', new ApiError(401, { _s: -102, _e: refused[1] }, refused[1]));
       }
+      // The channel refused to join: the campaign may be gone (a deletion whose event was missed).
+      if (state === 'offline' && !refused && /not found/i.test(detail ?? '')) void reloadCurrent(true);
     },
     onOperatorEvent: (type, payload) => {
       if (type === 'import.progress') showImport(payload);

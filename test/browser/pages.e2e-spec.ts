@@ -958,6 +958,25 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('console: a campaign deleted elsewhere while it is open is closed at once, with word of it, and leaves the list', async () => {
+      const key = await newCampaign('Deleted elsewhere', ['watch']);
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'console page (deleted elsewhere)');
+      await signInConsole(page, token);
+      await openInConsole(page, 'Deleted elsewhere');
+      await page.waitForSelector('#campaign-live[data-state="live"]');
+      expect(await page.locator(`#campaigns-body tr[data-campaign-key="${key}"]`).count()).toBe(1);
+      expect((await api(`/v1/console/${accessKey}/campaigns/${key}`, { method: 'DELETE' })).status).toBe(200);
+      await page.waitForFunction(() => /Deleted elsewhere.*was deleted/.test(document.getElementById('error-text')?.textContent ?? ''), undefined, {
+        timeout: 3000,
+      });
+      expect(await page.getByRole('alert').isVisible()).toBe(true);
+      expect(await page.locator('#campaign').isVisible()).toBe(false);
+      await page.waitForFunction((k) => !document.querySelector(`#campaigns-body tr[data-campaign-key="${k}"]`), key, { timeout: 3000 });
+      expect(await page.evaluate(() => (window as { location: { hash: string } }).location.hash)).toBe('');
+      await page.close();
+    });
+
     it('a viewer page at an address no broadcast can have is a readable HTML 404, with the page policy', async () => {
       for (const path of [`/watch/${accessKey}/bad.key!`, `/watch/${'x'.repeat(65)}/AnyKey123`]) {
         const answer = await call(`${base}${path}`);
