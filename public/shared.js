@@ -19,6 +19,21 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+/**
+ * Text a user wrote (a name, brand, goods code, title, chat line, notice), isolated from the text around
+ * it: a right-to-left override (U+202E) or any right-to-left script in it cannot reorder its neighbours
+ * (a price, a goods code, a time) on screen.
+ */
+export function bdi(text) {
+  return el('bdi', {}, text);
+}
+
+/** Parts (nodes or strings; empty ones left out) with `separator` between them. */
+export function joined(separator, parts) {
+  const kept = parts.filter((part) => part !== undefined && part !== null && part !== false && part !== '');
+  return kept.flatMap((part, index) => (index ? [separator, part] : [part]));
+}
+
 function append(node, children) {
   for (const child of children) {
     if (child === undefined || child === null || child === false) continue;

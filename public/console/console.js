@@ -1,7 +1,20 @@
 // The operator console: /console. Talks to the console API (Bearer token the operator pastes) and
 // listens on the /live channel of the open campaign for its chat log and for other operators' changes.
 
-import { el, formatDateTime, formatPercent, formatPrice, formatTime, keepFocus, pageLocale, salesBadge, SALES_STATUS, setPill } from '/assets/shared.js';
+import {
+  bdi,
+  el,
+  formatDateTime,
+  joined,
+  formatPercent,
+  formatPrice,
+  formatTime,
+  keepFocus,
+  pageLocale,
+  salesBadge,
+  SALES_STATUS,
+  setPill,
+} from '/assets/shared.js';
 import { LiveClient } from '/assets/live-client.js';
 
 const $ = (id) => document.getElementById(id);
@@ -100,8 +113,9 @@ function clearError() {
 }
 
 let flashTimer = null;
-function flash(text) {
-  $('flash').textContent = text;
+/** A short confirmation: strings, and user text as bdi() nodes. */
+function flash(...parts) {
+  $('flash').replaceChildren(...parts);
   clearTimeout(flashTimer);
   flashTimer = setTimeout(() => {
     $('flash').textContent = '';
@@ -171,7 +185,7 @@ function renderWhoami() {
     delete $('whoami').dataset.token;
     return;
   }
-  const name = claims && claims.name ? ` · ${claims.name}` : '';
+  const name = claims && claims.name ? [' · ', bdi(claims.name)] : [];
   let until = '';
   let state = session.refused ? 'refused' : 'valid';
   if (claims && typeof claims.exp === 'number') {
@@ -181,7 +195,7 @@ function renderWhoami() {
     until = state === 'expired' ? ` · token expired at ${when}` : ` · token valid until ${when}`;
   }
   if (state === 'refused') until = ' · token refused: paste a fresh one';
-  $('whoami').textContent = `Access key ${accessKey}${name}${until}`;
+  $('whoami').replaceChildren(`Access key ${accessKey}`, ...name, until);
   $('whoami').dataset.token = state;
 }
 setInterval(() => {
@@ -361,7 +375,7 @@ function leaveDeletedCampaign(campaignKey) {
   $('campaign').removeAttribute('data-campaign-key');
   history.replaceState(null, '', location.pathname);
   clearError();
-  $('error-text').textContent = `The campaign “${title}” was deleted (by another operator or through the API), so it is closed here.`;
+  $('error-text').replaceChildren('The campaign “', bdi(title), '” was deleted (by another operator or through the API), so it is closed here.');
   $('error').hidden = false;
   renderCampaigns();
   void act('Reading the campaigns', () => loadCampaigns(view.page), { quiet: true });
@@ -477,8 +491,8 @@ function renderCampaignGoods() {
       el(
         'div',
         { class: 'info' },
-        el('strong', {}, item.name),
-        el('div', { class: 'small muted' }, [item.brand, item.sku].filter(Boolean).join(' · ')),
+        el('strong', {}, bdi(item.name)),
+        el('div', { class: 'small muted' }, joined(' · ', [item.brand && bdi(item.brand), item.sku && bdi(item.sku)])),
         el('div', { class: 'small' }, priceText(item, item.currency)),
         el('div', { class: 'row' }, salesBadge(item.salesStatus), item.showingNow ? el('span', { class: 'badge badge-showing' }, 'Showing now') : null),
         el('div', { class: 'small muted', dataset: { stock: id } }, stockText(item)),
@@ -581,7 +595,7 @@ async function setStock(item, stockValue, thresholdValue, button) {
     `Setting the stock of ${item.name}`,
     async () => {
       const answer = await api('PUT', `/v1/goods/${ak()}/campaign/${encodeURIComponent(key)}/stock/id`, body);
-      flash(`${item.name}: ${stockText(answer)}, ${SALES_STATUS[answer.salesStatus].label}`);
+      flash(bdi(item.name), `: ${stockText(answer)}, ${SALES_STATUS[answer.salesStatus].label}`);
       await reloadCurrent(false);
     },
     { button },
@@ -607,7 +621,7 @@ async function setSalesStatus(item, status, button) {
       await api('PUT', goodsUrl(key), body);
       $('status-notice').value = '';
       $('status-chat').value = '';
-      flash(`${item.name}: ${label}${notify ? '' : ' (viewers not notified)'}`);
+      flash(bdi(item.name), `: ${label}${notify ? '' : ' (viewers not notified)'}`);
       await reloadCurrent(false);
     },
     { button },
@@ -620,7 +634,7 @@ async function toggleShowing(item, button) {
     `Marking ${item.name}`,
     async () => {
       await api('PUT', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}/showing`, { showingNow: !item.showingNow });
-      flash(item.showingNow ? `${item.name} is no longer showing` : `${item.name} is showing now`);
+      flash(bdi(item.name), item.showingNow ? ' is no longer showing' : ' is showing now');
       await reloadCurrent(false);
     },
     { button },
@@ -638,7 +652,7 @@ async function move(item, delta, button) {
     `Moving ${item.name}`,
     async () => {
       await api('PUT', `${campaignPath(key)}/goods/order`, { goodsIds: ids });
-      flash(`Moved ${item.name} ${delta < 0 ? 'up' : 'down'} (position ${to + 1} of ${ids.length})`);
+      flash('Moved ', bdi(item.name), ` ${delta < 0 ? 'up' : 'down'} (position ${to + 1} of ${ids.length})`);
       await reloadCurrent(false);
     },
     { button },
@@ -651,7 +665,7 @@ async function removeGoods(item, button) {
     `Removing ${item.name}`,
     async () => {
       await api('DELETE', `${campaignPath(key)}/goods/${encodeURIComponent(item.goodsId)}`);
-      flash(`Removed ${item.name} from the campaign`);
+      flash('Removed ', bdi(item.name), ' from the campaign');
       await reloadCurrent(false);
     },
     { button },
@@ -700,8 +714,8 @@ function renderSearch() {
       el(
         'div',
         { class: 'info' },
-        el('strong', {}, g.name),
-        el('div', { class: 'small muted' }, [g.brand, g.sku, priceText(g, g.currency)].filter(Boolean).join(' · ')),
+        el('strong', {}, bdi(g.name)),
+        el('div', { class: 'small muted' }, joined(' · ', [g.brand && bdi(g.brand), g.sku && bdi(g.sku), priceText(g, g.currency)])),
       ),
       el(
         'button',
@@ -731,7 +745,7 @@ async function addGoods(goods, button) {
     `Adding ${goods.name}`,
     async () => {
       await api('POST', `${campaignPath(key)}/goods`, { goodsIds: [Number(goods.id)] });
-      flash(`Added ${goods.name} to the campaign`);
+      flash('Added ', bdi(goods.name), ' to the campaign');
       await reloadCurrent(false);
     },
     { button },
@@ -747,8 +761,8 @@ function renderChatLog() {
       el(
         'li',
         {},
-        el('strong', {}, `${line.adminName || 'Host'}: `),
-        line.message,
+        el('strong', {}, bdi(line.adminName || 'Host'), ': '),
+        bdi(line.message),
         el('span', { class: 'muted small' }, ` ${formatTime(line.createdAt, locale)}`),
       ),
     );
@@ -1034,7 +1048,7 @@ $('create-form').addEventListener('submit', (event) => {
     async () => {
       const created = await api('POST', campaignsPath(), body);
       event.target.reset();
-      flash(`Created “${created.title}”`);
+      flash('Created “', bdi(created.title), '”');
       await loadCampaigns(1);
       await openCampaign(created.campaignKey, true);
     },

@@ -221,8 +221,8 @@ function chatLine(line) {
   return el(
     'li',
     { dataset: { chatId: line.id } },
-    el('span', { class: 'who' }, line.adminName || 'Host'),
-    el('span', { class: 'text' }, line.message),
+    el('bdi', { class: 'who' }, line.adminName || 'Host'),
+    el('bdi', { class: 'text' }, line.message),
     el('time', { datetime: new Date(line.createdAt).toISOString() }, formatTime(line.createdAt, locale)),
   );
 }

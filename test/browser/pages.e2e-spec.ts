@@ -977,6 +977,65 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    // Where the characters of `sub` (found in the text of `selector`) show on screen: [left of the first, left of the last].
+    const placed = (page: Page, selector: string, sub: string) =>
+      page.evaluate<[number, number] | null>(`((sel, sub) => {
+        const root = document.querySelector(sel);
+        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        const nodes = [];
+        let text = '';
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) { nodes.push([n, text.length]); text += n.data; }
+        const at = text.indexOf(sub);
+        if (at < 0) return null;
+        const left = (i) => {
+          const [node, start] = nodes.filter(([, s]) => s <= i).pop();
+          const range = document.createRange();
+          range.setStart(node, i - start);
+          range.setEnd(node, i - start + 1);
+          return range.getBoundingClientRect().left;
+        };
+        return [left(at), left(at + sub.length - 1)];
+      })(${JSON.stringify(selector)}, ${JSON.stringify(sub)})`);
+
+    it('user text with a right-to-left override (U+202E) does not reorder the text beside it: the goods code and price of a search result, the time of a chat line', async () => {
+      const won = (n: number) => new Intl.NumberFormat(VIEWER_LOCALE, { style: 'currency', currency: 'KRW' }).format(n);
+      const made = await api(`/v1/goods/${accessKey}`, {
+        method: 'POST',
+        body: { name: 'Bidi \u202eLamp', brand: 'Evil\u202eShop', sku: 'BIDI-1', url: 'https://shop.example.com/bidi-1', originalPrice: 5000 },
+      });
+      expect(made.status).toBe(200);
+      const key = await newCampaign('Bidi chat');
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'console page (bidi)');
+      await signInConsole(page, token);
+      await openInConsole(page, 'Bidi chat');
+      await page.getByLabel('Name, brand or goods code').fill('BIDI-1');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.waitForFunction(() => document.querySelectorAll('#search-results li').length === 1);
+      const line = '#search-results li .info .small';
+      for (const text of ['BIDI-1', won(5000)]) {
+        const [first, last] = (await placed(page, line, text)) ?? [0, 0];
+        expect([text, first < last]).toEqual([text, true]);
+      }
+      const sku = (await placed(page, line, 'BIDI-1')) ?? [0, 0];
+      const price = (await placed(page, line, won(5000))) ?? [0, 0];
+      expect(sku[1]).toBeLessThan(price[0]); // the goods code, then the price, as written
+      await page.close();
+
+      for (const message of ['price now \u202e $10 only', 'Second line']) {
+        expect((await api(`/v1/console/${accessKey}/campaigns/${key}/chat`, { method: 'POST', body: { message } })).status).toBe(200);
+      }
+      const watcher = await viewerContext.newPage();
+      watchErrors(watcher, 'viewer page (bidi)');
+      await watcher.goto(`${base}/watch/${accessKey}/${key}`);
+      await watcher.waitForFunction(() => document.querySelectorAll('#chat li').length === 2);
+      const time = (await watcher.locator('#chat li:first-child time').textContent()) ?? '';
+      expect(time.length).toBeGreaterThan(2);
+      const [first, last] = (await placed(watcher, '#chat li:first-child', time)) ?? [0, 0];
+      expect(first).toBeLessThan(last);
+      await watcher.close();
+    });
+
     it('a viewer page at an address no broadcast can have is a readable HTML 404, with the page policy', async () => {
       for (const path of [`/watch/${accessKey}/bad.key!`, `/watch/${'x'.repeat(65)}/AnyKey123`]) {
         const answer = await call(`${base}${path}`);
