@@ -1036,6 +1036,27 @@ if (chromiumMissing && !required) {
       await watcher.close();
     });
 
+    it('console: the confirmation line after a status flip of goods with a 200-character unbroken name wraps; the page does not scroll sideways', async () => {
+      const name = `W${'w'.repeat(199)}`;
+      const made = await api(`/v1/goods/${accessKey}`, {
+        method: 'POST',
+        body: { name, sku: 'LONG-FLASH', url: 'https://shop.example.com/long-flash', originalPrice: 1000 },
+      });
+      expect(made.status).toBe(200);
+      const id = String((made.json as { id: number }).id);
+      const key = await newCampaign('Long flash');
+      expect((await api(`/v1/console/${accessKey}/campaigns/${key}/goods`, { method: 'POST', body: { goodsIds: [Number(id)] } })).status).toBe(200);
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'console page (long flash)');
+      await signInConsole(page, token);
+      await openInConsole(page, 'Long flash');
+      await page.locator(`#cg-list li[data-goods-id="${id}"] button[data-status="ALMOST_SOLD_OUT"]`).click();
+      await page.waitForFunction((n) => (document.getElementById('flash')?.textContent ?? '').startsWith(n), name);
+      const viewport = await page.evaluate(() => (window as { innerWidth: number }).innerWidth);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport);
+      await page.close();
+    });
+
     it('a viewer page at an address no broadcast can have is a readable HTML 404, with the page policy', async () => {
       for (const path of [`/watch/${accessKey}/bad.key!`, `/watch/${'x'.repeat(65)}/AnyKey123`]) {
         const answer = await call(`${base}${path}`);
