@@ -762,7 +762,7 @@ function renderChatLog() {
         'li',
         {},
         el('strong', {}, bdi(line.adminName || 'Host'), ': '),
-        bdi(line.message),
+        el('bdi', { class: 'text' }, line.message),
         el('span', { class: 'muted small' }, ` ${formatTime(line.createdAt, locale)}`),
       ),
     );

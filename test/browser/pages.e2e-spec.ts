@@ -1057,6 +1057,37 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('line breaks in a chat line and a notice show as line breaks, on the viewer page and in the console', async () => {
+      const key = await newCampaign('Two lines');
+      const chat = await api(`/v1/console/${accessKey}/campaigns/${key}/chat`, { method: 'POST', body: { message: 'Line one\nLine two' } });
+      expect(chat.status).toBe(200);
+      const notice = await api(`/v1/console/${accessKey}/campaigns/${key}/chat`, { method: 'POST', body: { message: 'Notice one\nNotice two', pinned: true } });
+      expect(notice.status).toBe(200);
+      // innerText is the text as rendered: a line break that shows is "\n", one folded into a space is " ".
+      const shown = (page: Page, selector: string) =>
+        page
+          .locator(selector)
+          .first()
+          .evaluate((node) => (node as unknown as { innerText: string }).innerText);
+      const watcher = await viewerContext.newPage();
+      watchErrors(watcher, 'viewer page (line breaks)');
+      await watcher.goto(`${base}/watch/${accessKey}/${key}`);
+      await watcher.waitForFunction(() => /Line one/.test(document.getElementById('chat')?.textContent ?? ''));
+      expect(await shown(watcher, '#chat li .text')).toBe('Line one\nLine two');
+      await watcher.waitForSelector('#notice:not([hidden])');
+      expect(await shown(watcher, '#notice-text')).toBe('Notice one\nNotice two');
+      await watcher.close();
+
+      const page = await operatorContext.newPage();
+      watchErrors(page, 'console page (line breaks)');
+      await signInConsole(page, token);
+      await openInConsole(page, 'Two lines');
+      await page.waitForFunction(() => /Line one/.test(document.getElementById('chat-log')?.textContent ?? ''));
+      expect(await shown(page, '#chat-log li')).toContain('Line one\nLine two');
+      expect(await shown(page, '#pinned-text')).toBe('Notice one\nNotice two');
+      await page.close();
+    });
+
     it('a viewer page at an address no broadcast can have is a readable HTML 404, with the page policy', async () => {
       for (const path of [`/watch/${accessKey}/bad.key!`, `/watch/${'x'.repeat(65)}/AnyKey123`]) {
         const answer = await call(`${base}${path}`);
