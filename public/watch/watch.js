@@ -227,9 +227,20 @@ function chatLine(line) {
   );
 }
 
+/**
+ * The chat as the state holds it. Lines already on the page stay as they are (the list is role=log with
+ * aria-relevant=additions: a screen reader reads only the lines added, not the whole log again after each
+ * snapshot, as on a reconnect); lines gone are removed, new ones inserted in place.
+ */
 function renderChat() {
   const list = $('chat');
-  list.replaceChildren(...state.chat.map(chatLine));
+  const shown = new Map([...list.children].map((node) => [node.dataset.chatId, node]));
+  const keep = new Set(state.chat.map((line) => String(line.id)));
+  for (const [id, node] of shown) if (!keep.has(id)) node.remove();
+  state.chat.forEach((line, index) => {
+    const node = shown.get(String(line.id)) ?? chatLine(line);
+    if (list.children[index] !== node) list.insertBefore(node, list.children[index] ?? null);
+  });
   $('chat-empty').hidden = state.chat.length > 0;
   list.scrollTop = list.scrollHeight;
 }

@@ -1088,6 +1088,33 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it('viewer: a snapshot (as after a reconnect) keeps the chat lines on the page and only adds the new ones (role=log is not read again whole)', async () => {
+      const key = await newCampaign('Chat kept');
+      for (const message of ['First line', 'Second line']) {
+        expect((await api(`/v1/console/${accessKey}/campaigns/${key}/chat`, { method: 'POST', body: { message } })).status).toBe(200);
+      }
+      const watcher = await viewerContext.newPage();
+      watchErrors(watcher, 'viewer page (chat kept)');
+      await watcher.goto(`${base}/watch/${accessKey}/${key}`);
+      await watcher.waitForSelector('body[data-connection="live"]');
+      await watcher.waitForFunction(() => document.querySelectorAll('#chat li').length === 2);
+      // Count the chat lines taken off the page from here on.
+      const snapshots = await watcher.evaluate<number>(`(() => {
+        window.removedLines = 0;
+        new MutationObserver((records) => records.forEach((r) => (window.removedLines += r.removedNodes.length))).observe(document.getElementById('chat'), { childList: true });
+        return window.livegoods.live.stats.snapshots;
+      })()`);
+      // Offline, a third line is posted; back online, the join snapshot brings it.
+      await watcher.evaluate(`window.livegoods.live.socket.disconnect()`);
+      expect((await api(`/v1/console/${accessKey}/campaigns/${key}/chat`, { method: 'POST', body: { message: 'Third line' } })).status).toBe(200);
+      await watcher.evaluate(`window.livegoods.live.socket.connect()`);
+      await watcher.waitForFunction((n) => (window as LiveWindow).livegoods.live.stats.snapshots > n, snapshots);
+      await watcher.waitForFunction(() => document.querySelectorAll('#chat li').length === 3);
+      expect(await watcher.locator('#chat li .text').allTextContents()).toEqual(['First line', 'Second line', 'Third line']);
+      expect(await watcher.evaluate<number>('window.removedLines')).toBe(0);
+      await watcher.close();
+    });
+
     it('a viewer page at an address no broadcast can have is a readable HTML 404, with the page policy', async () => {
       for (const path of [`/watch/${accessKey}/bad.key!`, `/watch/${'x'.repeat(65)}/AnyKey123`]) {
         const answer = await call(`${base}${path}`);
