@@ -683,9 +683,9 @@ if (chromiumMissing && !required) {
       await operator.locator(`#stock-${goodsIds.mug}`).fill('3');
       await operator.locator(`#threshold-${goodsIds.mug}`).fill('5');
       await row('mug').getByRole('button', { name: 'Set the stock of Ceramic Mug Set' }).click();
-      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.mug}"][data-status="ALMOST_SOLD_OUT"]`, { timeout: 5000 });
+      await viewer.waitForSelector(`#goods li[data-goods-id="${goodsIds.mug}"][data-status="ALMOST_SOLD_OUT"]`, { timeout: 15_000 });
       await viewer.waitForFunction((id) => document.querySelector(`#goods li[data-goods-id="${id}"] .stock-left`)?.textContent === '3 left', goodsIds.mug, {
-        timeout: 5000,
+        timeout: 15_000,
       });
       await operator.waitForFunction(
         (id) => document.querySelector(`#cg-list li[data-goods-id="${id}"] [data-stock]`)?.textContent === 'Stock: 3 left (almost sold out at 5)',
