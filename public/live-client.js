@@ -187,6 +187,14 @@ export class LiveClient {
       return;
     }
     if (seq <= this.lastSeq) return; // seen already (a resync answer overlapping a snapshot)
+    if (type === 'campaign.status' && payload.campaignStatus === 'NOT_EXIST') {
+      // The campaign was deleted: final, whatever its seq (it may come past a gap no resync can fill any
+      // more, its event log gone with it): what waits for that gap is dropped.
+      this.pending.clear();
+      clearTimeout(this.resyncTimer);
+      this.apply(type, payload);
+      return;
+    }
     if (seq === this.lastSeq + 1) {
       this.apply(type, payload);
       this.drain();

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../src/config/app-config';
 import { createNodeCustomer, describeTwoNodes, expectOk, Node, NodeCustomer, startNode } from './support/cluster-app';
 import { closeAllViewers, eventually, Payload, Received, Viewer } from './support/live-client';
+import { TcpProxy } from './support/tcp-proxy';
 import { dropDatabase, recreateDatabase } from './support/test-app';
 
 /**
@@ -277,5 +278,46 @@ describeTwoNodes('live channel across two nodes sharing Redis', __filename, 'Clu
     const last: Payload = await onB.next('campaign.status');
     expect(last).toMatchObject({ seq: s0 + 1, campaignStatus: 'NOT_EXIST' });
     expect(await onB.disconnected(3000)).toBe('io server disconnect');
+  });
+
+  it('a campaign deleted while a node holds events behind a gap, and another node is cut from Redis: every viewer still gets what the node held and one final NOT_EXIST', async () => {
+    // D: a third node whose Redis link the test cuts (A and B keep theirs).
+    const redis = new URL(cluster.env.REDIS_URL);
+    const proxy = await TcpProxy.start({ host: redis.hostname, port: Number(redis.port || 6379) });
+    const D = await startNode(AppConfig.fromEnv({ ...cluster.env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` }));
+    try {
+      const { key } = await campaign(1);
+      const onD = await viewerOn(D, key);
+      const onB = await viewerOn(B, key);
+      const s0 = (await onD.next('campaign.snapshot')).seq;
+      expect((await onB.next('campaign.snapshot')).seq).toBe(s0);
+      proxy.cut();
+      await new Promise((r) => setTimeout(r, 2500));
+      // s0 + 1 through D: B never hears of it over Redis. s0 + 2 through B: B holds it behind that gap,
+      // and the deletion through B (s0 + 3) comes before B reads the log (gone with the campaign then).
+      expectOk(await ops(D).chat(key, 'through D, cut off'));
+      expectOk(await ops(B).chat(key, 'through B'));
+      expectOk(await ops(B).remove(key));
+      const seqs = (v: Viewer) => v.events.map((e) => [e.type === 'campaign.status' ? `status ${e.payload.campaignStatus}` : e.type, e.payload.seq]);
+      expect(await onB.disconnected(5000)).toBe('io server disconnect');
+      // B: what it held, past the gap it can no longer fill, then the deletion under its own seq.
+      const onBSeen = seqs(onB);
+      expect(onBSeen[0]).toEqual(['campaign.snapshot', s0]);
+      expect(onBSeen).toContainEqual(['chat.message', s0 + 2]);
+      expect(onBSeen[onBSeen.length - 1]).toEqual(['status NOT_EXIST', s0 + 3]);
+      // D finds the campaign gone in the database (its sweep): its own NOT_EXIST, next after what its
+      // viewers had (it cannot know the seq B gave the deletion).
+      expect(await onD.disconnected(10_000)).toBe('io server disconnect');
+      expect(seqs(onD)).toEqual([
+        ['campaign.snapshot', s0],
+        ['chat.message', s0 + 1],
+        ['status NOT_EXIST', s0 + 2],
+      ]);
+    } finally {
+      closeAllViewers();
+      proxy.restore();
+      await D.close();
+      await proxy.close();
+    }
   });
 });

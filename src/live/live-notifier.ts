@@ -274,16 +274,27 @@ export class LiveNotifier implements OnModuleDestroy {
     }
     if (event.seq <= feed.last) return;
     feed.ahead.set(event.seq, event);
+    if (event.type === 'campaign.status' && event.payload.campaignStatus === 'NOT_EXIST') {
+      // The campaign's last event: the events missing before it can no longer be read (the log went with
+      // the campaign), so what is held goes out in order, past the gap, and this one after it, now.
+      this.writeHeld(id, feed, outbox);
+      return;
+    }
     this.drain(id, feed, outbox);
     if (!feed.ahead.size) return;
     if (feed.ahead.size > MAX_AHEAD) {
       // Too far behind to hold on: send what is here in order; viewers see the gap and resync themselves.
       this.logger.warn(`campaign ${id}: ${feed.ahead.size} events waiting for a gap to fill; sending them as they are`);
-      for (const seq of [...feed.ahead.keys()].sort((a, b) => a - b)) this.write(id, feed, feed.ahead.get(seq) as LiveEvent, outbox);
-      feed.ahead.clear();
+      this.writeHeld(id, feed, outbox);
       return;
     }
     this.scheduleFill(id, feed, GAP_WAIT_MS);
+  }
+
+  /** Writes every event held for the campaign, in seq order, past any gap. */
+  private writeHeld(id: number, feed: RoomFeed, outbox: Outbox): void {
+    for (const seq of [...feed.ahead.keys()].sort((a, b) => a - b)) this.write(id, feed, feed.ahead.get(seq) as LiveEvent, outbox);
+    feed.ahead.clear();
   }
 
   /** Writes the events that are next in line. */
@@ -357,15 +368,17 @@ export class LiveNotifier implements OnModuleDestroy {
    */
   private tellGone(id: number, feed: RoomFeed): void {
     this.logger.warn(`campaign ${id} was deleted without this node hearing of it (was Redis away?); telling its viewers here`);
-    const seq = feed.last + 1;
-    this.writing((outbox) =>
+    this.writing((outbox) => {
+      // What it held first (the gap before it can no longer be filled), then the campaign's end after it.
+      this.writeHeld(id, feed, outbox);
+      const seq = feed.last + 1;
       this.write(
         id,
         feed,
         { campaignId: id, seq, type: 'campaign.status', payload: { seq, campaignStatus: 'NOT_EXIST', startedAt: null, endedAt: null } },
         outbox,
-      ),
-    );
+      );
+    });
     // After the event has gone out, as the deleting node does it.
     setTimeout(() => this.disconnectCampaign(id, true), 200).unref();
   }
