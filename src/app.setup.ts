@@ -76,7 +76,7 @@ export function configureApp(app: NestExpressApplication): void {
   const ipLimit = ipRateLimitMiddleware(app.get(RateLimiter));
   app.use([DOCS_PATH, DOCS_JSON_PATH, DOCS_YAML_PATH], ipLimit);
   // Where a bearer token is pasted: no framing by other sites, no sniffing, a Content-Security-Policy.
-  app.use([DOCS_PATH, DOCS_JSON_PATH, DOCS_YAML_PATH], apiDocsHeaders(config.server.publicBaseUrl));
+  app.use([DOCS_PATH, DOCS_JSON_PATH, DOCS_YAML_PATH], apiDocsHeaders(config));
   beforeNotFoundHandler(app, ipLimit);
   setupSwagger(app);
 }

@@ -1,4 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { AppConfig } from '../config/app-config';
+import { publicOrigin } from './base-url';
 
 /**
  * Security headers of the API docs (Swagger UI at /docs and its assets, /docs-json, /docs-yaml), where a
@@ -7,15 +9,9 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
  * only (no inline script), its styles (the page has inline ones) and images (data: icons), and "Try it
  * out" calls to this origin and to PUBLIC_BASE_URL (the server the served document names when set).
  */
-export function apiDocsPolicy(publicBaseUrl?: string): string {
-  let api = '';
-  if (publicBaseUrl) {
-    try {
-      api = ` ${new URL(publicBaseUrl).origin}`;
-    } catch {
-      api = '';
-    }
-  }
+export function apiDocsPolicy(config: AppConfig): string {
+  const origin = publicOrigin(config);
+  const api = origin ? ` ${origin}` : '';
   return [
     "default-src 'self'",
     "script-src 'self'",
@@ -30,8 +26,8 @@ export function apiDocsPolicy(publicBaseUrl?: string): string {
 }
 
 /** Sets the docs' security headers on every answer under the paths it is mounted on (before Swagger UI's handlers). */
-export function apiDocsHeaders(publicBaseUrl?: string): RequestHandler {
-  const policy = apiDocsPolicy(publicBaseUrl);
+export function apiDocsHeaders(config: AppConfig): RequestHandler {
+  const policy = apiDocsPolicy(config);
   return (_req: Request, res: Response, next: NextFunction) => {
     res.setHeader('Content-Security-Policy', policy);
     res.setHeader('X-Frame-Options', 'DENY');

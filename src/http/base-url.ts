@@ -54,6 +54,11 @@ function admittedOf(config: AppConfig): AdmittedBases {
 /** A Host header that may name a base: a DNS name or IPv4 address, or an IPv6 address in brackets, then an optional port. */
 const HOST_HEADER = new RegExp(`^(?:${HOST_NAME_PATTERN}|\\[[0-9a-f:.]+\\])(?::\\d{1,5})?$`, 'i');
 
+/** The origin of PUBLIC_BASE_URL (validated at start as an http(s) address), or undefined without it. */
+export function publicOrigin(config: AppConfig): string | undefined {
+  return config.server.publicBaseUrl ? new URL(config.server.publicBaseUrl).origin : undefined;
+}
+
 /** The node's own base: PUBLIC_BASE_URL, else localhost and PORT. */
 export function ownBaseUrl(config: AppConfig): string {
   return config.server.publicBaseUrl || `http://localhost:${config.server.port}`;

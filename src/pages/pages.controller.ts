@@ -5,6 +5,7 @@ import { Public } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { AppConfig } from '../config/app-config';
 import { PageFiles } from './page-files';
+import { publicOrigin } from '../http/base-url';
 
 /** HTML: always revalidated (ETag), so a new version shows at the next load. */
 const PAGE_CACHE = 'no-cache';
@@ -54,14 +55,8 @@ export class PagesController {
   private policy(req: Request, frameAncestors: string | null): string {
     const host = (req.get('host') ?? '').replace(/[^A-Za-z0-9.:[\]-]/g, '');
     const sockets = host ? ` ws://${host} wss://${host}` : '';
-    let media = '';
-    if (this.config.server.publicBaseUrl) {
-      try {
-        media = ` ${new URL(this.config.server.publicBaseUrl).origin}`;
-      } catch {
-        media = '';
-      }
-    }
+    const origin = publicOrigin(this.config);
+    const media = origin ? ` ${origin}` : '';
     return [
       "default-src 'self'",
       "script-src 'self'",
