@@ -1,6 +1,9 @@
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
-import { checkJsonShape, checkJsonText, JsonShapeError, JsonTextScanner } from './json-shape';
+import { checkJsonShape, JsonShapeError, JsonShapeLimits, JsonTextScanner } from './json-shape';
+
+/** One pass of the scanner over a whole text, as the body parser makes it before parsing. */
+const checkJsonText = (text: Uint8Array, limits: JsonShapeLimits) => new JsonTextScanner(limits).scan(text, 0, text.length);
 
 function codeOf(fn: () => void): ErrorCode | 'ok' {
   try {

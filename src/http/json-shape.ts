@@ -38,7 +38,7 @@ export function checkJsonShape(body: unknown, limits: JsonShapeLimits, counted =
   return values;
 }
 
-/** Thrown by checkJsonText; `type` tells body-parser's verify hook (and BodyParserGuard) which refusal it is. */
+/** Thrown by JsonTextScanner; `type` tells BodyParserGuard which refusal it is. */
 export class JsonShapeError extends Error {
   constructor(
     readonly type: 'entity.too.deep' | 'entity.too.many.values',
@@ -49,17 +49,6 @@ export class JsonShapeError extends Error {
 }
 
 /**
- * The same limits as checkJsonShape, checked on the raw UTF-8 text before it is parsed: one pass over
- * the bytes (strings skipped), stopping at the first bracket too deep or the first value too many. An
- * array bomb (`[[],[],…]`, millions of arrays in a few MB) would cost JSON.parse long event-loop stalls and
- * much memory; refused here, it costs one pass over the bytes (`npm run bench:abuse`). Counts containers and separators, which is
- * within one of checkJsonShape's count per container.
- */
-export function checkJsonText(text: Uint8Array, limits: JsonShapeLimits): void {
-  new JsonTextScanner(limits).scan(text, 0, text.length);
-}
-
-/**
  * Significant digits every decimal of which a binary double gives back (DBL_DIG): a JSON number with
  * more may come out of JSON.parse rounded.
  */
@@ -67,8 +56,14 @@ export const LONG_NUMBER_DIGITS = 15;
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 /**
- * checkJsonText's pass, resumable: `scan` covers the bytes from where the last call stopped up to `to`,
- * so that a large body can be checked in time slices (one scanner per text: it remembers where the
+ * The same limits as checkJsonShape, checked on the raw UTF-8 text before it is parsed: one pass over
+ * the bytes (strings skipped), stopping at the first bracket too deep or the first value too many. An
+ * array bomb (`[[],[],…]`, millions of arrays in a few MB) would cost JSON.parse long event-loop stalls and
+ * much memory; refused here, it costs one pass over the bytes (`npm run bench:abuse`). Counts containers
+ * and separators, which is within one of checkJsonShape's count per container.
+ *
+ * Resumable: `scan` covers the bytes from where the last call stopped up to `to`, so that a large body can
+ * be checked in time slices (one scanner per text: it remembers where the
  * text's next backslash and quote are). With `recordTopLevel` it also notes where a
  * top-level array's elements are separated (`topLevelCommas`) and where it closes (`closedAt`), so that
  * the array can be parsed a group of elements at a time (see sliced-json.ts).

@@ -33,12 +33,12 @@ export class JsonSyntaxError extends SyntaxError {
 const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 
 /**
- * Parses a UTF-8 JSON body as body-parser's `json({ strict: true })` does, with its `verify` being
- * checkJsonText(limits) and checkJsonShape(limits) run on the result: a leading BOM is dropped, an empty
- * body is `{}`, anything but an object or an array at the top is refused (JsonSyntaxError), and so is
- * malformed text; a body nested too deep or holding too many values is refused (JsonShapeError /
- * ApiException) before it is parsed, as checkJsonText does. A top-level array is parsed in groups of
- * elements, with `slicer` pausing between them; anything else in one call.
+ * Parses a UTF-8 JSON body as body-parser's `json({ strict: true })` would, with checkJsonShape(limits)
+ * run on the result: a leading BOM is dropped, an empty body is `{}`, anything but an object or an array
+ * at the top is refused (JsonSyntaxError), and so is malformed text; a body nested too deep or holding too
+ * many values is refused (JsonShapeError / ApiException) before it is parsed, by JsonTextScanner. A
+ * top-level array is parsed in groups of elements, with `slicer` pausing between them; anything else in
+ * one call.
  */
 export async function parseJsonInSlices(body: Buffer, limits: JsonShapeLimits, slicer: TimeSlicer): Promise<unknown> {
   const from = body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
