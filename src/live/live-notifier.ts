@@ -43,6 +43,9 @@ interface RoomFeed {
  * Redis outage never loses an event: the viewers of a node cut off from Redis catch up, gap-free, once it
  * is back (or, when the log no longer holds what they missed, get a fresh snapshot).
  */
+/** The campaign's last event: it was deleted (`campaign.status` NOT_EXIST). */
+const isGone = (event: LiveEvent): boolean => event.type === 'campaign.status' && event.payload.campaignStatus === 'NOT_EXIST';
+
 @Injectable()
 export class LiveNotifier implements OnModuleDestroy {
   private readonly logger = new Logger(LiveNotifier.name);
@@ -274,7 +277,7 @@ export class LiveNotifier implements OnModuleDestroy {
     }
     if (event.seq <= feed.last) return;
     feed.ahead.set(event.seq, event);
-    if (event.type === 'campaign.status' && event.payload.campaignStatus === 'NOT_EXIST') {
+    if (isGone(event)) {
       // The campaign's last event: the events missing before it can no longer be read (the log went with
       // the campaign), so what is held goes out in order, past the gap, and this one after it, now.
       this.writeHeld(id, feed, outbox);
@@ -308,7 +311,7 @@ export class LiveNotifier implements OnModuleDestroy {
   /** Notes the event as written to the room: it goes out when the writing() that gave `outbox` ends. */
   private write(id: number, feed: RoomFeed, event: LiveEvent, outbox: Outbox): void {
     feed.last = Math.max(feed.last, event.seq);
-    if (event.type === 'campaign.status' && event.payload.campaignStatus === 'NOT_EXIST') feed.gone = true;
+    if (isGone(event)) feed.gone = true;
     const events = outbox.get(id);
     if (events) events.push(event);
     else outbox.set(id, [event]);
