@@ -278,6 +278,40 @@ describeEngines(
         expect((await back.take(2)).map((e) => e.payload.seq)).toEqual([lastSeen + 2, lastSeen + 3]);
       });
 
+      it('a resync sent as the socket connects (before its join snapshot went out) is answered after the snapshot', async () => {
+        const { key, goods } = await liveCampaign(A, 2);
+        const id = Number((await campaignRow(key)).id);
+        const v = await viewer(A, key);
+        const lastSeen = (await v.next('campaign.snapshot')).seq;
+        v.close();
+        expectOk(await salesStatus(A, key, 'id', { goodsId: goods[0].id, salesStatus: 'SOLD_OUT' }));
+        expectOk(await con(A).chat(key, { message: 'missed' }));
+        // The join snapshot's read takes a while (a busy database): the resync the player sends at
+        // `connect` is in by then.
+        const source = ctx().app.get<LiveSource>(LIVE_SOURCE);
+        const original = source.snapshot.bind(source);
+        const read = jest.spyOn(source, 'snapshot').mockImplementation(async (campaignId, ...rest) => {
+          if (campaignId === id) await new Promise((r) => setTimeout(r, 400));
+          return original(campaignId, ...rest);
+        });
+        let back: Viewer;
+        try {
+          back = await Viewer.connect(base, { accessKey: A.accessKey, campaignKey: key }, 10_000, 'websocket', lastSeen);
+        } finally {
+          read.mockRestore();
+        }
+        const received = [await back.nextEvent(), ...(await back.take(2))];
+        // The snapshot first (it holds both events), then the replay the resync asked for: before, the
+        // replay came first and the snapshot after it took the client's seq back.
+        expect(received.map((e) => [e.type, e.payload.seq])).toEqual([
+          ['campaign.snapshot', lastSeen + 2],
+          ['goods.salesStatus', lastSeen + 1],
+          ['chat.message', lastSeen + 2],
+        ]);
+        await back.settle(300);
+        expect(back.unread).toEqual([]);
+      });
+
       it('a resync from further back than the kept log gets a fresh snapshot; a malformed one too', async () => {
         const { key, goods } = await liveCampaign(A, 1);
         for (const s of ['SOLD_OUT', 'ON_SALE', 'SOLD_OUT']) expectOk(await salesStatus(A, key, 'id', { goodsId: goods[0].id, salesStatus: s }));

@@ -56,6 +56,11 @@ interface ViewerData {
   currency: string;
   baseUrl: string;
   resync: { tokens: number; at: number; busy: boolean; ignored: number; snapshotAt: number };
+  /**
+   * Settles with the seq of the join snapshot once it went out (null: none did, the socket is being
+   * dropped). A resync waits for it: one sent at `connect` is answered after the snapshot, not before it.
+   */
+  joined?: Promise<number | null>;
   /** An operator's console: when its token stops being valid (epoch ms); it is disconnected then. */
   operatorUntil?: number;
 }
@@ -298,6 +303,8 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     // SharedSnapshots); the room's events wait for it.
     this.notifier.awaitSnapshot(socket);
     let seq: number | null = null;
+    let joined: (seq: number | null) => void = () => undefined;
+    socket.data.joined = new Promise((resolve) => (joined = resolve));
     try {
       // An operator's console also hears its customer's operator events (import job progress).
       await socket.join(socket.data.counted ? roomOf(campaignId) : [roomOf(campaignId), operatorRoomOf(socket.data.customerId)]);
@@ -305,6 +312,7 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
       seq = await this.sendSnapshot(socket);
     } finally {
       this.notifier.snapshotSent(socket, seq);
+      joined(seq);
     }
     if (seq !== null) this.notifier.joined(campaignId, seq);
     // Without its snapshot a viewer cannot apply events: let it come back (socket.io clients retry).
@@ -356,6 +364,10 @@ export class LiveGateway implements OnGatewayInit, OnGatewayConnection, OnGatewa
     const state = socket.data.resync;
     try {
       if (!campaignId) return;
+      // A client sends its resync as it connects (docs: after a reconnect), while the join snapshot is
+      // being read: answered first, its replay would come before the snapshot (events newer than it, then
+      // the snapshot, then the same events again from the room). It is answered after the snapshot.
+      if ((await socket.data.joined) === null || !socket.connected) return;
       const sinceSeq = sinceSeqOf(body);
       const lastSeq = (await this.source.lastSeqs([campaignId])).get(campaignId);
       if (lastSeq === undefined) {

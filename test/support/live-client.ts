@@ -76,9 +76,20 @@ export class Viewer {
     });
   }
 
-  /** Connects and resolves with the viewer once its join snapshot has arrived (which `next()` then returns first). */
-  static async connect(baseUrl: string, auth: ViewerAuth, timeoutMs = 10_000, transport: ViewerTransport = 'websocket'): Promise<Viewer> {
+  /**
+   * Connects and resolves with the viewer once its join snapshot has arrived (which `next()` then returns
+   * first, unless `resyncOnConnect` asked for events as the socket connected, as a player back after a
+   * disconnect does: what arrived then is all in `events`, in order).
+   */
+  static async connect(
+    baseUrl: string,
+    auth: ViewerAuth,
+    timeoutMs = 10_000,
+    transport: ViewerTransport = 'websocket',
+    resyncOnConnect?: number,
+  ): Promise<Viewer> {
     const viewer = new Viewer(socketFor(baseUrl, auth, transport));
+    if (resyncOnConnect !== undefined) viewer.socket.once('connect', () => viewer.resync(resyncOnConnect));
     try {
       await new Promise<void>((resolve, reject) => {
         viewer.socket.once('connect_error', (err) => reject(new Error(`connect_error: ${err.message}`)));
