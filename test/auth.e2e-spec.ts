@@ -100,6 +100,26 @@ describeEngines('authentication and tenant isolation', __filename, (ctx) => {
       await expectRefused(value);
     });
 
+    it('two Authorization headers → 401 -102 saying so, even when both carry the valid token (a proxy may read another one than the service)', async () => {
+      for (const pair of [
+        [a.auth(), a.auth()],
+        [a.auth(), 'Bearer aaa.bbb.ccc'],
+        ['Bearer aaa.bbb.ccc', a.auth()],
+        [a.auth(), ''],
+      ]) {
+        const res = await ctx()
+          .http.get(goodsPath(a))
+          .set('Authorization', pair as unknown as string); // a list: one header line each;
+        expectUnauthorized(res, itemA.name, itemA.sku);
+        expect(res.body._e).toBe('Missing bearer token: the request carries more than one Authorization header; send one');
+      }
+      // One header, the same token: accepted.
+      await ctx()
+        .http.get(goodsPath(a))
+        .set('Authorization', [a.auth()] as unknown as string)
+        .expect(200);
+    });
+
     it('a token expired beyond the 60 s skew → 401 -102', async () => {
       const expired = sign({ accessKey: a.accessKey, iat: now() - 3600, exp: now() - 120 }, keyOf(a), { algorithm: 'HS256' });
       await expectRefused(`Bearer ${expired}`);

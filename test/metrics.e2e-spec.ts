@@ -58,6 +58,14 @@ describeEngines(
         expect(body._s).toBe(-102);
         expect(typeof body._e).toBe('string');
       }
+      // The token twice, in two headers: refused (which one counts would depend on who reads them).
+      const twice = await ctx()
+        .http.get('/metrics')
+        .set('Authorization', [`Bearer ${TOKEN}`, `Bearer ${TOKEN}`] as unknown as string);
+      expect(twice.status).toBe(401);
+      expect(twice.body).toEqual({ _s: -102, _e: 'Missing bearer token: the request carries more than one Authorization header; send one' });
+      // Any letter case of the scheme, as the API's tokens.
+      expect((await ctx().http.get('/metrics').set('Authorization', `bearer ${TOKEN}`)).status).toBe(200);
     });
 
     it('counts the requests, goods rows, live sockets and events that traffic causes', async () => {

@@ -4,6 +4,7 @@ import { IAuthModuleOptions, AuthGuard as PassportAuthGuard } from '@nestjs/pass
 import type { Request } from 'express';
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
+import { authorizationHeaderCount, SEVERAL_AUTHORIZATION_HEADERS } from '../http/bearer-token';
 import { clientIp, RateLimiter } from '../rate-limit/rate-limiter';
 import { AuthenticatedRequest, IS_PUBLIC, Tenant } from './decorators';
 import { CUSTOMER_JWT, JwtStrategy } from './jwt.strategy';
@@ -36,12 +37,13 @@ export class AuthGuard extends PassportAuthGuard() implements OnModuleInit {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
     // A token verified before through passport (see JwtStrategy.knownTenant) is not verified again.
     const req = context.switchToHttp().getRequest<Request & AuthenticatedRequest>();
-    const known = await this.strategy.knownTenant(req);
-    if (known) {
-      req.tenant = known;
-      return true;
-    }
     try {
+      if (authorizationHeaderCount(req) > 1) throw ApiException.unauthorized(SEVERAL_AUTHORIZATION_HEADERS);
+      const known = await this.strategy.knownTenant(req);
+      if (known) {
+        req.tenant = known;
+        return true;
+      }
       return (await super.canActivate(context)) as boolean;
     } catch (err) {
       if (err instanceof ApiException && err.code === ErrorCode.Unauthorized) {

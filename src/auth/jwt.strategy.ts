@@ -8,6 +8,7 @@ import { AppConfig } from '../config/app-config';
 import type { Customer } from '../customers/entities/customer.entity';
 import { CustomersService } from '../customers/customers.service';
 import { baseUrlOf } from '../http/base-url';
+import { bearerTokenOf } from '../http/bearer-token';
 import { Tenant, tenantOf } from './decorators';
 import { alreadyVerified, BAD_SIGNATURE, CLOCK_SKEW_SECONDS, TokenRejected, VerifiedClaims, verifiedToken } from './token-verifier';
 
@@ -18,15 +19,8 @@ let instances = 0;
 const VERIFIED = Symbol('livegoods:verified');
 /** A secret key of the form customers get, known to nobody: what a token for an unknown access key is checked against. */
 const DECOY_KEY = randomBytes(32).toString('base64');
-/**
- * The token of `Authorization: Bearer <token>`: the scheme in any letter case, then one token and nothing
- * after it (passport-jwt's own extractor would take the first word after the scheme and ignore the rest).
- */
-const bearerToken = (req: Request): string | null => {
-  const header = req.headers?.authorization;
-  const match = typeof header === 'string' ? /^\s*bearer\s+(\S+)\s*$/i.exec(header) : null;
-  return match ? match[1] : null;
-};
+/** The request's bearer token (passport-jwt's own extractor would take the first word after the scheme and ignore the rest). */
+const bearerToken = (req: Request): string | null => bearerTokenOf(req);
 type StrategyRequest = Request & { [VERIFIED]?: { customer: Customer; claims: VerifiedClaims } };
 
 /**

@@ -1,11 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
-import { Controller, Get, Headers, Res } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { Public } from '../auth/decorators';
 import { ApiException } from '../common/errors/api.exception';
 import { PublicRoute } from '../http/api-docs.decorators';
+import { authorizationHeaderCount, bearerTokenOf, SEVERAL_AUTHORIZATION_HEADERS } from '../http/bearer-token';
 import { AppConfig } from '../config/app-config';
 import { IP_THROTTLER } from '../rate-limit/rate-limit.guards';
 import { Metrics } from '../metrics/metrics.service';
@@ -38,11 +39,12 @@ export class PrometheusController {
   })
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Every metric of this node', schema: { type: 'string' } })
-  async scrape(@Headers('authorization') authorization: string | undefined, @Res() res: Response): Promise<void> {
+  async scrape(@Req() req: Request, @Res() res: Response): Promise<void> {
     const token = this.config.server.metricsToken;
     if (token) {
-      const match = /^Bearer (\S+)$/i.exec(authorization ?? '');
-      if (!match || !sameToken(match[1], token)) {
+      if (authorizationHeaderCount(req) > 1) throw ApiException.unauthorized(SEVERAL_AUTHORIZATION_HEADERS);
+      const given = bearerTokenOf(req);
+      if (given === null || !sameToken(given, token)) {
         throw ApiException.unauthorized('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
       }
     }
