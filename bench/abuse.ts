@@ -315,6 +315,17 @@ async function run(engine: Engine): Promise<void> {
         post(base, goods, JSON.stringify({ name: 'n', sku: 's', url: 'https://x.example/1', originalPrice: `${'1'.repeat(200_000)}x` }), json),
       ),
     );
+    // One element as big as a whole sync body, or a body that is not an array, or one long number: each
+    // was parsed (and walked) in one go, the event loop held 0.6-6 s (attack audit); refused while scanned.
+    const M = 1024 * 1024;
+    const syncBodies: Array<[string, () => string]> = [
+      ['sync, 12 MB: one element of 999,000 keys', () => `[{${Array.from({ length: 999_000 }, (_, i) => `"k${i}":0`).join(',')}}]`],
+      ['sync, 27 MB: one element of 999,980 strings', () => `[{"a":[${new Array(999_980).fill('"xxxxxxxxxxxxxxxxxxxxxxxx"').join(',')}]}]`],
+      ['sync, 29 MB: an object of 999,990 long numbers', () => `{"a":[${new Array(999_990).fill('1234567890123456789012345678').join(',')}]}`],
+      ['sync, 31 MB: one number of 31 MB of digits', () => `[${'1'.repeat(31 * M)}]`],
+      ['sync, 31 MB: an object of one string of escapes', () => `{"a":"${'\\u0041'.repeat(Math.floor((31 * M) / 6))}"}`],
+    ];
+    for (const [name, body] of syncBodies) outcomes.push(await measure(p, `POST ${name}`, () => post(base, `${goods}/sync`, body(), json)));
     outcomes.push(
       await measure(p, 'GET a 14 KB unknown path of "A+A+…0//@" (logged)', async () => {
         const res = await fetch(`${base}/${'A+'.repeat(7_000)}0//@`);

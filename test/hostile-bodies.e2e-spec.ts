@@ -102,12 +102,47 @@ describeEngines('hostile request bodies', __filename, (ctx) => {
     expect(res.body.createCount).toBe(4000);
   });
 
+  it('one sync element, or a sync body that is not an array, is held to the size of one element (1,000 values, 256 KB): 413 before it is parsed; nothing is applied', async () => {
+    const sync = (body: string) => ctx().http.post(`${goods()}/sync`).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(body);
+    const item = (i: number) => JSON.stringify({ name: `Held ${i}`, sku: `HELD-${i}`, url: `https://shop.example.com/held/${i}` });
+    // A million keys in one element (11 MB, under SYNC_BODY_LIMIT and the body's million values) held a node's event loop for seconds.
+    const manyKeys = `{${Array.from({ length: 200_000 }, (_, i) => `"k${i}":0`).join(',')}}`;
+    let res = await sync(`[${item(1)},${manyKeys},${item(2)}]`);
+    expectError(res, 413, -413);
+    expect(res.body._e).toBe('An element of the request body holds more than 1000 values');
+    res = await sync(`[${item(3)},${JSON.stringify({ name: 'Long', sku: 'HELD-L', description: 'd'.repeat(300 * 1024) })}]`);
+    expectError(res, 413, -413);
+    expect(res.body._e).toBe('An element of the request body is over 256 KB of JSON text');
+    res = await sync(JSON.stringify({ goods: 'x'.repeat(300 * 1024) }));
+    expectError(res, 413, -413);
+    expect(res.body._e).toBe('A request body that is not a JSON array is over 256 KB of JSON text');
+    // Small, it is parsed and refused as before.
+    res = await sync(JSON.stringify({ goods: [] }));
+    expectError(res, 400, -510);
+    expect(res.body._e).toMatch(/must be a JSON array/);
+    const list = await ctx().http.get(goods()).query({ searchKeyword: 'HELD-' }).set('Authorization', c.auth());
+    expect(list.body.totalCount).toBe(0);
+  });
+
+  it('a number (or a run that reads as one) longer than 1,000 characters is 400 before the body is parsed, on any route', async () => {
+    for (const [path, body] of [
+      [`${goods()}/sync`, `[{"name":"N","sku":"NUM-1","originalPrice":${'1'.repeat(1001)}}]`],
+      [goods(), `{"name":"N","sku":"NUM-2","url":"https://shop.example.com/n2","originalPrice":${'1'.repeat(5000)}}`],
+      [`${goods()}/sync`, `[${'-'.repeat(100_000)}]`],
+    ]) {
+      const res = await ctx().http.post(path).set('Authorization', c.auth()).set('Content-Type', 'application/json').send(body);
+      expectError(res, 400, -510);
+      expect(res.body._e).toBe('The request body holds a number longer than 1000 characters');
+    }
+  });
+
   it('a sync element with a nested value in a goods field is a FAIL row, the others apply', async () => {
     const res = await ctx()
       .http.post(`${goods()}/sync`)
       .set('Authorization', c.auth())
       .send([
-        { name: new Array(50_000).fill([]), sku: 'NEST-1', url: 'https://shop.example.com/nest/1' },
+        // (Within an element's 1,000 values: one holding more refuses the whole body, test above.)
+        { name: new Array(300).fill([]), sku: 'NEST-1', url: 'https://shop.example.com/nest/1' },
         { name: 'Fine', sku: 'NEST-2', url: 'https://shop.example.com/nest/2', originalPrice: { $gt: 1 } },
         { name: 'Fine', sku: 'NEST-3', url: 'https://shop.example.com/nest/3', medias: [{ thumbnails: [] }] },
       ]);

@@ -1,6 +1,6 @@
 import { ApiException } from '../common/errors/api.exception';
 import { ErrorCode } from '../common/errors/error-codes';
-import { checkJsonShape, JsonShapeError, JsonShapeLimits, JsonTextScanner } from './json-shape';
+import { checkJsonShape, JsonShapeError, JsonShapeLimits, JsonTextScanner, MAX_NUMBER_CHARS } from './json-shape';
 
 /** One pass of the scanner over a whole text, as the body parser makes it before parsing. */
 const checkJsonText = (text: Uint8Array, limits: JsonShapeLimits) => new JsonTextScanner(limits).scan(text, 0, text.length);
@@ -149,5 +149,68 @@ describe('JsonTextScanner', () => {
       }
       expect({ text: text.toString(), cuts, seen }).toEqual({ text: text.toString(), cuts, seen: reference(text, limits) });
     }
+  });
+});
+
+describe('JsonTextScanner with element limits (a sync body)', () => {
+  const limits = { maxDepth: 16, maxValues: 1_000_000, element: { maxValues: 50, maxBytes: 4096 } };
+  /** The refusal of a scan in steps of `step` bytes, or 'ok'. */
+  function scanned(text: string, step = 1000): string {
+    const bytes = Buffer.from(text);
+    const scanner = new JsonTextScanner(limits, true);
+    try {
+      for (let at = 0; at < bytes.length; at += step) scanner.scan(bytes, at, Math.min(bytes.length, at + step));
+      return 'ok';
+    } catch (err) {
+      if (err instanceof JsonShapeError) return `${err.type}: ${err.message}`;
+      throw err;
+    }
+  }
+  const item = (i: number) => JSON.stringify({ name: `Item ${i}`, sku: `S-${i}`, originalPrice: 1000 + i, description: 'x'.repeat(500) });
+
+  it('accepts many elements each within the limits, however many there are', () => {
+    expect(scanned(`[${Array.from({ length: 2000 }, (_, i) => item(i)).join(',')}]`)).toBe('ok');
+    expect(scanned(`[${Array.from({ length: 100 }, () => JSON.stringify({ a: Array(45).fill(1) })).join(',')}]`)).toBe('ok');
+  });
+
+  it('refuses one element holding more values than an element may, at once, wherever it is', () => {
+    const big = JSON.stringify({ a: Array(60).fill(0) });
+    expect(scanned(`[${item(1)},${big},${item(2)}]`)).toBe('entity.too.many.values: An element of the request body holds more than 50 values');
+    expect(scanned(`[${JSON.stringify(Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`k${i}`, i])))}]`)).toMatch(
+      /^entity.too.many.values: An element/,
+    );
+  });
+
+  it('refuses one element over its size, as soon as the scan is past it (not at its end)', () => {
+    expect(scanned(`[${item(1)},${JSON.stringify({ description: 'y'.repeat(5000) })}]`)).toBe(
+      'entity.element.too.large: An element of the request body is over 4 KB of JSON text',
+    );
+    // An element that never ends within the text: refused by the step that passes its limit.
+    expect(scanned(`[{"description":"${'\\u0041'.repeat(10_000)}`)).toMatch(/^entity.element.too.large/);
+    expect(scanned(`[${item(1)},"${'z'.repeat(5000)}"]`)).toMatch(/^entity.element.too.large/);
+  });
+
+  it('holds a body that is not an array to the limits of one element', () => {
+    expect(scanned(item(1))).toBe('ok');
+    expect(scanned(JSON.stringify({ a: Array(60).fill(0) }))).toBe('entity.too.many.values: A request body that is not a JSON array holds more than 50 values');
+    expect(scanned(JSON.stringify({ a: 'q'.repeat(5000) }))).toBe(
+      'entity.element.too.large: A request body that is not a JSON array is over 4 KB of JSON text',
+    );
+  });
+
+  it('refuses a number (or a run that reads as one) longer than MAX_NUMBER_CHARS, on any body, without reading it to its end', () => {
+    const plain = { maxDepth: 16, maxValues: 100 };
+    const refusal = (text: string) => {
+      try {
+        new JsonTextScanner(plain).scan(Buffer.from(text), 0, text.length);
+        return 'ok';
+      } catch (err) {
+        return err instanceof JsonShapeError ? err.type : String(err);
+      }
+    };
+    expect(refusal(`[${'9'.repeat(MAX_NUMBER_CHARS)}]`)).toBe('ok');
+    expect(refusal(`[${'9'.repeat(MAX_NUMBER_CHARS + 1)}]`)).toBe('entity.number.too.long');
+    expect(refusal(`{"a":${'-'.repeat(5000)}}`)).toBe('entity.number.too.long');
+    expect(refusal(`{"a":"${'9'.repeat(5000)}"}`)).toBe('ok'); // in a string: not a number
   });
 });

@@ -6,7 +6,19 @@ export interface JsonShapeLimits {
   maxDepth: number;
   /** Most values in the whole body: every object, array, string, number, boolean and null counts. */
   maxValues: number;
+  /**
+   * A bulk body (sync): each element of a top-level array, and a body that is not an array as a whole, may
+   * hold at most `maxValues` values and `maxBytes` bytes of JSON text. Without it only the whole body is
+   * bounded, and one element of the whole size would be parsed and walked in one go.
+   */
+  element?: { maxValues: number; maxBytes: number };
 }
+
+/**
+ * Longest number (or run of bytes that reads as one: digits, signs, `.`, `e`) the text scan reads: a
+ * price of 1e12 with its decimals is 20 characters; a run of 31 MB held the event loop for a second.
+ */
+export const MAX_NUMBER_CHARS = 1000;
 
 /**
  * Walks a parsed body once, iteratively (no recursion, so no stack overflow whatever the nesting), and
@@ -41,7 +53,7 @@ export function checkJsonShape(body: unknown, limits: JsonShapeLimits, counted =
 /** Thrown by JsonTextScanner; `type` tells BodyParserGuard which refusal it is. */
 export class JsonShapeError extends Error {
   constructor(
-    readonly type: 'entity.too.deep' | 'entity.too.many.values',
+    readonly type: 'entity.too.deep' | 'entity.too.many.values' | 'entity.element.too.large' | 'entity.number.too.long',
     message: string,
   ) {
     super(message);
@@ -90,6 +102,12 @@ export class JsonTextScanner {
    * so the text is parsed with such numbers read as their own digits (see sliced-json.ts).
    */
   readonly longNumbers: Array<[number, number]> = [];
+  /** With limits.element: where the current element (or the whole body, not an array) starts; -1 before it does. */
+  private elementStart = -1;
+  /** With limits.element: the value count when it started. */
+  private elementValues = 0;
+  /** The body is a top-level array (its elements are bounded one by one), not an object. */
+  private topArray = false;
 
   constructor(
     private readonly limits: JsonShapeLimits,
@@ -97,7 +115,7 @@ export class JsonTextScanner {
   ) {}
 
   scan(text: Uint8Array, from: number, to: number): void {
-    const { maxDepth, maxValues } = this.limits;
+    const { maxDepth, maxValues, element } = this.limits;
     let { depth, values, inString } = this;
     let i = Math.max(from, this.next);
     // A Buffer view (no copy) for its native indexOf.
@@ -119,22 +137,41 @@ export class JsonTextScanner {
         const c = text[i];
         if (c === 0x22) inString = true;
         else if (c === 0x5b || c === 0x7b) {
+          if (depth === 0 && element && this.elementStart < 0) {
+            this.topArray = c === 0x5b;
+            this.elementStart = this.topArray ? i + 1 : i;
+            this.elementValues = this.topArray ? values + 1 : values;
+          }
           depth += 1;
           if (depth > maxDepth) throw new JsonShapeError('entity.too.deep', `The request body is nested deeper than ${maxDepth} levels`);
           values += 1;
           if (values > maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${maxValues} values`);
+          if (element && values - this.elementValues > element.maxValues && this.closedAt < 0) this.tooManyInElement(element.maxValues);
         } else if (c === 0x5d || c === 0x7d) {
           depth -= 1;
-          if (depth === 0 && this.closedAt < 0) this.closedAt = i;
+          if (depth === 0 && this.closedAt < 0) {
+            this.closedAt = i;
+            if (element) this.checkElementBytes(i, element.maxBytes);
+          }
         } else if (c === 0x2c) {
           values += 1;
           if (values > maxValues) throw new JsonShapeError('entity.too.many.values', `The request body holds more than ${maxValues} values`);
           if (depth === 1 && this.recordTopLevel && this.closedAt < 0) this.topLevelCommas.push(i);
+          if (element && this.closedAt < 0) {
+            if (depth === 1 && this.topArray) {
+              // The next element starts.
+              this.checkElementBytes(i, element.maxBytes);
+              this.elementStart = i + 1;
+              this.elementValues = values;
+            } else if (values - this.elementValues > element.maxValues) this.tooManyInElement(element.maxValues);
+          }
         } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-          // A number: read to its end (past `to` if it runs on: the whole text is at hand).
+          // A number: read to its end (past `to` if it runs on: the whole text is at hand), at most MAX_NUMBER_CHARS.
           i = this.number(bytes, i) - 1;
         }
       }
+      // An element that goes on past this part is refused as soon as it is over its size, not at its end.
+      if (element && this.elementStart >= 0 && this.closedAt < 0) this.checkElementBytes(i, element.maxBytes);
     } finally {
       this.depth = depth;
       this.values = values;
@@ -143,17 +180,33 @@ export class JsonTextScanner {
     }
   }
 
+  private tooManyInElement(max: number): never {
+    const what = this.topArray ? 'An element of the request body' : 'A request body that is not a JSON array';
+    throw new JsonShapeError('entity.too.many.values', `${what} holds more than ${max} values`);
+  }
+
+  /** Refuses the element (or the body, not an array) that started at elementStart when it is over `max` bytes by `at`. */
+  private checkElementBytes(at: number, max: number): void {
+    if (at - this.elementStart <= max) return;
+    const what = this.topArray ? 'An element of the request body' : 'A request body that is not a JSON array';
+    throw new JsonShapeError('entity.element.too.large', `${what} is over ${Math.floor(max / 1024)} KB of JSON text`);
+  }
+
   /** The end of the number (or number-like run of bytes) at `from`; notes it in longNumbers when long. */
   private number(text: Buffer, from: number): number {
     let significant = 0;
     let mantissa = true;
     let i = from;
-    for (; i < text.length; i += 1) {
+    const last = Math.min(text.length, from + MAX_NUMBER_CHARS + 1);
+    for (; i < last; i += 1) {
       const c = text[i];
       if (c >= 0x30 && c <= 0x39) {
         if (mantissa && (significant > 0 || c !== 0x30)) significant += 1;
       } else if (c === 0x65 || c === 0x45) mantissa = false;
       else if (c !== 0x2e && c !== 0x2d && c !== 0x2b) break;
+    }
+    if (i - from > MAX_NUMBER_CHARS) {
+      throw new JsonShapeError('entity.number.too.long', `The request body holds a number longer than ${MAX_NUMBER_CHARS} characters`);
     }
     // Only a well-formed JSON number: anything else is left for JSON.parse to refuse.
     if (significant > LONG_NUMBER_DIGITS && JSON_NUMBER.test(text.toString('latin1', from, i))) this.longNumbers.push([from, i]);
