@@ -186,15 +186,17 @@ export class LiveClient {
       this.pending.set(seq, { type, payload }); // before the first snapshot: keep it for after
       return;
     }
-    if (seq <= this.lastSeq) return; // seen already (a resync answer overlapping a snapshot)
     if (type === 'campaign.status' && payload.campaignStatus === 'NOT_EXIST') {
-      // The campaign was deleted: final, whatever its seq (it may come past a gap no resync can fill any
-      // more, its event log gone with it): what waits for that gap is dropped.
+      // The campaign was deleted: final, whatever its seq. It may come past a gap no resync can fill any
+      // more (its event log went with it), or below lastSeq (a node that missed the last events tells its
+      // viewers with the seq after the last one it sent, and this viewer's snapshot may be newer): what
+      // waits for a gap is dropped.
       this.pending.clear();
       clearTimeout(this.resyncTimer);
       this.apply(type, payload);
       return;
     }
+    if (seq <= this.lastSeq) return; // seen already (a resync answer overlapping a snapshot)
     if (seq === this.lastSeq + 1) {
       this.apply(type, payload);
       this.drain();

@@ -1163,6 +1163,26 @@ if (chromiumMissing && !required) {
       await page.close();
     });
 
+    it("the viewer page's live client applies a NOT_EXIST whatever its seq (below the snapshot's: a node that missed the last events), and only it", async () => {
+      const page = await viewerContext.newPage();
+      watchErrors(page, 'live client');
+      await page.goto(`${base}/watch/${accessKey}/NoSuchCampaign2`);
+      // As text: the page's own module, imported as the viewer page imports it (a function given to
+      // evaluate would be compiled for Node, its import() turned into a require()).
+      const applied = await page.evaluate(`(async () => {
+        const { LiveClient } = await import('/assets/live-client.js');
+        const seen = [];
+        const client = new LiveClient({ onEvent: (type, payload) => seen.push([type, payload.seq]), onSnapshot: () => undefined });
+        client.lastSeq = 11; // as after a snapshot at seq 11
+        client.receive('chat.message', { seq: 5, message: 'old' }); // already reflected: ignored
+        client.receive('campaign.status', { seq: 9, campaignStatus: 'ONAIR' }); // likewise
+        client.receive('campaign.status', { seq: 2, campaignStatus: 'NOT_EXIST', startedAt: null, endedAt: null });
+        return seen;
+      })()`);
+      expect(applied).toEqual([['campaign.status', 2]]);
+      await page.close();
+    });
+
     it('a viewer page of an unknown broadcast says so', async () => {
       const page = await viewerContext.newPage();
       watchErrors(page, 'unknown viewer page');
