@@ -1,7 +1,8 @@
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { applyDecorators, CanActivate, ExecutionContext, Injectable, NestInterceptor, SetMetadata, Type, UseInterceptors } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { raw, urlencoded } from 'express';
+import { urlencoded } from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { ApiException } from '../common/errors/api.exception';
@@ -42,8 +43,6 @@ const BULK_VALUES_PER_ITEM = 100;
 const BULK_ELEMENT = { maxValues: 1000, maxBytes: 256 * 1024 };
 
 interface Parsers {
-  /** The JSON body's bytes, parsed afterwards in time slices (parseJsonInSlices). */
-  bytes: RequestHandler;
   form: RequestHandler;
   limit: string;
   /** `limit` in bytes. */
@@ -79,11 +78,6 @@ export class BodyParserGuard implements CanActivate {
     config: AppConfig,
   ) {
     const build = (limit: string, maxValues: number, element?: JsonShapeLimits['element']): Parsers => ({
-      // JSON bodies are taken as bytes (decompressed) and parsed by parseJsonInSlices: strict (only objects
-      // and arrays at the top, as every route expects), their nesting and size checked on the raw text
-      // before parsing, numbers JSON.parse would round read as their digits, and a large array parsed a
-      // group of elements at a time.
-      bytes: raw({ type: 'application/json', limit, inflate: true }),
       // `depth` is a body-parser 2 option its typings do not list yet.
       form: urlencoded({ limit, extended: true, parameterLimit: 1000, depth: 8, verify: refuseJsonAsForm } as Parameters<typeof urlencoded>[0]),
       limit,
@@ -113,9 +107,11 @@ export class BodyParserGuard implements CanActivate {
       }
       refuseDeclaredOverLimit(req, parsers);
       if (charset === undefined) {
-        const length = req.is('application/json') ? declaredLength(req) : undefined;
-        if (length === undefined) await this.run(parsers.bytes, req, res, parsers);
-        else req.body = await readDeclaredBody(req, length).catch((err: HttpError) => Promise.reject(refusalOf(err, parsers.limit)));
+        // JSON bodies are taken as bytes (decompressed) and parsed by parseJsonInSlices: strict (only objects
+        // and arrays at the top, as every route expects), their nesting and size checked on the raw text
+        // before parsing, numbers JSON.parse would round read as their digits, and a large array parsed a
+        // group of elements at a time.
+        if (req.is('application/json')) req.body = await readJsonBody(req, parsers.limitBytes, parsers.limit);
         if (Buffer.isBuffer(req.body)) {
           req.body = await parseJsonInSlices(req.body, parsers.shape, new TimeSlicer()).catch((err: HttpError) => {
             throw err instanceof ApiException ? err : refusalOf(err, parsers.limit);
@@ -208,45 +204,101 @@ export class BodyParserGuard implements CanActivate {
 }
 
 /**
- * A JSON body sent as it is with a Content-Length (within the route's limit: refuseDeclaredOverLimit),
- * read into one buffer of that length as its chunks come. raw() (raw-body) keeps the chunks and joins them
- * at the end in one Buffer.concat: for a 32 MB sync body that one copy, the new buffer's pages touched for
- * the first time, held the event loop 100-170 ms on a 2-core VM; a copy per chunk spreads it over the
- * reading. Refusals as raw-body's (see refusalOf): a body that ends early, or runs past its length.
+ * A JSON body's bytes, decompressed (gzip, deflate, br), read into one buffer as its chunks come: a
+ * buffer of its Content-Length when it has one (within the route's limit: refuseDeclaredOverLimit), else
+ * of the route's limit, of which only the bytes written take memory. raw-body (body-parser) kept the
+ * chunks and joined them at the end in one Buffer.concat: for a 32 MB sync body that one copy, the new
+ * buffer's pages touched for the first time, held the event loop 100-190 ms on a 2-core VM; a copy per
+ * chunk spreads it over the reading. Refused at once, in raw-body's terms (refusalOf): past the limit
+ * (413; a compressed body as soon as what it inflates to is, or as soon as it is itself past the limit
+ * and a margin), a body that does not decompress (400), an unknown Content-Encoding (415), one that ends
+ * early or runs past its Content-Length (400).
  */
-export function readDeclaredBody(req: Readable & { complete?: boolean }, length: number): Promise<Buffer> {
+export function readJsonBody(req: Readable & { complete?: boolean; headers: Request['headers'] }, limitBytes: number, limit: string): Promise<Buffer> {
+  const encoding = contentEncodingOf(req as Request);
+  const declared = declaredLength(req as Request);
+  let inflate: Transform | undefined;
+  if (encoding) {
+    inflate = decompression(encoding);
+    if (!inflate) {
+      return Promise.reject(
+        refusalOf({ type: 'encoding.unsupported', status: 415, message: `unsupported content encoding "${encoding.slice(0, 40)}"` }, limit),
+      );
+    }
+  }
+  const source: Readable = inflate ?? req;
+  const capacity = declared ?? limitBytes;
+  // A compressed body may be a little larger than what it decompresses to (deflate stores what does not
+  // compress, at most about 0.1% more): past that margin it is over the limit whatever it holds.
+  const cap = limitBytes + Math.ceil(limitBytes / 1000) + 1024;
   return new Promise((resolve, reject) => {
-    const body = Buffer.allocUnsafe(length);
+    const body = Buffer.allocUnsafe(capacity);
     let at = 0;
+    let received = 0;
     const stop = () => {
-      req.off('data', data);
-      req.off('end', end);
-      req.off('error', failed);
+      source.off('data', data);
+      source.off('end', end);
+      req.off('data', counted);
+      req.off('error', aborted);
       req.off('close', closed);
+      inflate?.off('error', undecodable);
     };
-    const refuse = (type: string, message: string) => {
+    const refuse = (err: HttpError) => {
       stop();
-      reject(Object.assign(new Error(message), { type, status: 400 }));
+      if (inflate) {
+        req.unpipe(inflate);
+        inflate.destroy();
+      }
+      // The rest is read and thrown away (ConnectionGuard closes the connection if it does not end soon).
+      req.resume();
+      reject(refusalOf(err, limit));
     };
     const data = (chunk: Buffer) => {
-      if (chunk.length > length - at) return refuse('request.size.invalid', 'request size did not match content length');
+      if (chunk.length > capacity - at) {
+        return refuse(declared === undefined ? { type: 'entity.too.large' } : { type: 'request.size.invalid' });
+      }
       chunk.copy(body, at);
       at += chunk.length;
     };
     const end = () => {
       stop();
-      if (at === length) resolve(body);
-      else reject(Object.assign(new Error('request size did not match content length'), { type: 'request.size.invalid', status: 400 }));
+      if (declared !== undefined && at !== declared) reject(refusalOf({ type: 'request.size.invalid' }, limit));
+      else resolve(body.subarray(0, at));
     };
-    const failed = () => refuse('request.aborted', 'request aborted');
+    const counted = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > cap) refuse({ type: 'entity.too.large' });
+    };
+    const aborted = () => refuse({ type: 'request.aborted' });
     const closed = () => {
-      if (!req.complete) refuse('request.aborted', 'request aborted');
+      if (!req.complete) refuse({ type: 'request.aborted' });
     };
-    req.on('data', data);
-    req.once('end', end);
-    req.once('error', failed);
+    // A zlib error carries no type: "could not be decoded".
+    const undecodable = (err: Error) => refuse({ status: 400, message: err.message });
+    source.on('data', data);
+    source.once('end', end);
+    req.once('error', aborted);
     req.once('close', closed);
+    if (inflate) {
+      req.on('data', counted);
+      inflate.once('error', undecodable);
+      req.pipe(inflate);
+    }
   });
+}
+
+/** The decompression stream of a Content-Encoding body-parser reads; undefined for any other. */
+function decompression(encoding: string): Transform | undefined {
+  switch (encoding) {
+    case 'gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      return undefined;
+  }
 }
 
 /** BODY_LIMIT and SYNC_BODY_LIMIT as the settings take them (512kb, 1mb, 100b), in bytes as body-parser counts them. */
