@@ -180,16 +180,19 @@ export class JsonTextScanner {
     }
   }
 
+  /** What limits.element bounds, as a refusal names it. */
+  private get element(): string {
+    return this.topArray ? 'An element of the request body' : 'A request body that is not a JSON array';
+  }
+
   private tooManyInElement(max: number): never {
-    const what = this.topArray ? 'An element of the request body' : 'A request body that is not a JSON array';
-    throw new JsonShapeError('entity.too.many.values', `${what} holds more than ${max} values`);
+    throw new JsonShapeError('entity.too.many.values', `${this.element} holds more than ${max} values`);
   }
 
   /** Refuses the element (or the body, not an array) that started at elementStart when it is over `max` bytes by `at`. */
   private checkElementBytes(at: number, max: number): void {
     if (at - this.elementStart <= max) return;
-    const what = this.topArray ? 'An element of the request body' : 'A request body that is not a JSON array';
-    throw new JsonShapeError('entity.element.too.large', `${what} is over ${Math.floor(max / 1024)} KB of JSON text`);
+    throw new JsonShapeError('entity.element.too.large', `${this.element} is over ${Math.floor(max / 1024)} KB of JSON text`);
   }
 
   /** The end of the number (or number-like run of bytes) at `from`; notes it in longNumbers when long. */
