@@ -4,6 +4,7 @@
  * in batches as the job asks for them. For an upload: only the row count.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { cloneSize } from '../common/util/clone-size';
 import { lowerThreadPriority } from '../common/util/thread-priority';
 import { detectFileFormat, GoodsSheetRow, SheetSurvey, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
 import { ReadGuard } from './read-guard';
@@ -13,6 +14,9 @@ import { countXlsxRows, XlsxRowCount } from './xlsx-row-count';
 
 // Requests and live viewers on the main thread come first when the cores are busy.
 lowerThreadPriority();
+
+/** Most row data (cloneSize) per batch, whatever its number of rows: the main thread reads each message in one go. */
+const BATCH_BYTES = 256 * 1024;
 
 const input = workerData as SheetWorkerInput;
 const port = parentPort;
@@ -68,15 +72,19 @@ async function job(): Promise<void> {
   const { survey, counted } = await surveyJobSheet();
   post({ kind: 'survey', dataRows: survey.dataRows, exact: !counted });
   let batch: GoodsSheetRow[] = [];
+  let batchBytes = 0;
   let dataRows = 0;
   for await (const row of streamGoodsSheet(input.file, survey, input.limits)) {
     dataRows += 1;
     if (row.row <= input.after) continue; // applied before a restart
     batch.push(row);
-    if (batch.length < input.batchRows) continue;
+    batchBytes += cloneSize(row.values);
+    // A batch is also cut at BATCH_BYTES: the main thread reads each message in one go.
+    if (batch.length < input.batchRows && batchBytes < BATCH_BYTES) continue;
     await credit();
     post({ kind: 'rows', rows: batch });
     batch = [];
+    batchBytes = 0;
   }
   if (batch.length) {
     await credit();

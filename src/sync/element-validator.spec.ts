@@ -35,6 +35,28 @@ describe('ElementValidator', () => {
     expect(parsed[0].error).toMatch(/url/);
   }, 30_000);
 
+  it('sends a batch of large elements to the worker as several messages of about 256 KB, and answers them in order', async () => {
+    // 600 elements of two 3,000-character fields: about 3.6 MB, in about 15 messages.
+    const batch: BatchElement[] = Array.from({ length: 600 }, (_, i) => ({
+      row: i + 1,
+      data: { sku: `L-${i}`, url: `https://shop.example.com/l/${i}`, name: `${i} ${'n'.repeat(3000)}`, description: 'd'.repeat(3000) },
+    }));
+    const sizes: number[] = [];
+    const spy = jest.spyOn(Worker.prototype, 'postMessage');
+    const sent = () => spy.mock.calls.map(([message]) => (message as { elements: BatchElement[] }).elements.length);
+    try {
+      const parsed = await validator.parse(batch, new TimeSlicer());
+      sizes.push(...sent());
+      expect(sizes.length).toBeGreaterThanOrEqual(12);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(45);
+      expect(sizes.reduce((a, b) => a + b, 0)).toBe(600);
+      expect(parsed.map((p) => p.row)).toEqual(batch.map((e) => e.row));
+      expect(JSON.parse(JSON.stringify(parsed))).toEqual(JSON.parse(JSON.stringify(batch.map(parseElement))));
+    } finally {
+      spy.mockRestore();
+    }
+  }, 30_000);
+
   it('validates a small batch on the main thread, without starting a worker', async () => {
     const parsed = await validator.parse(elements(10), new TimeSlicer());
     expect(parsed).toHaveLength(10);
