@@ -149,6 +149,20 @@ describeEngines(
         -413,
         /^Cell B2 holds 40,000 characters, more than the 32,767/,
       );
+      // A row of more than the longest record a CSV may have (a cell of 2 MB) likewise, not the parser's words.
+      expectError(
+        await upload(
+          c,
+          csv([
+            ['sku', 'name'],
+            ['A', 'x'.repeat(2_000_000)],
+          ]),
+          'longer.csv',
+        ),
+        413,
+        -413,
+        /^Row 2 holds more than 1,048,576 characters \(a cell holds at most 32,767, the most an Excel cell holds\); refused$/,
+      );
       // The JSON sync cuts the echo the same way.
       const sync = await ctx()
         .http.post(`/v1/goods/${c.accessKey}/sync`)

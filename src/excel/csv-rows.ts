@@ -261,6 +261,13 @@ async function* readCsvStream(delimiter: string, input: AsyncGenerator<Buffer>, 
       await guard.breathe();
     }
   } catch (err) {
+    // A record past MAX_RECORD_CHARS holds a cell longer than any spreadsheet cell (or ten near it): as an
+    // over-long cell, 413, not the parser's words.
+    if (err instanceof CsvError && err.code === 'CSV_MAX_RECORD_SIZE') {
+      throw SheetError.tooLarge(
+        `Row ${row + 1} holds more than ${MAX_RECORD_CHARS.toLocaleString('en-US')} characters (a cell holds at most ${MAX_CELL_CHARS.toLocaleString('en-US')}, the most an Excel cell holds); refused`,
+      );
+    }
     if (err instanceof CsvError) throw SheetError.unsupported(`The CSV file is malformed: ${err.message}`);
     throw err;
   } finally {
