@@ -19,8 +19,6 @@ let instances = 0;
 const VERIFIED = Symbol('livegoods:verified');
 /** A secret key of the form customers get, known to nobody: what a token for an unknown access key is checked against. */
 const DECOY_KEY = randomBytes(32).toString('base64');
-/** The request's bearer token (passport-jwt's own extractor would take the first word after the scheme and ignore the rest). */
-const bearerToken = (req: Request): string | null => bearerTokenOf(req);
 type StrategyRequest = Request & { [VERIFIED]?: { customer: Customer; claims: VerifiedClaims } };
 
 /**
@@ -48,7 +46,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, CUSTOMER_JWT) implem
     private readonly config: AppConfig,
   ) {
     super({
-      jwtFromRequest: bearerToken,
+      // Not passport-jwt's own extractor, which would take the first word after the scheme and ignore the rest.
+      jwtFromRequest: bearerTokenOf,
       algorithms: ['HS256'],
       jsonWebTokenOptions: { clockTolerance: CLOCK_SKEW_SECONDS },
       passReqToCallback: true,
@@ -75,7 +74,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, CUSTOMER_JWT) implem
    * token many times.
    */
   async knownTenant(req: Request): Promise<Tenant | undefined> {
-    const token = bearerToken(req);
+    const token = bearerTokenOf(req);
     const accessKey = req.params?.accessKey;
     if (!token || typeof accessKey !== 'string' || !accessKey) return undefined;
     const customer = await this.customers.findByAccessKey(accessKey);
