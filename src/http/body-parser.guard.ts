@@ -147,9 +147,7 @@ export class BodyParserGuard implements CanActivate {
       // A body sent as it is with a Content-Length cannot pass the limit (refuseDeclaredOverLimit): not counted.
       const counted = declaredLength(req) === undefined;
       const compressed = contentEncodingOf(req) !== '';
-      // A compressed body may be a little larger than what it decompresses to (deflate stores what does not
-      // compress, at most about 0.1% more): past that margin it is over the limit whatever it holds.
-      const cap = compressed ? limitBytes + Math.ceil(limitBytes / 1000) + 1024 : limitBytes;
+      const cap = compressed ? compressedCap(limitBytes) : limitBytes;
       const count = (chunk: Buffer | string) => {
         received += chunk.length;
         if (received > cap) settle(overLimit(limit));
@@ -228,9 +226,7 @@ export function readJsonBody(req: Readable & { complete?: boolean; headers: Requ
   }
   const source: Readable = inflate ?? req;
   const capacity = declared ?? limitBytes;
-  // A compressed body may be a little larger than what it decompresses to (deflate stores what does not
-  // compress, at most about 0.1% more): past that margin it is over the limit whatever it holds.
-  const cap = limitBytes + Math.ceil(limitBytes / 1000) + 1024;
+  const cap = compressedCap(limitBytes);
   return new Promise((resolve, reject) => {
     const body = Buffer.allocUnsafe(capacity);
     let at = 0;
@@ -285,6 +281,15 @@ export function readJsonBody(req: Readable & { complete?: boolean; headers: Requ
       req.pipe(inflate);
     }
   });
+}
+
+/**
+ * The most bytes a compressed body may take on the wire for a limit on what it decompresses to: it may be a
+ * little larger than that (deflate stores what does not compress, at most about 0.1% more); past this
+ * margin it is over the limit whatever it holds.
+ */
+function compressedCap(limitBytes: number): number {
+  return limitBytes + Math.ceil(limitBytes / 1000) + 1024;
 }
 
 /** The decompression stream of a Content-Encoding body-parser reads; undefined for any other. */
