@@ -146,6 +146,42 @@ describe('WebhookSender', () => {
     }
   });
 
+  it('closes the connection of a receiver that trickles its answer after the status, long before WEBHOOK_TIMEOUT_MS', async () => {
+    // A raw receiver: a 200 whose announced body comes a byte at a time, never all of it.
+    let trickle: NodeJS.Timeout | undefined;
+    let closed!: () => void;
+    const socketClosed = new Promise<void>((resolve) => (closed = resolve));
+    const raw = net.createServer((socket) => {
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nConnection: keep-alive\r\n\r\n');
+        trickle = setInterval(() => socket.write('x'), 100);
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearInterval(trickle);
+        closed();
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    const s = sender({ WEBHOOK_TIMEOUT_MS: '60000' });
+    try {
+      const outcome = await s.send(`http://127.0.0.1:${(raw.address() as AddressInfo).port}/hook`, {}, '{}');
+      expect(outcome).toMatchObject({ statusCode: 200, error: null });
+      // Held for the whole timeout (60 s), the socket would still be open when this gives up.
+      let guard: NodeJS.Timeout | undefined;
+      const outcomeOfWait = await Promise.race([
+        socketClosed.then(() => 'closed'),
+        new Promise<string>((resolve) => (guard = setTimeout(() => resolve('still open'), 8000))),
+      ]);
+      clearTimeout(guard);
+      expect(outcomeOfWait).toBe('closed');
+    } finally {
+      clearInterval(trickle);
+      s.onApplicationShutdown();
+      await new Promise((resolve) => raw.close(resolve));
+    }
+  }, 15_000);
+
   it('refuses a loopback target when private hosts are not allowed, without connecting', async () => {
     const s = sender({ WEBHOOK_ALLOW_PRIVATE_HOSTS: 'false' });
     const before = seen.length;

@@ -16,6 +16,11 @@ export interface SendOutcome {
 
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed instead. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/**
+ * Longest wait for the rest of an answer once its status came (capped by WEBHOOK_TIMEOUT_MS): a receiver
+ * that trickles its body would otherwise hold a socket of the node's shared pool for the whole timeout.
+ */
+const ANSWER_DRAIN_MS = 1000;
 
 class RefusedTarget extends Error {}
 
@@ -163,9 +168,9 @@ export class WebhookSender implements OnApplicationShutdown {
       });
       req.on('response', (res) => {
         // The status decides; the answer's body is read and dropped (so the connection can be kept), for
-        // at most the timeout and MAX_ANSWER_BYTES, then the connection is closed instead.
+        // at most ANSWER_DRAIN_MS and MAX_ANSWER_BYTES, then the connection is closed instead.
         finish(null, res.statusCode ?? 0);
-        const drain = setTimeout(() => res.destroy(), timeoutMs);
+        const drain = setTimeout(() => res.destroy(), Math.min(timeoutMs, ANSWER_DRAIN_MS));
         drain.unref();
         let seen = 0;
         res.on('data', (chunk: Buffer) => {
