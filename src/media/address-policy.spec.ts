@@ -135,6 +135,13 @@ describe('AddressPolicy', () => {
       expect(policy.refusal('::1', '::1')).toBeNull();
     });
 
+    it('allows a listed address also when a name resolves to it, IPv4-mapped too', () => {
+      expect(policy.refusal('127.0.0.2', 'localhost')).toBeNull();
+      expect(policy.refusal('::ffff:127.0.0.2', 'images.example')).toBeNull();
+      expect(policy.refusal('::1', 'localhost')).toBeNull();
+      expect(policy.refusal('127.0.0.1', 'localhost')).toBe('127.0.0.1 is a loopback address');
+    });
+
     it('does not extend a listed host to its neighbours', () => {
       expect(policy.refusal('127.0.0.1', '127.0.0.1')).toBe('127.0.0.1 is a loopback address');
       expect(policy.refusal('127.0.0.3', '127.0.0.3')).toBe('127.0.0.3 is a loopback address');

@@ -30,7 +30,11 @@ export class AddressPolicy {
           /* not a CIDR: treat as a host name */
         }
       }
-      this.hosts.add(entry.toLowerCase().replace(/^\[|\]$/g, ''));
+      const host = entry.toLowerCase().replace(/^\[|\]$/g, '');
+      this.hosts.add(host);
+      // An address is allowed as such: also when a listed name's DNS answer, or another name's, is that address.
+      const version = isIP(host);
+      if (version) this.ranges.push([ipaddr.parse(host), version === 4 ? 32 : 128]);
     }
   }
 
