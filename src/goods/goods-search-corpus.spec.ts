@@ -163,9 +163,10 @@ describe('GoodsSearchCorpus', () => {
       write = catalog.write(corpus, [[2, 'during the load\nacme']], [4]);
       write.tell();
     };
-    // The first search (at version 1) starts the load; the write lands while it reads its first page.
-    expect(await corpus.match(1, 'item', 1)).toBeUndefined();
-    await loadUnderWay(corpus);
+    // The first search (at version 1) starts the load and waits for it; the write lands while it reads
+    // its first page, and the corpus installed (at version 2) answers that search too.
+    expect(await corpus.match(1, 'item', 1)).toEqual(catalog.instr('item'));
+    expect(catalog.pagesRead).toBe(1);
     expect(write?.version).toBe(2);
     // Installed by that load (a search finding no corpus would have started another).
     expect(await corpus.match(1, 'during', 2)).toEqual([2]);
@@ -177,9 +178,18 @@ describe('GoodsSearchCorpus', () => {
     catalog.duringLoad = () => {
       catalog.write(corpus, [[2, 'elsewhere\nacme']]); // another node's write: never told here
     };
+    // The search waited for the load, which installed nothing: it is scanned.
     expect(await corpus.match(1, 'item', 1)).toBeUndefined();
-    await loadUnderWay(corpus);
+    expect(catalog.pagesRead).toBe(1);
     expect(await corpus.match(1, 'elsewhere', 2)).toBeUndefined();
+  });
+
+  it('has searches that find no corpus wait for the one load under way, not scan beside it', async () => {
+    // Ten new keywords at once right after a start: one load, every search answered from it.
+    const keywords = ['item 1', 'item 2', 'acme', 'item 33', 'nothing', 'item', 'm 4', '5', 'acm', 'item 50'];
+    const found = await Promise.all(keywords.map((keyword) => corpus.match(1, keyword, catalog.version)));
+    found.forEach((ids, k) => expect(ids).toEqual(catalog.instr(keywords[k])));
+    expect(catalog.pagesRead).toBe(1);
   });
 
   it("takes another node's step from its message, and ignores anything else on the channel", async () => {

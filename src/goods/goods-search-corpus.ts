@@ -14,6 +14,13 @@ import { PairIndex } from './search-pairs';
 const LOAD_CHUNK = 5000;
 /** A corpus is reloaded at most once per this many times its last load took (so reloading uses ≤ 20% of the time). */
 const RELOAD_SPACING = 4;
+/**
+ * A search finding no corpus at its version while one loads waits for the load this long at most, then
+ * scans. Scanning beside the load instead cost a pass over the catalog per new keyword (on SQLite one
+ * query holding the event loop, 80-100 ms at 300,000 goods), and a few clients searching right after a
+ * restart kept the load, whose pages queue behind those scans, from ever finishing (attack audit).
+ */
+const LOAD_WAIT_MS = 10_000;
 /** The one collation whose INSTR the in-memory match reproduces (MariaDB's UCA 4.0.0, primary level). */
 const FOLDED_COLLATION = 'utf8mb4_unicode_ci';
 /**
@@ -369,8 +376,10 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * The ids of the customer's goods whose searchText holds `keyword` (normalized, non-empty), newest
-   * first, if the customer's corpus is at `version` or later; otherwise undefined (the caller scans) and
-   * the corpus is (re)loaded in the background.
+   * first, if the customer's corpus is at `version` or later. Otherwise the corpus is (re)loaded in the
+   * background and the search waits for the load (LOAD_WAIT_MS at most); undefined (the caller scans)
+   * when no load runs (one ended lately: see RELOAD_SPACING), it does not end in time, or it installs no
+   * corpus at that version.
    */
   async match(customerId: number, keyword: string, version: number): Promise<number[] | undefined> {
     const found = await this.matchInMemory(customerId, keyword, version);
@@ -378,7 +387,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     return found;
   }
 
-  private async matchInMemory(customerId: number, keyword: string, version: number): Promise<number[] | undefined> {
+  private async matchInMemory(customerId: number, keyword: string, version: number, waited = false): Promise<number[] | undefined> {
     // A keyword with the separator or a lone surrogate (which the database would read as U+FFFD) is scanned.
     if (this.config.limits.searchMemoryBytes === 0 || keyword.includes(SEPARATOR) || !keyword.isWellFormed()) return undefined;
     let corpus = this.corpora.get(customerId);
@@ -391,7 +400,9 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     // what the request saw, as a scan started now would be too.
     if (!corpus || corpus.version < version) {
       this.refresh(customerId, version);
-      return undefined;
+      const loading = this.states.get(customerId)?.loading;
+      if (!loading || waited || !(await settlesWithin(loading, LOAD_WAIT_MS))) return undefined;
+      return this.matchInMemory(customerId, keyword, version, true);
     }
     // Most recently searched last: the map's order is the eviction order.
     this.corpora.delete(customerId);
@@ -939,5 +950,16 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     this.used -= corpus.bytes;
     this.metrics.searchCorpusGoods.dec(corpus.ids.length);
     this.metrics.searchCorpusBytes.dec(corpus.bytes);
+  }
+}
+
+/** Whether `work` settles within `ms` (it is not stopped otherwise). */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -6,7 +6,11 @@ import { idTooLarge, IntQuery, sent } from '../../common/validation/decorators';
 import { GoodsLimits } from '../goods.limits';
 
 export class ListGoodsQuery {
-  @ApiPropertyOptional({ description: 'Matches name, brand or sku containing it, case-insensitively', example: '워치', maxLength: GoodsLimits.keyword })
+  @ApiPropertyOptional({
+    description: 'Matches name, brand or sku containing it, case-insensitively; white space at its ends is ignored (white space only is the same as none)',
+    example: '워치',
+    maxLength: GoodsLimits.keyword,
+  })
   @IsOptional()
   @MaxLength(GoodsLimits.keyword, { message: `searchKeyword must be at most ${GoodsLimits.keyword} characters` })
   // Listed last, so checked first: a repeated parameter (an array) is named as such, not measured.
