@@ -636,6 +636,12 @@ describeEngines('goods API', __filename, (ctx) => {
       expect(res.body.totalCount).toBe(3);
     });
 
+    it('ignores white space at the ends of the keyword; white space only is the same as no keyword', async () => {
+      expect(skus(await api(c).list({ searchKeyword: '  sw-1 ' }).expect(200))).toEqual(['SW-1']);
+      const all = (await api(c).list({}).expect(200)).body;
+      expect((await api(c).list({ searchKeyword: '   ' }).expect(200)).body).toEqual(all);
+    });
+
     it('no match → results [] and totalCount 0', async () => {
       const res = await api(c).list({ searchKeyword: 'zzz-no-such-thing' }).expect(200);
       expect(res.body).toEqual({ results: [], totalCount: 0, _s: 0 });
