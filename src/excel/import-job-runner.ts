@@ -17,7 +17,7 @@ import { BatchElement, ParsedElement } from '../sync/element-parser';
 import { GoodsBatchWriter } from '../sync/goods-batch-writer';
 import { ImportJobResult } from './entities/import-job-result.entity';
 import { ImportJob } from './entities/import-job.entity';
-import { GoodsSheetRow, SheetFile, SheetLimits } from './goods-sheet.parser';
+import { SheetFile, SheetLimits } from './goods-sheet.parser';
 import { JobSheet, readJobSheet } from './sheet-reader';
 import { WebhookEvents } from '../webhooks/webhook-events';
 import { ImportJobQueue, QueueVerdict } from './import-job-queue';
@@ -63,7 +63,7 @@ export function storedResult(result: UploadGoodsRowResult): string {
   return JSON.stringify(cut);
 }
 
-/** A chunk of sheet rows as sync elements, with their validation under way. */
+/** A chunk of sheet rows as sync elements, validated by the sheet reader. */
 interface ValidatedChunk {
   lastRow: number;
   elements: BatchElement[];
@@ -394,23 +394,16 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
           job.rowsTotal = sheet.dataRows;
         }
         this.progress(job, true);
-        // Chunks are validated one ahead: the worker validates the next chunk while this one is written.
-        // (The sheet hands over only the rows after job.lastRow: those before were applied before a restart.)
-        const apply = async (chunk: ValidatedChunk) => {
-          if (lost) throw new LeaseLost();
-          await this.applyChunk(job, tenant, chunk);
-        };
-        let ready: ValidatedChunk | undefined;
+        // The sheet reader's worker reads and validates the next rows while this chunk is written. (It
+        // hands over only the rows after job.lastRow: those before were applied before a restart.)
         for await (const rows of chunksOf(sheet.rows, this.config.importJobs.chunkRows)) {
-          const next = this.validated(rows);
-          if (ready) await apply(ready);
-          ready = next;
+          if (lost) throw new LeaseLost();
+          await this.applyChunk(job, tenant, this.validated(rows));
           if (this.stopped) {
             await this.release(job);
             return;
           }
         }
-        if (ready) await apply(ready);
         // A total counted quickly (the rows holding values) becomes the exact number of data rows.
         const dataRows = sheet.finalDataRows;
         if (dataRows !== undefined && dataRows !== job.rowsTotal) {
@@ -442,12 +435,13 @@ export class ImportJobRunner implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
-  /** A chunk's elements, sent to the validator now. */
-  private validated(rows: GoodsSheetRow[]): ValidatedChunk {
-    const elements = rows.map((r) => ({ row: r.row, data: r.values, refusal: r.refusal }));
-    const parsed = this.writer.validate(elements);
-    parsed.catch(() => undefined); // awaited by applyChunk; not unhandled if the job stops first
-    return { lastRow: rows[rows.length - 1].row, elements, parsed };
+  /**
+   * A chunk of rows the sheet reader validated: as elements for the batch writer, each row's echo (its
+   * values as sent; cut for a FAIL row) standing for its data.
+   */
+  private validated(rows: ParsedElement[]): ValidatedChunk {
+    const elements = rows.map((r) => ({ row: r.row, data: r.echo }));
+    return { lastRow: rows[rows.length - 1].row, elements, parsed: Promise.resolve(rows) };
   }
 
   /** One chunk of rows applied, with the job's progress and the rows' results in the same transaction. */

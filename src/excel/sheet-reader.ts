@@ -1,6 +1,7 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { GoodsSheetRow, SheetFile, SheetLimits } from './goods-sheet.parser';
+import type { ParsedElement } from '../sync/element-parser';
+import type { SheetFile, SheetLimits } from './goods-sheet.parser';
 import { SheetError, SheetRefusal } from './sheet-error';
 import type { XlsxRowCount } from './xlsx-row-count';
 
@@ -26,7 +27,7 @@ export interface SheetWorkerInput {
 
 export type SheetWorkerMessage =
   | { kind: 'survey'; dataRows: number; exact: boolean }
-  | { kind: 'rows'; rows: GoodsSheetRow[] }
+  | { kind: 'rows'; rows: ParsedElement[] }
   | { kind: 'end'; dataRows: number }
   | { kind: 'count'; count: XlsxRowCount | null }
   | { kind: 'refused'; refusal: SheetRefusal; message: string; tooManyRows: boolean }
@@ -40,8 +41,8 @@ export interface JobSheet {
    */
   dataRows: number;
   exact: boolean;
-  /** The data rows after `after`, in sheet order. */
-  rows: AsyncGenerator<GoodsSheetRow>;
+  /** The data rows after `after`, in sheet order, each validated as a sync element (parseElement). */
+  rows: AsyncGenerator<ParsedElement>;
   /** The exact count of data rows once `rows` has ended. */
   readonly finalDataRows?: number;
   /** Stops the worker (whether the rows were all taken or not). */
@@ -51,9 +52,10 @@ export interface JobSheet {
 /**
  * Reads an import job's stored upload on a worker thread (sheet-worker.ts): first the whole file is
  * surveyed (type, header, limits, row count; a refusal is a SheetError here, before any row is handed
- * out, so a refused file writes nothing), then the rows stream over in batches, a few batches ahead of
- * the job. Reading the file thus runs on another core while the main thread writes the previous rows,
- * and its memory is bounded by the worker's heap limits.
+ * out, so a refused file writes nothing), then the rows stream over in batches, validated as sync
+ * elements, a few batches ahead of the job. Reading and validating the file thus run on another core
+ * while the main thread writes the previous rows, only what the rows become crosses to the main thread,
+ * and the worker's memory is bounded by its heap limits.
  */
 export async function readJobSheet(file: SheetFile, limits: SheetLimits, after: number, counted?: XlsxRowCount): Promise<JobSheet> {
   const { worker, next, stop } = startWorker({ mode: 'job', file, limits, after, batchRows: BATCH_ROWS, counted });
@@ -76,7 +78,7 @@ export async function readJobSheet(file: SheetFile, limits: SheetLimits, after: 
     rows: rows(),
     close: stop,
   };
-  async function* rows(): AsyncGenerator<GoodsSheetRow> {
+  async function* rows(): AsyncGenerator<ParsedElement> {
     try {
       for (;;) {
         const message = await next();

@@ -1,12 +1,15 @@
 /**
  * The sheet reading worker (a worker thread started by sheet-reader.ts): reads a stored upload on another
- * core than the main thread. For an import job: a survey (see surveyJobSheet), then the rows, handed over
- * in batches as the job asks for them. For an upload: only the row count.
+ * core than the main thread. For an import job: a survey (see surveyJobSheet), then the rows, validated
+ * here as sync elements and handed over in batches as the job asks for them. For an upload: only the row
+ * count.
  */
+import 'reflect-metadata';
 import { parentPort, workerData } from 'node:worker_threads';
 import { cloneSize } from '../common/util/clone-size';
 import { lowerThreadPriority } from '../common/util/thread-priority';
-import { detectFileFormat, GoodsSheetRow, SheetSurvey, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
+import type { ParsedElement } from '../sync/element-parser';
+import { detectFileFormat, SheetSurvey, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
 import { ReadGuard } from './read-guard';
 import { SheetError } from './sheet-error';
 import type { SheetWorkerInput, SheetWorkerMessage } from './sheet-reader';
@@ -15,7 +18,7 @@ import { countXlsxRows, XlsxRowCount } from './xlsx-row-count';
 // Requests and live viewers on the main thread come first when the cores are busy.
 lowerThreadPriority();
 
-/** Most row data (cloneSize) per batch, whatever its number of rows: the main thread reads each message in one go. */
+/** Most element data (cloneSize) per batch, whatever its number of rows: the main thread reads each message in one go. */
 const BATCH_BYTES = 256 * 1024;
 
 const input = workerData as SheetWorkerInput;
@@ -71,14 +74,20 @@ async function surveyJobSheet(): Promise<{ survey: SheetSurvey; counted: boolean
 async function job(): Promise<void> {
   const { survey, counted } = await surveyJobSheet();
   post({ kind: 'survey', dataRows: survey.dataRows, exact: !counted });
-  let batch: GoodsSheetRow[] = [];
+  // Loaded only for a job (class-validator and the DTOs take about half a second to load); a count does without.
+  const { parseElement } = await import('../sync/element-parser');
+  let batch: ParsedElement[] = [];
   let batchBytes = 0;
   let dataRows = 0;
   for await (const row of streamGoodsSheet(input.file, survey, input.limits)) {
     dataRows += 1;
     if (row.row <= input.after) continue; // applied before a restart
-    batch.push(row);
-    batchBytes += cloneSize(row.values);
+    // Validated here, so that only what a row becomes crosses to the main thread: its write, or its FAIL
+    // row whose echo shows over-long texts cut (a row of two 32,000-character cells is a few hundred
+    // characters then, where the cells themselves went through the main thread to the validation worker).
+    const parsed = parseElement({ row: row.row, data: row.values, refusal: row.refusal });
+    batch.push(parsed);
+    batchBytes += cloneSize(parsed);
     // A batch is also cut at BATCH_BYTES: the main thread reads each message in one go.
     if (batch.length < input.batchRows && batchBytes < BATCH_BYTES) continue;
     await credit();

@@ -5,6 +5,7 @@ import { csv, MINIMAL_PARTS, rowXml, xlsx, zip } from '../../test/support/sheet-
 import { GoodsSheetRow, parseGoodsSheet, SheetLimits, streamGoodsSheet, surveyGoodsSheet } from './goods-sheet.parser';
 import { csvCell } from './import-jobs.service';
 import { SheetError } from './sheet-error';
+import type { ParsedElement } from '../sync/element-parser';
 import { countSheetRows, readJobSheet } from './sheet-reader';
 
 /** Import jobs read their stored upload in two passes (survey, then stream): the rows must be those of the in-memory parser. */
@@ -102,7 +103,7 @@ describe('an import job reading its stored file', () => {
 
     const read = async (given?: typeof counted) => {
       const sheet = await readJobSheet({ path, filename: 'job.xlsx' }, LIMITS, 0, given ?? undefined);
-      const rows: GoodsSheetRow[] = [];
+      const rows: ParsedElement[] = [];
       for await (const row of sheet.rows) rows.push(row);
       return { dataRows: sheet.dataRows, exact: sheet.exact, finalDataRows: sheet.finalDataRows, rows: rows.map((r) => r.row) };
     };
@@ -114,6 +115,30 @@ describe('an import job reading its stored file', () => {
     expect(await read({ valueRows: 7, rows: 9, hasLinks: true })).toMatchObject({ dataRows: 2, exact: true });
     expect(await read({ valueRows: 7, rows: LIMITS.maxRows + 1, hasLinks: false })).toMatchObject({ dataRows: 2, exact: true });
   }, 120_000); // small files, but read on worker threads: a heavily loaded machine may take long to start them
+
+  it('hands its rows over validated as sync elements: a write, or a FAIL row whose over-long text is shown cut', async () => {
+    const long = 'N'.repeat(30_000);
+    const path = store(
+      'validated.csv',
+      csv([
+        ['sku', 'name', 'originalPrice'],
+        ['V-1', 'Valid one', '1200'],
+        ['V-2', long, '10'],
+        ['V-3', 'Bad price', 'abc'],
+      ]),
+    );
+    const sheet = await readJobSheet({ path, filename: 'validated.csv' }, LIMITS, 0);
+    const rows: ParsedElement[] = [];
+    for await (const row of sheet.rows) rows.push(row);
+    expect(rows.map((r) => r.row)).toEqual([2, 3, 4]);
+    expect(rows[0].error).toBeUndefined();
+    expect(rows[0].write).toMatchObject({ sku: 'V-1', name: 'Valid one', originalPrice: 1200 });
+    expect(rows[1].write).toBeUndefined();
+    expect(rows[1].echo).toMatchObject({ sku: 'V-2', name: `${'N'.repeat(256)}…` });
+    expect(rows[1].error).toMatch(/name is shown cut to its first 256 of 30,000 characters/);
+    expect(rows[2].write).toBeUndefined();
+    expect(rows[2].error).toMatch(/originalPrice/);
+  }, 120_000);
 });
 
 describe('csvCell (failures CSV)', () => {
