@@ -56,8 +56,8 @@ describeEngines(
       const reused = new Promise<void>((resolve) => (prepared = resolve));
       let proceed!: () => void;
       const gate = new Promise<void>((resolve) => (proceed = resolve));
-      const spy = jest.spyOn(media, 'prepare').mockImplementationOnce(async (url: string) => {
-        const result = await prepare(url);
+      const spy = jest.spyOn(media, 'prepare').mockImplementationOnce(async (customerId: number, url: string) => {
+        const result = await prepare(customerId, url);
         prepared();
         await gate;
         return result;

@@ -71,6 +71,8 @@ export interface MediaConfig {
   maxSide: number;
   fetchTimeoutMs: number;
   fetchConcurrency: number;
+  /** Images fetched and processed at once by this process (all requests together; one customer at most fetchConcurrency). */
+  nodeConcurrency: number;
   /** Images decoded at once by this process (all requests together). */
   processConcurrency: number;
   /** Deadline of one image's wait for a turn and its decoding together. */
@@ -248,6 +250,7 @@ export class AppConfig {
         maxSide: env.MEDIA_MAX_SIDE,
         fetchTimeoutMs: env.MEDIA_FETCH_TIMEOUT_MS,
         fetchConcurrency: env.MEDIA_FETCH_CONCURRENCY,
+        nodeConcurrency: env.MEDIA_NODE_CONCURRENCY,
         processConcurrency: env.MEDIA_PROCESS_CONCURRENCY,
         processTimeoutMs: env.MEDIA_PROCESS_TIMEOUT_MS,
         releaseDelayMs: env.MEDIA_RELEASE_DELAY_MS,

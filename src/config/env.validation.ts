@@ -285,6 +285,16 @@ export class EnvironmentVariables {
   MEDIA_FETCH_CONCURRENCY = 4;
 
   /**
+   * Images fetched and processed at once by this process, all requests together (one customer holds at
+   * most MEDIA_FETCH_CONCURRENCY of them); the others wait their turn, fairly between customers.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  MEDIA_NODE_CONCURRENCY = 8;
+
+  /**
    * Images decoded at once by this process, all requests together (each decode holds a thread of libuv's
    * pool, which file reads, DNS and compression share): must stay below UV_THREADPOOL_SIZE (4 by default).
    */

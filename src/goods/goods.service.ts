@@ -143,7 +143,7 @@ export class GoodsService {
     await this.assertKeysFree(this.transactions.manager, tenant, goods);
     // The image is fetched before the transaction (no network I/O inside one): a new item's image
     // depends on nothing the transaction could find changed.
-    const fetched = goods.mediaUrl ? await this.media.tryPrepare(goods.mediaUrl) : null;
+    const fetched = goods.mediaUrl ? await this.media.tryPrepare(tenant.id, goods.mediaUrl) : null;
     const saved = await this.writeGuarded(tenant, goods, fetched, async (em) => {
       await lockCatalog(em, tenant.id);
       await this.assertKeysFree(em, tenant, goods);
@@ -196,7 +196,7 @@ export class GoodsService {
     // A body without mediaUrl leaves the image alone (unless refreshMedia asks for a new fetch).
     const plan: MediaPlan =
       write.mediaUrl === undefined && !options.refreshMedia ? { action: 'keep' } : planMedia(finalUrl, stored?.originalUrl ?? null, !!options.refreshMedia);
-    const fetched = plan.action === 'fetch' ? await this.media.tryPrepare(plan.url) : null;
+    const fetched = plan.action === 'fetch' ? await this.media.tryPrepare(tenant.id, plan.url) : null;
 
     const saved = await this.writeGuarded(tenant, null, fetched, async (em) => {
       await lockCatalog(em, tenant.id);

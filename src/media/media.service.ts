@@ -5,6 +5,7 @@ import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { hydrateRows } from '../database/bulk-sql';
 import { EntityManager, In } from 'typeorm';
 import { mapWithConcurrency } from '../common/util/concurrency';
+import { WorkGate, WorkGateError } from '../common/util/work-gate';
 import { redactCredentials } from '../common/util/redact';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
@@ -32,6 +33,9 @@ export type MediaOutcome = { ok: true; media: PreparedMedia } | { ok: false; err
 type FileSet = Pick<Media, 'checksum' | 'fileKey' | 'thumbnails'>;
 
 const CHUNK = 400;
+
+/** Images that may wait for a turn to be fetched (MEDIA_NODE_CONCURRENCY) on a node; past it one is saved without image. */
+const MAX_WAITING_IMAGES = 1024;
 
 /** Most checksums waiting for their delayed release on a node; past it, files are left to the orphan sweep. */
 export const MAX_PENDING_RELEASES = 100_000;
@@ -62,6 +66,13 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
   /** Released files by checksum, with when they may go (MEDIA_RELEASE_DELAY_MS after their last release). */
   private readonly pending = new Map<string, { keys: Set<string>; due: number }>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  /**
+   * Images fetched and processed at once by this node (MEDIA_NODE_CONCURRENCY, one customer at most
+   * MEDIA_FETCH_CONCURRENCY), whatever the requests: many sync calls or registers at once each fetching
+   * images of megabytes held the event loop for 300-700 ms at a time (the downloads' buffers, their
+   * hashing and garbage collection), and the bytes waiting for a decode were not bounded.
+   */
+  private readonly gate: WorkGate;
 
   constructor(
     private readonly db: Transactions,
@@ -70,10 +81,30 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
     private readonly storage: MediaStorage,
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.gate = new WorkGate(config.media.nodeConcurrency, MAX_WAITING_IMAGES, config.media.fetchConcurrency);
+    metrics.countGate('image-fetch', () => ({ active: this.gate.active, queued: this.gate.queued, limit: this.gate.limit }));
+  }
+
+  /**
+   * Fetches, checks and stores one image of the customer's, in a turn of the node's gate: one waits for
+   * its turn at most MEDIA_FETCH_TIMEOUT_MS (then it is a MediaError, the item saved without image); the
+   * fetch and the decoding then have their own deadlines.
+   */
+  async prepare(customerId: number, url: string): Promise<PreparedMedia> {
+    const waitMs = this.config.media.fetchTimeoutMs;
+    try {
+      return await this.gate.run(Infinity, () => this.prepareNow(url), customerId, Date.now() + waitMs);
+    } catch (err) {
+      if (!(err instanceof WorkGateError)) throw err;
+      this.metrics.workRefusals.inc({ work: 'image-fetch', reason: err.reason });
+      if (err.reason === 'full') throw new MediaError('too many images are waiting to be fetched on this server; try again later');
+      throw new MediaError(`no turn to fetch the image within ${waitMs} ms (the server is busy); try again later`);
+    }
+  }
 
   /** Fetches, checks and stores one image. Identical bytes already stored are reused, not processed again. */
-  async prepare(url: string): Promise<PreparedMedia> {
+  private async prepareNow(url: string): Promise<PreparedMedia> {
     let fetched: Awaited<ReturnType<ImageFetcher['fetch']>>;
     try {
       fetched = await this.fetcher.fetch(url);
@@ -135,9 +166,9 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** prepare() that reports failure instead of throwing (the goods data is saved either way). */
-  async tryPrepare(url: string): Promise<MediaOutcome> {
+  async tryPrepare(customerId: number, url: string): Promise<MediaOutcome> {
     try {
-      return { ok: true, media: await this.prepare(url) };
+      return { ok: true, media: await this.prepare(customerId, url) };
     } catch (err) {
       const error = err instanceof MediaError ? err.message : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
       // The URL (and a redirect location in the message) may carry user:password@: never logged.
@@ -148,9 +179,9 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Each distinct URL once, MEDIA_FETCH_CONCURRENCY at a time. */
-  async prepareAll(urls: Iterable<string>): Promise<Map<string, MediaOutcome>> {
+  async prepareAll(customerId: number, urls: Iterable<string>): Promise<Map<string, MediaOutcome>> {
     const distinct = [...new Set(urls)];
-    const outcomes = await mapWithConcurrency(distinct, this.config.media.fetchConcurrency, (url) => this.tryPrepare(url));
+    const outcomes = await mapWithConcurrency(distinct, this.config.media.fetchConcurrency, (url) => this.tryPrepare(customerId, url));
     return new Map(distinct.map((url, i) => [url, outcomes[i]]));
   }
 

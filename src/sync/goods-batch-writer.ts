@@ -225,7 +225,7 @@ export class GoodsBatchWriter {
     if (setsImages) {
       parsed ??= await this.validator.parse(elements, slicer);
       const preview = await this.plan(this.transactions.manager, tenant, parsed, slicer);
-      fetched = await this.media.prepareAll(this.urlsToFetch(preview.items, refresh));
+      fetched = await this.media.prepareAll(tenant.id, this.urlsToFetch(preview.items, refresh));
     }
     try {
       let races = 0;
@@ -297,7 +297,7 @@ export class GoodsBatchWriter {
         } catch (err) {
           if (err instanceof ImagesMissing) {
             this.logger.debug(`sync for customer ${tenant.id}: the catalog changed; fetching ${err.urls.length} more image(s)`);
-            for (const [url, outcome] of await this.media.prepareAll(err.urls)) fetched.set(url, outcome);
+            for (const [url, outcome] of await this.media.prepareAll(tenant.id, err.urls)) fetched.set(url, outcome);
             round += 1;
             continue;
           }

@@ -151,4 +151,54 @@ describe('WorkGate', () => {
     await Promise.all(answers);
     expect(started).toEqual(['a1', 'a2', 'b1', 'a3', 'a4']);
   });
+
+  it('never gives one owner more than maxPerOwner turns, even with turns free; another owner takes them', async () => {
+    const gate = new WorkGate(4, 10, 2);
+    const started: string[] = [];
+    const tasks = new Map<string, { resolve: (value: string) => void }>();
+    const run = (owner: string, name: string) => {
+      const task = deferred();
+      tasks.set(name, task);
+      return gate.run(
+        FAR(),
+        () => {
+          started.push(name);
+          return task.promise;
+        },
+        owner,
+      );
+    };
+    const answers = [run('a', 'a1'), run('a', 'a2'), run('a', 'a3'), run('b', 'b1'), run('a', 'a4')];
+    await tick();
+    expect(started).toEqual(['a1', 'a2', 'b1']);
+    expect(gate.active).toBe(3);
+    expect(gate.queued).toBe(2);
+    tasks.get('b1')?.resolve('done');
+    await tick();
+    expect(started).toEqual(['a1', 'a2', 'b1']);
+    tasks.get('a1')?.resolve('done');
+    await tick();
+    expect(started).toEqual(['a1', 'a2', 'b1', 'a3']);
+    for (const name of ['a2', 'a3', 'a4']) {
+      tasks.get(name)?.resolve('done');
+      await tick();
+    }
+    await Promise.all(answers);
+    expect(started).toEqual(['a1', 'a2', 'b1', 'a3', 'a4']);
+  });
+
+  it('drops a task still waiting at its waitUntil; a task that got its turn runs on until its own deadline', async () => {
+    const gate = new WorkGate(1, 10);
+    const first = deferred();
+    const running = gate.run(Infinity, () => first.promise, undefined, Date.now() + 20);
+    const waiting = gate.run(Infinity, () => Promise.resolve('never'), undefined, Date.now() + 20);
+    expect((await refusal(waiting)).reason).toBe('waited');
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    // Past its waitUntil, the running task is not answered: its deadline is Infinity.
+    first.resolve('done');
+    expect(await running).toBe('done');
+    await tick();
+    expect(gate.active).toBe(0);
+    expect(gate.queued).toBe(0);
+  });
 });

@@ -18,10 +18,12 @@ interface Waiter {
  * At most `limit` tasks run at once in this process; at most `maxWaiting` more wait for a turn, in
  * order. Every task has a deadline: a task still waiting then is dropped, and a task still running is
  * answered with a `WorkGateError` at once, but keeps its turn until its work has really ended (what it
- * holds, such as a thread of the libuv pool, is only free then).
+ * holds, such as a thread of the libuv pool, is only free then). A task may also be given an earlier
+ * deadline for its wait alone.
  *
  * A task may name its owner (a customer): a free turn goes to the first waiting task of the owner with
- * the fewest tasks running, so one owner's many tasks take every turn only while nobody else waits.
+ * the fewest tasks running, so one owner's many tasks take every turn only while nobody else waits; and
+ * with `maxPerOwner`, never more than that many turns, even when others are free.
  */
 export class WorkGate {
   private running = 0;
@@ -32,6 +34,7 @@ export class WorkGate {
   constructor(
     readonly limit: number,
     readonly maxWaiting: number,
+    readonly maxPerOwner = Infinity,
   ) {}
 
   /** Tasks running now (answered or not). */
@@ -44,32 +47,42 @@ export class WorkGate {
     return this.waiting.length;
   }
 
-  /** Runs `work` in a turn; `work` gets the time left before `deadline` (epoch ms). */
-  run<T>(deadline: number, work: (remainingMs: number) => Promise<T>, owner?: unknown): Promise<T> {
+  /**
+   * Runs `work` in a turn; `work` gets the time left before `deadline` (epoch ms). A task still waiting
+   * at `waitUntil` (the deadline unless earlier) is dropped; the deadline may then be Infinity.
+   */
+  run<T>(deadline: number, work: (remainingMs: number) => Promise<T>, owner?: unknown, waitUntil = deadline): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let answered = false;
       let waiter: Waiter | undefined;
+      let timer: NodeJS.Timeout | undefined;
       const answer = (fn: () => void) => {
         if (answered) return;
         answered = true;
         clearTimeout(timer);
         fn();
       };
-      const timer = setTimeout(
-        () => {
-          if (waiter) {
-            const at = this.waiting.indexOf(waiter);
-            if (at >= 0) this.waiting.splice(at, 1);
-            answer(() => reject(new WorkGateError('waited', 'no turn before the deadline')));
-          } else {
-            answer(() => reject(new WorkGateError('ran', 'not finished before the deadline')));
-          }
-        },
-        Math.max(0, deadline - Date.now()),
-      );
-      timer.unref?.();
+      const arm = (at: number) => {
+        clearTimeout(timer);
+        if (at === Infinity) return;
+        timer = setTimeout(
+          () => {
+            if (waiter) {
+              const index = this.waiting.indexOf(waiter);
+              if (index >= 0) this.waiting.splice(index, 1);
+              answer(() => reject(new WorkGateError('waited', 'no turn before the deadline')));
+            } else {
+              answer(() => reject(new WorkGateError('ran', 'not finished before the deadline')));
+            }
+          },
+          Math.max(0, at - Date.now()),
+        );
+        timer.unref?.();
+      };
+      arm(Math.min(waitUntil, deadline));
       const start = () => {
         waiter = undefined;
+        if (waitUntil < deadline) arm(deadline);
         this.running += 1;
         this.runningBy.set(owner, (this.runningBy.get(owner) ?? 0) + 1);
         // Called at once; a work that throws instead of rejecting rejects this promise all the same.
@@ -86,24 +99,27 @@ export class WorkGate {
             this.next();
           });
       };
-      if (this.running < this.limit && this.waiting.length === 0) return start();
-      if (this.waiting.length >= this.maxWaiting) {
-        return answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
-      }
       waiter = { start, owner };
       this.waiting.push(waiter);
+      this.next();
+      if (waiter && this.waiting.length > this.maxWaiting) {
+        this.waiting.pop();
+        answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
+      }
     });
   }
 
   private next(): void {
     while (this.running < this.limit && this.waiting.length > 0) {
-      // The first waiter of the owner with the fewest tasks running (in order of arrival among equals).
-      let pick = 0;
-      let fewest = Infinity;
+      // The first waiter of the owner with the fewest tasks running (in order of arrival among equals),
+      // of the owners below maxPerOwner.
+      let pick = -1;
+      let fewest = this.maxPerOwner;
       for (let i = 0; i < this.waiting.length && fewest > 0; i++) {
         const running = this.runningBy.get(this.waiting[i].owner) ?? 0;
         if (running < fewest) [pick, fewest] = [i, running];
       }
+      if (pick < 0) return;
       this.waiting.splice(pick, 1)[0].start();
     }
   }
