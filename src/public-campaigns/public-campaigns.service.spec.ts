@@ -11,7 +11,7 @@ import type { RateLimiter } from '../rate-limit/rate-limiter';
 import etag from 'etag';
 import { TimeSlicer } from '../common/util/time-slicer';
 import { PublicAnswerCache, SerializedAnswer, withCounts } from './public-answer-cache';
-import { PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING, PublicCampaignsService } from './public-campaigns.service';
+import { PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING, PUBLIC_BUILDS_WAITING_PER_CUSTOMER, PublicCampaignsService } from './public-campaigns.service';
 
 /**
  * The build gate of public answers with goods: anyone may ask for them with ever new query values or
@@ -19,13 +19,18 @@ import { PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING, PublicCampaignsService } 
  * PUBLIC_BUILDS_WAITING more wait; past that a request is 503, not one more build in memory.
  */
 describe('PublicCampaignsService: the build gate', () => {
-  it(`builds ${PUBLIC_BUILDS_AT_ONCE} at once, lets ${PUBLIC_BUILDS_WAITING} wait, and answers 503 past that`, async () => {
+  /** A service whose campaign reads wait until the test lets them go; access key `akN` is customer N. */
+  function gatedService() {
     const reads: Array<() => void> = [];
-    // Each campaign read waits until the test lets it go.
-    const getOne = jest.fn(() => new Promise<null>((resolve) => reads.push(() => resolve(null))));
-    const qb = { where: () => qb, andWhere: () => qb, setLock: () => qb, getOne };
+    const started: string[] = [];
+    let asked = '';
+    const getOne = jest.fn(() => {
+      started.push(asked);
+      return new Promise<null>((resolve) => reads.push(() => resolve(null)));
+    });
+    const qb = { where: () => qb, andWhere: (_sql: string, params: { campaignKey: string }) => ((asked = params.campaignKey), qb), setLock: () => qb, getOne };
     const db = { manager: { createQueryBuilder: () => qb } } as unknown as Transactions;
-    const customers = { findByAccessKey: () => Promise.resolve({ id: 1, currency: 'KRW' }) } as unknown as CustomersService;
+    const customers = { findByAccessKey: (ak: string) => Promise.resolve({ id: Number(ak.slice(2)), currency: 'KRW' }) } as unknown as CustomersService;
     const refusals: unknown[] = [];
     const metrics = { countGate: jest.fn(), workRefusals: { inc: (labels: unknown) => refusals.push(labels) } } as unknown as Metrics;
     const cache = new PublicAnswerCache(new CampaignChanges(), new GoodsChangeHooks());
@@ -38,30 +43,64 @@ describe('PublicCampaignsService: the build gate', () => {
       metrics,
       { hit: () => Promise.resolve({ allowed: true, retryAfterSeconds: 0 }) } as unknown as RateLimiter,
     );
+    const refusalOf = (answer: Promise<unknown>) =>
+      answer.then(
+        () => undefined,
+        (err: unknown) => err as ApiException,
+      );
+    const releaseAll = async () => {
+      while (reads.length) {
+        (reads.shift() as () => void)();
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    return { service, reads, started, getOne, refusals, refusalOf, releaseAll };
+  }
+  const turn = () => new Promise((r) => setImmediate(r));
 
-    // Every key a new one (no two requests share a build).
-    const asked = Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING }, (_, i) => service.answerOne('ak', `key${i}`, 'http://h', '127.0.0.1'));
-    await new Promise((r) => setImmediate(r));
+  it(`builds ${PUBLIC_BUILDS_AT_ONCE} at once, lets ${PUBLIC_BUILDS_WAITING} wait, and answers 503 past that`, async () => {
+    const { service, getOne, refusals, refusalOf, releaseAll } = gatedService();
+    // Every key a new one (no two requests share a build), the waiting ones of two customers.
+    const asked = [
+      ...Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
+        service.answerOne('ak1', `key${i}`, 'http://h', '127.0.0.1'),
+      ),
+      ...Array.from({ length: PUBLIC_BUILDS_WAITING - PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
+        service.answerOne('ak2', `other${i}`, 'http://h', '127.0.0.1'),
+      ),
+    ];
+    await turn();
     expect(getOne).toHaveBeenCalledTimes(PUBLIC_BUILDS_AT_ONCE);
-    const refused = await service.answerOne('ak', 'one-too-many', 'http://h', '127.0.0.1').then(
-      () => undefined,
-      (err: unknown) => err,
-    );
+    const refused = await refusalOf(service.answerOne('ak3', 'one-too-many', 'http://h', '127.0.0.1'));
     expect(refused).toBeInstanceOf(ApiException);
-    expect({ code: (refused as ApiException).code, headers: (refused as ApiException).headers }).toEqual({
-      code: ErrorCode.Unavailable,
-      headers: { 'Retry-After': '2' },
-    });
+    expect({ code: refused?.code, headers: refused?.headers }).toEqual({ code: ErrorCode.Unavailable, headers: { 'Retry-After': '2' } });
     expect(refusals).toEqual([{ work: 'public-answer', reason: 'full' }]);
     // The waiting ones are built as turns free up, and all answered.
-    while (reads.length) {
-      (reads.shift() as () => void)();
-      await new Promise((r) => setImmediate(r));
-    }
+    await releaseAll();
     const answers = await Promise.all(asked);
     expect(answers).toHaveLength(PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING);
     expect(JSON.parse(answers[5].json)).toEqual({ campaignKey: 'key5', campaignStatus: 'NOT_EXIST' });
     expect(getOne).toHaveBeenCalledTimes(PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING);
+  });
+
+  it(`lets one customer's pages take ${PUBLIC_BUILDS_WAITING_PER_CUSTOMER} places in the line at most, and gives a free turn to another customer first`, async () => {
+    const { service, started, refusalOf, releaseAll, reads } = gatedService();
+    const flood = Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
+      service.answerOne('ak1', `flood${i}`, 'http://h', '10.0.0.1'),
+    );
+    await turn();
+    const refused = await refusalOf(service.answerOne('ak1', 'flood-more', 'http://h', '10.0.0.1'));
+    expect(refused?.code).toBe(ErrorCode.Unavailable);
+    // Another customer's answer still finds room, and takes the first turn that frees up.
+    const other = service.answerOne('ak2', 'mine', 'http://h', '10.0.0.2');
+    await turn();
+    (reads.shift() as () => void)();
+    await turn();
+    await turn();
+    expect(started.slice(PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_AT_ONCE + 1)).toEqual(['mine']);
+    await releaseAll();
+    expect(JSON.parse((await other).json)).toEqual({ campaignKey: 'mine', campaignStatus: 'NOT_EXIST' });
+    await Promise.all(flood);
   });
 
   it('an answer written ahead as JSON is kept as the same answer JSON.stringify would give', async () => {

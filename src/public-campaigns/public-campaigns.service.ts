@@ -19,6 +19,8 @@ import { RateLimiter } from '../rate-limit/rate-limiter';
 export const PUBLIC_BUILDS_AT_ONCE = 2;
 /** Public answers with goods that may wait for a turn to be built. */
 export const PUBLIC_BUILDS_WAITING = 32;
+/** Of those, the most that may be one customer's (so that the requests of one customer's pages never fill the line). */
+export const PUBLIC_BUILDS_WAITING_PER_CUSTOMER = 16;
 /** How long a public answer with goods may wait for its turn and be built. */
 export const PUBLIC_BUILD_DEADLINE_MS = 10_000;
 
@@ -35,7 +37,7 @@ function goodsIdsOf(campaigns: Array<CampaignResponse | NotExistResponse>): numb
  */
 @Injectable()
 export class PublicCampaignsService {
-  private readonly builds = new WorkGate(PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING);
+  private readonly builds = new WorkGate(PUBLIC_BUILDS_AT_ONCE, PUBLIC_BUILDS_WAITING, Infinity, PUBLIC_BUILDS_WAITING_PER_CUSTOMER);
 
   constructor(
     private readonly db: Transactions,
@@ -72,7 +74,7 @@ export class PublicCampaignsService {
       return { body: new SerializedAnswer(pieces), campaignId: null, campaignIds, goodsIds, slicer };
     };
     // Only lists with goods are costly to build.
-    const kept = await this.cache.answer(customer.id, key, query.detail ? () => this.gated(client, build) : build);
+    const kept = await this.cache.answer(customer.id, key, query.detail ? () => this.gated(customer.id, client, build) : build);
     return this.withCounts(kept);
   }
 
@@ -80,7 +82,7 @@ export class PublicCampaignsService {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.one(accessKey, campaignKey, baseUrl), []));
     const kept = await this.cache.answer(customer.id, ['one', baseUrl, campaignKey].join('\u0000'), () =>
-      this.gated(client, async (): Promise<FreshAnswer> => {
+      this.gated(customer.id, client, async (): Promise<FreshAnswer> => {
         const campaign = await findCampaignByKey(this.db.manager, customer.id, campaignKey);
         if (!campaign) return { body: { campaignKey, campaignStatus: 'NOT_EXIST' }, campaignId: null, campaignIds: [], goodsIds: [], keep: false };
         const body = await this.detail(campaign, customer.currency, baseUrl);
@@ -94,7 +96,7 @@ export class PublicCampaignsService {
     const customer = await this.customers.findByAccessKey(accessKey);
     if (!customer) return this.withCounts(await PublicAnswerCache.kept(await this.upcoming(accessKey, baseUrl, query), []));
     const kept = await this.cache.answer(customer.id, ['upcoming', baseUrl, query.includeOnAir !== false ? 1 : 0].join('\u0000'), () =>
-      this.gated(client, async (): Promise<FreshAnswer> => {
+      this.gated(customer.id, client, async (): Promise<FreshAnswer> => {
         const body = await this.upcoming(accessKey, baseUrl, query);
         return { body, campaignId: null, campaignIds: 'campaignId' in body ? [Number(body.campaignId)] : [], goodsIds: goodsIdsOf([body]) };
       }),
@@ -110,8 +112,12 @@ export class PublicCampaignsService {
    * that, or after PUBLIC_BUILD_DEADLINE_MS, the request is 503 with Retry-After. Each build counts
    * against its client's RATE_LIMIT_PUBLIC_BUILDS first (a new query value each time would otherwise
    * keep the node building for one address: 429 past it); a kept answer costs no build and counts nothing.
+   * The gate is fair between the customers whose pages are asked for: a free turn goes to the customer
+   * with the fewest builds running, and one customer's answers take at most
+   * PUBLIC_BUILDS_WAITING_PER_CUSTOMER places in the line (a flood of new query values on one customer's
+   * pages, from a single address, had every other customer's answers wait 10 s and then 503).
    */
-  private async gated(client: string, build: () => Promise<FreshAnswer>): Promise<FreshAnswer> {
+  private async gated(customerId: number, client: string, build: () => Promise<FreshAnswer>): Promise<FreshAnswer> {
     const verdict = await this.limiter.hit('public-builds', client);
     if (!verdict.allowed) {
       throw ApiException.rateLimited(
@@ -120,7 +126,7 @@ export class PublicCampaignsService {
       );
     }
     try {
-      return await this.builds.run(Date.now() + PUBLIC_BUILD_DEADLINE_MS, build);
+      return await this.builds.run(Date.now() + PUBLIC_BUILD_DEADLINE_MS, build, customerId);
     } catch (err) {
       if (!(err instanceof WorkGateError)) throw err;
       this.metrics.workRefusals.inc({ work: 'public-answer', reason: err.reason });

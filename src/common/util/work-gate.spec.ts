@@ -201,4 +201,21 @@ describe('WorkGate', () => {
     expect(gate.active).toBe(0);
     expect(gate.queued).toBe(0);
   });
+
+  it("refuses an owner's task past maxWaitingPerOwner, and still lets another owner's wait", async () => {
+    const gate = new WorkGate(1, 10, Infinity, 2);
+    const first = deferred();
+    const answers = [
+      gate.run(FAR(), () => first.promise, 'a'),
+      gate.run(FAR(), () => Promise.resolve('a2'), 'a'),
+      gate.run(FAR(), () => Promise.resolve('a3'), 'a'),
+    ];
+    const refused = await refusal(gate.run(FAR(), () => Promise.resolve('a4'), 'a'));
+    expect(refused.reason).toBe('full');
+    expect(refused.message).toBe('2 tasks of the same owner are already waiting');
+    const b = gate.run(FAR(), () => Promise.resolve('b1'), 'b');
+    expect(gate.queued).toBe(3);
+    first.resolve('a1');
+    expect(await Promise.all([...answers, b])).toEqual(['a1', 'a2', 'a3', 'b1']);
+  });
 });

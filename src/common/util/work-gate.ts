@@ -23,7 +23,8 @@ interface Waiter {
  *
  * A task may name its owner (a customer): a free turn goes to the first waiting task of the owner with
  * the fewest tasks running, so one owner's many tasks take every turn only while nobody else waits; and
- * with `maxPerOwner`, never more than that many turns, even when others are free.
+ * with `maxPerOwner`, never more than that many turns, even when others are free. With
+ * `maxWaitingPerOwner`, one owner's tasks never fill the whole waiting line.
  */
 export class WorkGate {
   private running = 0;
@@ -35,6 +36,8 @@ export class WorkGate {
     readonly limit: number,
     readonly maxWaiting: number,
     readonly maxPerOwner = Infinity,
+    /** The most tasks of one owner that may wait: past it that owner's next is refused (`full`), others' not. */
+    readonly maxWaitingPerOwner = Infinity,
   ) {}
 
   /** Tasks running now (answered or not). */
@@ -105,6 +108,9 @@ export class WorkGate {
       if (waiter && this.waiting.length > this.maxWaiting) {
         this.waiting.pop();
         answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
+      } else if (waiter && this.maxWaitingPerOwner !== Infinity && this.waiting.filter((w) => w.owner === owner).length > this.maxWaitingPerOwner) {
+        this.waiting.pop();
+        answer(() => reject(new WorkGateError('full', `${this.maxWaitingPerOwner} tasks of the same owner are already waiting`)));
       }
     });
   }
