@@ -1,7 +1,11 @@
+import { once } from 'node:events';
 import { Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import type { Tenant } from '../auth/decorators';
+import { ApiException } from '../common/errors/api.exception';
+import { WorkGate, WorkGateError } from '../common/util/work-gate';
 import { Transactions } from '../database/transactions';
+import { Metrics } from '../metrics/metrics.service';
 import type { Goods } from '../goods/entities/goods.entity';
 import { normalizeForSearch } from '../goods/goods-keys';
 import { pageAfter } from '../goods/goods-list.queries';
@@ -11,6 +15,14 @@ import { XLSX_CONTENT_TYPE } from './goods-template';
 
 /** Goods read per query while exporting. */
 export const EXPORT_PAGE = 1000;
+/** Exports a node streams at once, all customers together; one customer's at most EXPORTS_PER_CUSTOMER. */
+export const EXPORTS_AT_ONCE = 2;
+export const EXPORTS_PER_CUSTOMER = 1;
+/** Exports that may wait for a turn, and of them one customer's at most. */
+export const EXPORTS_WAITING = 16;
+export const EXPORTS_WAITING_PER_CUSTOMER = 4;
+/** How long an export may wait for its turn before it is 503. */
+export const EXPORT_WAIT_MS = 30_000;
 
 export interface GoodsExport {
   stream: Readable;
@@ -36,9 +48,56 @@ export function exportFilename(format: ExportFormat, now: Date): string {
  */
 @Injectable()
 export class ExcelExportService {
-  constructor(private readonly transactions: Transactions) {}
+  /**
+   * Exports streamed at once: each costs a core's share for as long as its client reads (about 20 µs a
+   * row for .xlsx), so four to eight whole-catalog exports of one customer at once stalled the event loop
+   * 150-650 ms at a time for everyone. An export holds its turn until its stream has closed; a customer's
+   * second waits for its first, and one that gets no turn within EXPORT_WAIT_MS is 503 with Retry-After.
+   */
+  private readonly gate = new WorkGate(EXPORTS_AT_ONCE, EXPORTS_WAITING, EXPORTS_PER_CUSTOMER, EXPORTS_WAITING_PER_CUSTOMER);
 
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly metrics: Metrics,
+  ) {
+    metrics.countGate('export', () => ({ active: this.gate.active, queued: this.gate.queued, limit: this.gate.limit }));
+  }
+
+  /** The export, opened in a turn of the node's export gate, which it holds until its stream has closed. */
   async export(tenant: Tenant, query: ExportQuery): Promise<GoodsExport> {
+    let opened!: (file: GoodsExport) => void;
+    const file = new Promise<GoodsExport>((resolve) => (opened = resolve));
+    const turn = this.gate.run(
+      Infinity,
+      async () => {
+        const exported = await this.open(tenant, query);
+        const closed = once(exported.stream, 'close');
+        opened(exported);
+        await closed;
+      },
+      tenant.id,
+      Date.now() + EXPORT_WAIT_MS,
+    );
+    // Whichever settles first: the file once open, or the turn's failure (no turn, or opening failed).
+    return Promise.race([
+      file,
+      turn.then(
+        () => file,
+        (err: unknown) => {
+          if (!(err instanceof WorkGateError)) throw err;
+          this.metrics.workRefusals.inc({ work: 'export', reason: err.reason });
+          throw ApiException.unavailable(
+            err.reason === 'full'
+              ? 'Too many exports are waiting on this server (or of this catalog); try again when yours have ended'
+              : `No turn to export within ${EXPORT_WAIT_MS / 1000} s: this server is streaming other exports (yours included, one at a time per customer); try again shortly`,
+            10,
+          );
+        },
+      ),
+    ]);
+  }
+
+  private async open(tenant: Tenant, query: ExportQuery): Promise<GoodsExport> {
     const keyword = query.searchKeyword ? normalizeForSearch(query.searchKeyword.trim()) : '';
     const first = await this.page(tenant, keyword, 0);
     const pages = this.pages(tenant, keyword, first);
