@@ -24,6 +24,25 @@ async function refusal(work: Promise<unknown>): Promise<WorkGateError> {
   throw new Error('expected a WorkGateError');
 }
 
+/** Tasks of named owners in a gate, each ended by the test (`tasks.get(name).resolve`), and the order they started in. */
+function ownedTasks(gate: WorkGate) {
+  const started: string[] = [];
+  const tasks = new Map<string, { resolve: (value: string) => void }>();
+  const run = (owner: string, name: string) => {
+    const task = deferred();
+    tasks.set(name, task);
+    return gate.run(
+      FAR(),
+      () => {
+        started.push(name);
+        return task.promise;
+      },
+      owner,
+    );
+  };
+  return { started, tasks, run };
+}
+
 describe('WorkGate', () => {
   it('runs at most `limit` tasks at once, the others in the order they came', async () => {
     const gate = new WorkGate(2, 10);
@@ -123,20 +142,7 @@ describe('WorkGate', () => {
 
   it('gives a free turn to a waiting owner with nothing running before another task of an owner already running one', async () => {
     const gate = new WorkGate(2, 10);
-    const started: string[] = [];
-    const tasks = new Map<string, { resolve: (value: string) => void }>();
-    const run = (owner: string, name: string) => {
-      const task = deferred();
-      tasks.set(name, task);
-      return gate.run(
-        FAR(),
-        () => {
-          started.push(name);
-          return task.promise;
-        },
-        owner,
-      );
-    };
+    const { started, tasks, run } = ownedTasks(gate);
     const answers = [run('a', 'a1'), run('a', 'a2'), run('a', 'a3'), run('a', 'a4'), run('b', 'b1')];
     await tick();
     expect(started).toEqual(['a1', 'a2']);
@@ -154,20 +160,7 @@ describe('WorkGate', () => {
 
   it('never gives one owner more than maxPerOwner turns, even with turns free; another owner takes them', async () => {
     const gate = new WorkGate(4, 10, 2);
-    const started: string[] = [];
-    const tasks = new Map<string, { resolve: (value: string) => void }>();
-    const run = (owner: string, name: string) => {
-      const task = deferred();
-      tasks.set(name, task);
-      return gate.run(
-        FAR(),
-        () => {
-          started.push(name);
-          return task.promise;
-        },
-        owner,
-      );
-    };
+    const { started, tasks, run } = ownedTasks(gate);
     const answers = [run('a', 'a1'), run('a', 'a2'), run('a', 'a3'), run('b', 'b1'), run('a', 'a4')];
     await tick();
     expect(started).toEqual(['a1', 'a2', 'b1']);
