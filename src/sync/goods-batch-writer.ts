@@ -38,8 +38,8 @@ export interface BatchOptions {
    */
   beforeCommit?: (em: EntityManager, response: SyncResponse) => Promise<void>;
   /**
-   * The elements already validated (`validate`, same order): a caller that writes batch after batch
-   * (an import job) validates the next one on the worker while this one is written.
+   * The elements already validated (parseElement, same order): an import job's rows come validated from
+   * the sheet reader's worker, which reads and validates the next ones while these are written.
    */
   validated?: Promise<ParsedElement[]>;
 }
@@ -204,11 +204,6 @@ export class GoodsBatchWriter {
     private readonly validator: ElementValidator,
     private readonly searchCorpus: GoodsSearchCorpus,
   ) {}
-
-  /** The elements validated (off the main thread for large batches), for `BatchOptions.validated`. */
-  validate(elements: BatchElement[]): Promise<ParsedElement[]> {
-    return this.validator.parse(elements, new TimeSlicer());
-  }
 
   async apply(tenant: Tenant, elements: BatchElement[], options: BatchOptions = {}): Promise<SyncResponse> {
     // A batch of 10,000 costs a second or more of CPU: it runs in slices of ~5 ms so that other
