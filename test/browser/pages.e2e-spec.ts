@@ -611,7 +611,7 @@ if (chromiumMissing && !required) {
       const chat = (message: string) => api(`/v1/console/${accessKey}/campaigns/${campaignKey}/chat`, { method: 'POST', body: { message } });
       expect((await chat('First line (lost on the way)')).status).toBe(200);
       expect((await chat('Second line')).status).toBe(200);
-      await viewer.waitForFunction(() => /Second line/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 3000 });
+      await viewer.waitForFunction(() => /Second line/.test(document.getElementById('chat')?.textContent ?? ''), undefined, { timeout: 15_000 });
       const lines = await viewer.locator('#chat li .text').allTextContents();
       expect(lines.slice(-2)).toEqual(['First line (lost on the way)', 'Second line']);
       expect(await viewer.evaluate(() => (window as LiveWindow).livegoods.live.stats.resyncs)).toBe(resyncs + 1);
@@ -653,7 +653,7 @@ if (chromiumMissing && !required) {
 
       // The operator page carries on against the new instance: end the broadcast (confirmed).
       await operator.getByRole('button', { name: 'End broadcast' }).click();
-      await viewer.waitForSelector('#campaign-status[data-status="CLOSED"]', { timeout: 3000 });
+      await viewer.waitForSelector('#campaign-status[data-status="CLOSED"]', { timeout: 15_000 });
       expect(await viewer.locator('#ended').isVisible()).toBe(true);
       expect(await operator.getByRole('alert').isVisible()).toBe(false);
     });
@@ -945,7 +945,7 @@ if (chromiumMissing && !required) {
       await page.waitForFunction(() => document.querySelectorAll('#goods li').length === 2);
       await page.waitForFunction(() => /Hello there/.test(document.getElementById('chat')?.textContent ?? ''));
       expect((await api(`/v1/console/${accessKey}/campaigns/${key}`, { method: 'DELETE' })).status).toBe(200);
-      await page.waitForFunction(() => document.getElementById('ended')?.textContent === 'This broadcast no longer exists.', undefined, { timeout: 3000 });
+      await page.waitForFunction(() => document.getElementById('ended')?.textContent === 'This broadcast no longer exists.', undefined, { timeout: 15_000 });
       expect(await page.locator('#goods li').count()).toBe(0);
       expect(await page.locator('a[href^="https://shop.example.com"]').count()).toBe(0);
       expect(await page.locator('#chat li').count()).toBe(0);
@@ -968,12 +968,13 @@ if (chromiumMissing && !required) {
       await page.waitForSelector('#campaign-live[data-state="live"]');
       expect(await page.locator(`#campaigns-body tr[data-campaign-key="${key}"]`).count()).toBe(1);
       expect((await api(`/v1/console/${accessKey}/campaigns/${key}`, { method: 'DELETE' })).status).toBe(200);
+      // Told by the live channel, without a reload (a generous wait: a CI machine may be loaded).
       await page.waitForFunction(() => /Deleted elsewhere.*was deleted/.test(document.getElementById('error-text')?.textContent ?? ''), undefined, {
-        timeout: 3000,
+        timeout: 15_000,
       });
       expect(await page.getByRole('alert').isVisible()).toBe(true);
       expect(await page.locator('#campaign').isVisible()).toBe(false);
-      await page.waitForFunction((k) => !document.querySelector(`#campaigns-body tr[data-campaign-key="${k}"]`), key, { timeout: 3000 });
+      await page.waitForFunction((k) => !document.querySelector(`#campaigns-body tr[data-campaign-key="${k}"]`), key, { timeout: 15_000 });
       expect(await page.evaluate(() => (window as { location: { hash: string } }).location.hash)).toBe('');
       await page.close();
     });
