@@ -58,28 +58,33 @@ describe('PublicCampaignsService: the build gate', () => {
   }
   const turn = () => new Promise((r) => setImmediate(r));
 
-  it(`builds ${PUBLIC_BUILDS_AT_ONCE} at once, lets ${PUBLIC_BUILDS_WAITING} wait, and answers 503 past that`, async () => {
+  it(`builds ${PUBLIC_BUILDS_AT_ONCE} at once, lets ${PUBLIC_BUILDS_WAITING} wait, and answers 503 past that; a full line makes room for a customer with fewer waiting`, async () => {
     const { service, getOne, refusals, refusalOf, releaseAll } = gatedService();
     // Every key a new one (no two requests share a build), the waiting ones of two customers.
-    const asked = [
-      ...Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
-        service.answerOne('ak1', `key${i}`, 'http://h', '127.0.0.1'),
-      ),
-      ...Array.from({ length: PUBLIC_BUILDS_WAITING - PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
-        service.answerOne('ak2', `other${i}`, 'http://h', '127.0.0.1'),
-      ),
-    ];
+    const first = Array.from({ length: PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
+      service.answerOne('ak1', `key${i}`, 'http://h', '127.0.0.1'),
+    );
+    const second = Array.from({ length: PUBLIC_BUILDS_WAITING - PUBLIC_BUILDS_WAITING_PER_CUSTOMER }, (_, i) =>
+      service.answerOne('ak2', `other${i}`, 'http://h', '127.0.0.1'),
+    );
     await turn();
     expect(getOne).toHaveBeenCalledTimes(PUBLIC_BUILDS_AT_ONCE);
-    const refused = await refusalOf(service.answerOne('ak3', 'one-too-many', 'http://h', '127.0.0.1'));
+    // The line is full: one more of customer 2's is 503 at once.
+    const refused = await refusalOf(service.answerOne('ak2', 'one-too-many', 'http://h', '127.0.0.1'));
     expect(refused).toBeInstanceOf(ApiException);
     expect({ code: refused?.code, headers: refused?.headers }).toEqual({ code: ErrorCode.Unavailable, headers: { 'Retry-After': '2' } });
     expect(refusals).toEqual([{ work: 'public-answer', reason: 'full' }]);
+    // A third customer's takes the place of the newest of customer 1's (the first with the most waiting).
+    const third = service.answerOne('ak3', 'third', 'http://h', '127.0.0.1');
+    const evicted = await refusalOf(first[first.length - 1]);
+    expect(evicted?.code).toBe(ErrorCode.Unavailable);
+    expect(refusals).toHaveLength(2);
     // The waiting ones are built as turns free up, and all answered.
     await releaseAll();
-    const answers = await Promise.all(asked);
+    const answers = await Promise.all([...first.slice(0, -1), ...second, third]);
     expect(answers).toHaveLength(PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING);
     expect(JSON.parse(answers[5].json)).toEqual({ campaignKey: 'key5', campaignStatus: 'NOT_EXIST' });
+    expect(JSON.parse(answers[answers.length - 1].json)).toEqual({ campaignKey: 'third', campaignStatus: 'NOT_EXIST' });
     expect(getOne).toHaveBeenCalledTimes(PUBLIC_BUILDS_AT_ONCE + PUBLIC_BUILDS_WAITING);
   });
 

@@ -11,6 +11,8 @@ export class WorkGateError extends Error {
 
 interface Waiter {
   start(): void;
+  /** Answers the task with this refusal (it was taken out of the line). */
+  refuse(err: WorkGateError): void;
   owner: unknown;
 }
 
@@ -24,7 +26,8 @@ interface Waiter {
  * A task may name its owner (a customer): a free turn goes to the first waiting task of the owner with
  * the fewest tasks running, so one owner's many tasks take every turn only while nobody else waits; and
  * with `maxPerOwner`, never more than that many turns, even when others are free. With
- * `maxWaitingPerOwner`, one owner's tasks never fill the whole waiting line.
+ * `maxWaitingPerOwner`, one owner's tasks never fill the whole waiting line, and when a few owners have
+ * filled it, a task of an owner with fewer waiting takes the place of the newest of the one with most.
  */
 export class WorkGate {
   private running = 0;
@@ -102,17 +105,42 @@ export class WorkGate {
             this.next();
           });
       };
-      waiter = { start, owner };
+      waiter = { start, owner, refuse: (err) => answer(() => reject(err)) };
       this.waiting.push(waiter);
       this.next();
-      if (waiter && this.waiting.length > this.maxWaiting) {
-        this.waiting.pop();
-        answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
-      } else if (waiter && this.maxWaitingPerOwner !== Infinity && this.waiting.filter((w) => w.owner === owner).length > this.maxWaitingPerOwner) {
+      if (!waiter) return;
+      if (this.maxWaitingPerOwner !== Infinity && this.waiting.filter((w) => w.owner === owner).length > this.maxWaitingPerOwner) {
         this.waiting.pop();
         answer(() => reject(new WorkGateError('full', `${this.maxWaitingPerOwner} tasks of the same owner are already waiting`)));
+      } else if (this.waiting.length > this.maxWaiting) {
+        // A full line: with per-owner shares, the newest task of the owner with the most waiting gives its
+        // place to this one when this owner has fewer waiting (so a few owners never fill the line for
+        // everyone else); otherwise this one is refused.
+        const crowded = this.maxWaitingPerOwner !== Infinity ? this.mostWaiting() : undefined;
+        if (crowded && crowded.count > this.waiting.filter((w) => w.owner === owner).length) {
+          const index = this.waiting.lastIndexOf(crowded.last);
+          this.waiting.splice(index, 1);
+          crowded.last.refuse(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`));
+        } else {
+          this.waiting.pop();
+          answer(() => reject(new WorkGateError('full', `${this.waiting.length} tasks are already waiting`)));
+        }
       }
     });
+  }
+
+  /** The owner with the most tasks waiting: how many, and its newest. */
+  private mostWaiting(): { count: number; last: Waiter } | undefined {
+    const counts = new Map<unknown, { count: number; last: Waiter }>();
+    let most: { count: number; last: Waiter } | undefined;
+    for (const w of this.waiting) {
+      const entry = counts.get(w.owner) ?? { count: 0, last: w };
+      entry.count += 1;
+      entry.last = w;
+      counts.set(w.owner, entry);
+      if (!most || entry.count > most.count) most = entry;
+    }
+    return most;
   }
 
   private next(): void {
