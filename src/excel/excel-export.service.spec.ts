@@ -18,7 +18,7 @@ function gatedExports() {
     return Promise.resolve({ stream, contentType: 'text/csv; charset=utf-8', filename: 'goods.csv' });
   });
   const exportOf = (customerId: number) => service.export({ id: customerId } as Tenant, { format: 'csv' });
-  return { exportOf, streams, refusals };
+  return { exportOf, streams, refusals, service };
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -79,5 +79,19 @@ describe('ExcelExportService: exports streamed at once', () => {
       (await next).stream.destroy();
     }
     expect(streams).toHaveLength(1 + EXPORTS_WAITING_PER_CUSTOMER);
+  });
+
+  it('gives the turn back after EXPORT_TURN_MS even while the export goes on (a slow reader keeps no other customer waiting)', async () => {
+    const { exportOf, streams, service } = gatedExports();
+    (service as unknown as { turnMs: number }).turnMs = 50;
+    const a = await exportOf(1);
+    const b = await exportOf(2);
+    const c = exportOf(3);
+    expect(await settled(c)).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(await settled(c)).toBe(true);
+    // The first two are still open: their clients go on reading without a turn.
+    expect(a.stream.destroyed || b.stream.destroyed).toBe(false);
+    for (const stream of streams) stream.destroy();
   });
 });
