@@ -21,9 +21,22 @@ import { countMatches, goodsByIds, matchingIds, mediaOfPage, pageAfter, pageOfMa
 import { Metrics } from '../metrics/metrics.service';
 import { applyGoodsWrite, isUniqueViolation, keyTakenMessage, newGoods } from './goods-write';
 import { lockRow } from '../database/engine';
+import { WorkGate, WorkGateError } from '../common/util/work-gate';
 
 /** Pages of the whole catalog that start below this many items are read while the catalog version is (see list()). */
 const EARLY_PAGE_OFFSETS = 1000;
+/**
+ * Keyword scans of the catalog (a search the in-memory corpus cannot answer: a catalog over
+ * SEARCH_MEMORY_MB, a corpus that did not load in time) a node runs at once, one customer's at most, and
+ * how many may wait, each at most SCAN_WAIT_MS (then 503). Each scan holds a database connection for
+ * seconds on a large catalog: 16 of one customer's at once took the whole pool, and another customer's
+ * list waited for a connection up to 5 s, then 503.
+ */
+export const SCANS_AT_ONCE = 4;
+export const SCANS_PER_CUSTOMER = 2;
+export const SCANS_WAITING = 64;
+export const SCANS_WAITING_PER_CUSTOMER = 16;
+export const SCAN_WAIT_MS = 10_000;
 
 interface SavedGoods {
   goods: Goods;
@@ -39,6 +52,8 @@ interface SavedGoods {
 /** The goods catalog of one customer: list, look-ups, register, the three updates, deletes. */
 @Injectable()
 export class GoodsService {
+  private readonly scans = new WorkGate(SCANS_AT_ONCE, SCANS_WAITING, SCANS_PER_CUSTOMER, SCANS_WAITING_PER_CUSTOMER);
+
   constructor(
     private readonly transactions: Transactions,
     private readonly listCache: GoodsListCache,
@@ -47,7 +62,20 @@ export class GoodsService {
     private readonly deletionHooks: GoodsDeletionHooks,
     private readonly changeHooks: GoodsChangeHooks,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    metrics.countGate('search-scan', () => ({ active: this.scans.active, queued: this.scans.queued, limit: this.scans.limit }));
+  }
+
+  /** The ids of the customer's goods matching `keyword`, by a scan of the catalog in a turn of the node's scan gate. */
+  private async scanned(em: EntityManager, customerId: number, keyword: string): Promise<number[]> {
+    try {
+      return await this.scans.run(Infinity, () => matchingIds(em, customerId, keyword), customerId, Date.now() + SCAN_WAIT_MS);
+    } catch (err) {
+      if (!(err instanceof WorkGateError)) throw err;
+      this.metrics.workRefusals.inc({ work: 'search-scan', reason: err.reason });
+      throw ApiException.unavailable('The server is busy searching large catalogs (this one included); try again shortly', 2);
+    }
+  }
 
   /** Counts one API write in livegoods_goods_rows_written_total: its outcome, or FAIL when it throws. */
   private async counted<T>(outcome: 'CREATE' | 'UPDATE', work: () => Promise<T>): Promise<T> {
@@ -89,7 +117,7 @@ export class GoodsService {
       // A keyword is matched in the customer's in-memory corpus when it is at this version, else by one
       // scan; either yields both the count and the ids, which the cache keeps for the next pages (up to
       // its bounds: past them a page is read off the (customerId, id) index).
-      const allIds = keyword ? ((await this.searchCorpus.match(tenant.id, keyword, version)) ?? (await matchingIds(em, tenant.id, keyword))) : undefined;
+      const allIds = keyword ? ((await this.searchCorpus.match(tenant.id, keyword, version)) ?? (await this.scanned(em, tenant.id, keyword))) : undefined;
       count = allIds ? allIds.length : await countMatches(em, tenant.id, keyword);
       ids = allIds;
       this.listCache.set(tenant.id, keyword, version, count, allIds);

@@ -9,7 +9,7 @@ export type GoodsSource = 'sync' | 'spreadsheet' | 'api';
 export type GoodsOutcome = 'CREATE' | 'UPDATE' | 'FAIL';
 export type LiveRole = 'viewer' | 'operator';
 /** Work that a node does a few at a time, behind a gate (WorkGate): image decoding, synchronous spreadsheet reads. */
-export type GatedWork = 'image' | 'image-fetch' | 'spreadsheet' | 'public-answer' | 'export';
+export type GatedWork = 'image' | 'image-fetch' | 'spreadsheet' | 'public-answer' | 'export' | 'search-scan';
 
 /** What a gate reports at each scrape. */
 export interface GateUse {
@@ -101,7 +101,7 @@ export class Metrics implements OnApplicationBootstrap, OnModuleDestroy {
   readonly workRefusals = new Counter({
     name: 'livegoods_work_refusals_total',
     help:
-      'Images, synchronous spreadsheet reads, public answers with goods and exports a node gave up on at its gate, by work (image, image-fetch, spreadsheet, public-answer, export) and ' +
+      'Images, synchronous spreadsheet reads, public answers with goods and exports a node gave up on at its gate, by work (image, image-fetch, spreadsheet, public-answer, export, search-scan) and ' +
       'reason (full: the waiting line was full; waited: no turn before the deadline; ran: still running at the deadline)',
     labelNames: ['work', 'reason'] as const,
     registers: [this.registry],
@@ -231,7 +231,7 @@ export class Metrics implements OnApplicationBootstrap, OnModuleDestroy {
     });
     new Gauge({
       name: 'livegoods_work_slots',
-      help: 'Gated work on this node by work (image, image-fetch, spreadsheet, public-answer, export) and state: active (running), waiting (in line for a turn), limit (at once)',
+      help: 'Gated work on this node by work (image, image-fetch, spreadsheet, public-answer, export, search-scan) and state: active (running), waiting (in line for a turn), limit (at once)',
       labelNames: ['work', 'state'] as const,
       registers: [this.registry],
       collect() {
