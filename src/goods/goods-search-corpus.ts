@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import { EntityManager } from 'typeorm';
+import { finishedWithin } from '../common/util/finished-within';
 import { AppConfig } from '../config/app-config';
 import { Transactions } from '../database/transactions';
 import { Metrics } from '../metrics/metrics.service';
@@ -401,7 +402,7 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     if (!corpus || corpus.version < version) {
       this.refresh(customerId, version);
       const loading = this.states.get(customerId)?.loading;
-      if (!loading || waited || !(await settlesWithin(loading, LOAD_WAIT_MS))) return undefined;
+      if (!loading || waited || !(await finishedWithin(loading, LOAD_WAIT_MS))) return undefined;
       return this.matchInMemory(customerId, keyword, version, true);
     }
     // Most recently searched last: the map's order is the eviction order.
@@ -950,16 +951,5 @@ export class GoodsSearchCorpus implements OnModuleInit, OnApplicationShutdown {
     this.used -= corpus.bytes;
     this.metrics.searchCorpusGoods.dec(corpus.ids.length);
     this.metrics.searchCorpusBytes.dec(corpus.bytes);
-  }
-}
-
-/** Whether `work` settles within `ms` (it is not stopped otherwise). */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([work.then(() => true), timedOut]);
-  } finally {
-    clearTimeout(timer);
   }
 }
