@@ -70,7 +70,7 @@ export class ExcelExportService {
     private readonly transactions: Transactions,
     private readonly metrics: Metrics,
   ) {
-    metrics.countGate('export', () => ({ active: this.gate.active, queued: this.gate.queued, limit: this.gate.limit }));
+    metrics.countGate('export', this.gate);
   }
 
   /** The export, opened in a turn of the node's export gate, which it holds until its stream has closed (EXPORT_TURN_MS at most). */

@@ -80,7 +80,7 @@ export class ExcelService implements OnModuleInit {
     private readonly webhooks: WebhookEvents,
     private readonly metrics: Metrics,
   ) {
-    metrics.countGate('spreadsheet', () => ({ active: this.reading.active, queued: this.reading.queued, limit: this.reading.limit }));
+    metrics.countGate('spreadsheet', this.reading);
   }
 
   /**

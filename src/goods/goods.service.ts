@@ -63,7 +63,7 @@ export class GoodsService {
     private readonly changeHooks: GoodsChangeHooks,
     private readonly metrics: Metrics,
   ) {
-    metrics.countGate('search-scan', () => ({ active: this.scans.active, queued: this.scans.queued, limit: this.scans.limit }));
+    metrics.countGate('search-scan', this.scans);
   }
 
   /** The ids of the customer's goods matching `keyword`, by a scan of the catalog in a turn of the node's scan gate. */

@@ -77,7 +77,7 @@ export class ImageProcessor {
     private readonly metrics: Metrics,
   ) {
     this.gate = new WorkGate(config.media.processConcurrency, MAX_WAITING);
-    metrics.countGate('image', () => ({ active: this.gate.active, queued: this.gate.queued, limit: this.gate.limit }));
+    metrics.countGate('image', this.gate);
   }
 
   async process(bytes: Buffer): Promise<ProcessedImage> {

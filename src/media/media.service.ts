@@ -83,7 +83,7 @@ export class MediaService implements OnModuleInit, OnModuleDestroy {
     private readonly metrics: Metrics,
   ) {
     this.gate = new WorkGate(config.media.nodeConcurrency, MAX_WAITING_IMAGES, config.media.fetchConcurrency);
-    metrics.countGate('image-fetch', () => ({ active: this.gate.active, queued: this.gate.queued, limit: this.gate.limit }));
+    metrics.countGate('image-fetch', this.gate);
   }
 
   /**

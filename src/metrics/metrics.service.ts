@@ -172,7 +172,7 @@ export class Metrics implements OnApplicationBootstrap, OnModuleDestroy {
   private liveSocketsSource: () => Record<LiveRole, number> = () => ({ viewer: 0, operator: 0 });
   private poolSource: () => PoolUse | null = () => null;
   private inFlightSource: () => number = () => 0;
-  private readonly gateSources = new Map<GatedWork, () => GateUse>();
+  private readonly gateSources = new Map<GatedWork, GateUse>();
   private readonly loopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private loopWindow = { p50: 0, p99: 0, max: 0 };
   private loopTimer: NodeJS.Timeout | undefined;
@@ -235,8 +235,7 @@ export class Metrics implements OnApplicationBootstrap, OnModuleDestroy {
       labelNames: ['work', 'state'] as const,
       registers: [this.registry],
       collect() {
-        for (const [work, source] of gates()) {
-          const use = source();
+        for (const [work, use] of gates()) {
           this.set({ work, state: 'active' }, use.active);
           this.set({ work, state: 'waiting' }, use.queued);
           this.set({ work, state: 'limit' }, use.limit);
@@ -277,9 +276,9 @@ export class Metrics implements OnApplicationBootstrap, OnModuleDestroy {
     this.liveSocketsSource = source;
   }
 
-  /** A gate's figures for livegoods_work_slots (read at each scrape). */
-  countGate(work: GatedWork, source: () => GateUse): void {
-    this.gateSources.set(work, source);
+  /** A gate (a WorkGate) whose figures livegoods_work_slots shows (read at each scrape). */
+  countGate(work: GatedWork, gate: GateUse): void {
+    this.gateSources.set(work, gate);
   }
 
   /** The client connections open, as the connection guard counts them (read at each scrape). */

@@ -48,7 +48,7 @@ export class PublicCampaignsService {
     private readonly metrics: Metrics,
     private readonly limiter: RateLimiter,
   ) {
-    metrics.countGate('public-answer', () => ({ active: this.builds.active, queued: this.builds.queued, limit: this.builds.limit }));
+    metrics.countGate('public-answer', this.builds);
   }
 
   /** `client`: the caller's address as the per-address limits count it (RATE_LIMIT_PUBLIC_BUILDS). */
